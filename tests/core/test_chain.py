@@ -1,0 +1,82 @@
+"""The chain: order, phases, stopping rules and failure handling."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tests.reviews import pod, request
+from webhooks.core.admission import Admission
+from webhooks.core.chain import run_chain
+from webhooks.core.config import load_config
+from webhooks.core.patch import Editor
+from webhooks.core.plugin import PODS, Context, Half, LookupFailure, Plugin, Registry
+from webhooks.core.result import Result, Violation
+from webhooks.core.review import AdmissionRequest
+
+ALL = frozenset({"CREATE", "UPDATE"})
+
+
+@dataclass(frozen=True)
+class Nothing:
+    """No settings."""
+
+
+def _labeller(label: str) -> Plugin:
+    def mutate(req: AdmissionRequest, obj: dict[str, Any], ctx: Context) -> Result:
+        editor = Editor(obj)
+        seen = editor.get(("metadata", "labels", "seen"), "")
+        editor.set(("metadata", "labels", "seen"), seen + label)
+        return Result(editor.obj, editor.patch)
+
+    return Plugin(label, "adds a label", Nothing, mutate=Half(mutate, frozenset({PODS}), ALL))
+
+
+def _validator(name: str, message: str | None, exc: Exception | None = None) -> Plugin:
+    def validate(req: AdmissionRequest, obj: dict[str, Any], ctx: Context) -> list[Violation]:
+        if exc is not None:
+            raise exc
+        return [Violation(message)] if message else []
+
+    return Plugin(name, "checks", Nothing, validate=Half(validate, frozenset({PODS}), ALL))
+
+
+def _run(plugins: list[Plugin], obj: dict[str, Any] | None = None) -> Any:
+    registry = Registry(plugins)
+    admission = Admission(registry, load_config(None, registry))
+    return admission.decide(request(obj or pod()), ("mutate", "validate"))
+
+
+def test_mutators_see_each_others_output_in_registry_order() -> None:
+    outcome = _run([_labeller("a"), _labeller("b")])
+    assert outcome.obj["metadata"]["labels"]["seen"] == "ab"
+    assert outcome.changed_by == ("a", "b")
+
+
+def test_validators_all_run_and_every_message_is_reported() -> None:
+    outcome = _run([_validator("v1", "first"), _validator("v2", "second")])
+    assert not outcome.allowed
+    assert outcome.message == "[first, second]"
+    assert outcome.denied_by == ("v1", "v2")
+    assert outcome.code == 403
+
+
+def test_a_lookup_failure_is_an_internal_error_status_not_an_exception() -> None:
+    outcome = _run([_validator("v", None, LookupFailure("timed out after 2s"))])
+    assert not outcome.allowed
+    assert (outcome.code, outcome.reason) == (500, "InternalError")
+    assert "timed out after 2s" in outcome.message
+
+
+def test_a_plugin_bug_is_an_internal_error_naming_the_plugin() -> None:
+    outcome = _run([_validator("buggy", None, KeyError("x"))])
+    assert (outcome.code, outcome.reason) == (500, "InternalError")
+    assert outcome.message.startswith("buggy: internal error: KeyError")
+
+
+def test_a_subresource_request_is_left_alone() -> None:
+    registry = Registry([_labeller("a")])
+    config = load_config(None, registry)
+    req = request(pod(), sub_resource="status", operation="UPDATE", old=pod())
+    outcome = run_chain(req, config, [("mutate", list(registry))])
+    assert outcome.patch == [] and outcome.allowed

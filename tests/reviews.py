@@ -1,0 +1,136 @@
+"""Builders for real AdmissionReview v1 requests and common objects used across tests."""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from typing import Any
+
+import jsonpatch
+
+from webhooks.core.review import AdmissionRequest, parse_review
+
+RESOURCES: dict[str, tuple[str, str, str]] = {
+    "Pod": ("", "v1", "pods"),
+    "Node": ("", "v1", "nodes"),
+    "PodTemplate": ("", "v1", "podtemplates"),
+    "ReplicationController": ("", "v1", "replicationcontrollers"),
+    "Deployment": ("apps", "v1", "deployments"),
+    "ReplicaSet": ("apps", "v1", "replicasets"),
+    "StatefulSet": ("apps", "v1", "statefulsets"),
+    "DaemonSet": ("apps", "v1", "daemonsets"),
+    "Job": ("batch", "v1", "jobs"),
+    "CronJob": ("batch", "v1", "cronjobs"),
+    "Namespace": ("", "v1", "namespaces"),
+    "ConfigMap": ("", "v1", "configmaps"),
+}
+
+
+def review(
+    obj: dict[str, Any] | None,
+    *,
+    operation: str = "CREATE",
+    kind: str | None = None,
+    resource: str | None = None,
+    group: str | None = None,
+    sub_resource: str = "",
+    old: dict[str, Any] | None = None,
+    namespace: str | None = None,
+    uid: str | None = None,
+) -> dict[str, Any]:
+    """A complete AdmissionReview v1 request dict, shaped as the API server sends it."""
+    kind = kind or (obj or old or {}).get("kind", "Pod")
+    g, v, r = RESOURCES.get(kind, ("", "v1", kind.lower() + "s"))
+    g = g if group is None else group
+    r = resource or r
+    meta = (obj or old or {}).get("metadata", {})
+    request: dict[str, Any] = {
+        "uid": uid or str(uuid.uuid4()),
+        "kind": {"group": g, "version": v, "kind": kind},
+        "resource": {"group": g, "version": v, "resource": r},
+        "requestKind": {"group": g, "version": v, "kind": kind},
+        "requestResource": {"group": g, "version": v, "resource": r},
+        "name": meta.get("name", ""),
+        "namespace": namespace if namespace is not None else meta.get("namespace", "default"),
+        "operation": operation,
+        "userInfo": {"username": "kubernetes-admin", "groups": ["system:masters"]},
+        "object": obj,
+        "oldObject": old,
+        "dryRun": False,
+        "options": {"apiVersion": "meta.k8s.io/v1", "kind": f"{operation.title()}Options"},
+    }
+    if sub_resource:
+        request["subResource"] = sub_resource
+        request["requestSubResource"] = sub_resource
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+
+
+def request(obj: dict[str, Any] | None, **kwargs: Any) -> AdmissionRequest:
+    """A parsed :class:`AdmissionRequest` for ``obj``."""
+    return parse_review(review(obj, **kwargs))
+
+
+def pod(
+    *,
+    name: str = "web",
+    namespace: str = "default",
+    tolerations: list[dict[str, Any]] | None = None,
+    containers: list[dict[str, Any]] | None = None,
+    init_containers: list[dict[str, Any]] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A Pod as the API server hands it to admission (defaults applied where they matter)."""
+    body: dict[str, Any] = {
+        "containers": containers
+        if containers is not None
+        else [{"name": "app", "image": "nginx:1.27", "resources": {}}],
+        **spec,
+    }
+    if init_containers is not None:
+        body["initContainers"] = init_containers
+    if tolerations is not None:
+        body["tolerations"] = tolerations
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": name}},
+        "spec": body,
+    }
+
+
+def container(
+    name: str = "app", requests: dict[str, str] | None = None, **kw: Any
+) -> dict[str, Any]:
+    """A container with optional resource requests (and any other fields)."""
+    resources: dict[str, Any] = {}
+    if requests is not None:
+        resources["requests"] = requests
+    resources.update(kw.pop("resources", {}))
+    return {"name": name, "image": "busybox:1.36", "resources": resources, **kw}
+
+
+def tol(
+    key: str = "",
+    operator: str | None = None,
+    value: str | None = None,
+    effect: str | None = None,
+    seconds: int | None = None,
+) -> dict[str, Any]:
+    """A toleration dict with only the given fields set."""
+    out: dict[str, Any] = {}
+    if key:
+        out["key"] = key
+    if operator is not None:
+        out["operator"] = operator
+    if value is not None:
+        out["value"] = value
+    if effect is not None:
+        out["effect"] = effect
+    if seconds is not None:
+        out["tolerationSeconds"] = seconds
+    return out
+
+
+def apply(obj: dict[str, Any], patch: list[dict[str, Any]]) -> dict[str, Any]:
+    """Apply a JSON Patch to a deep copy with the reference implementation."""
+    return jsonpatch.apply_patch(copy.deepcopy(obj), patch)  # type: ignore[no-any-return]

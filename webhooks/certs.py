@@ -1,0 +1,508 @@
+"""Development TLS material: a throwaway CA, a serving certificate signed by it, and inspection.
+
+The API server only calls admission webhooks over TLS, and it verifies the serving certificate
+against the ``caBundle`` of the webhook configuration. ``serve`` therefore needs *some* chain
+even on a laptop: :func:`ensure_dev_certs` creates one under ``certs/`` when none exists, and
+:func:`generate` is the same routine with every knob exposed (used by ``certs generate`` to
+make a chain for a cluster Service). :func:`inspect` and :func:`load_pair` answer the usual
+operational questions — which names does this certificate cover, when does it expire, and
+does this key belong to it — without shelling out to ``openssl``.
+
+Only ``ca.crt``, ``tls.crt`` and ``tls.key`` are ever written. The CA *private* key is used to
+sign the serving certificate and then dropped: a development CA key lying on disk is a
+liability (anyone who reads it can mint certificates the cluster trusts for as long as the
+``caBundle`` is installed), and regenerating all three files is cheap, so there is nothing to
+gain by keeping it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import os
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal
+
+from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
+from cryptography.hazmat.primitives.asymmetric.types import (
+    CertificatePublicKeyTypes,
+    PrivateKeyTypes,
+    PublicKeyTypes,
+)
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+__all__ = [
+    "CA_FILE",
+    "CERT_FILE",
+    "DEV_HOSTS",
+    "KEY_FILE",
+    "CertError",
+    "CertInfo",
+    "CertPaths",
+    "LoadedPair",
+    "ensure_dev_certs",
+    "format_inspect",
+    "generate",
+    "inspect",
+    "load_pair",
+    "seconds_to_expiry",
+    "service_hosts",
+]
+
+CA_FILE: Final = "ca.crt"
+CERT_FILE: Final = "tls.crt"
+KEY_FILE: Final = "tls.key"
+
+#: Names the development certificate covers: what a local client dials.
+DEV_HOSTS: Final[tuple[str, ...]] = ("localhost", "127.0.0.1")
+
+#: How far back ``notBefore`` is set, so a peer whose clock runs slightly behind ours
+#: does not reject a certificate generated a moment ago as "not yet valid".
+CLOCK_SKEW: Final = dt.timedelta(minutes=5)
+
+_CURVE_NAMES: Final[dict[str, str]] = {
+    "secp256r1": "P-256",
+    "secp384r1": "P-384",
+    "secp521r1": "P-521",
+}
+
+_Key = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
+
+
+class CertError(ValueError):
+    """A certificate or key file is missing or cannot be parsed.
+
+    It is a ``ValueError`` so callers that already treat bad configuration as a value
+    error keep working, and its message is one line naming the file, so the CLI can print
+    it as-is.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class CertPaths:
+    """Where :func:`generate` put the CA certificate, serving certificate and serving key.
+
+    Returning paths rather than bytes lets callers hand them straight to gunicorn's
+    ``certfile``/``keyfile`` options and to ``caBundle`` tooling.
+    """
+
+    ca: Path
+    cert: Path
+    key: Path
+
+
+@dataclass(frozen=True, slots=True)
+class CertInfo:
+    """The operationally interesting facts about one certificate.
+
+    Plain values (strings, datetimes) rather than ``x509`` objects, so the result can be
+    printed, compared in tests and serialised without knowing ``cryptography``.
+    """
+
+    subject: str
+    issuer: str
+    sans: tuple[str, ...]
+    not_before: dt.datetime
+    not_after: dt.datetime
+    is_ca: bool
+    key_type: str
+    serial: int
+    fingerprint_sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedPair:
+    """A parsed serving certificate plus whether the key file belongs to it.
+
+    A mismatch is reported as data rather than raised, so a health check can say exactly
+    what is wrong instead of failing on the first TLS handshake.
+    """
+
+    certificate: x509.Certificate
+    not_after: dt.datetime
+    matches_key: bool
+
+
+# --------------------------------------------------------------------------- generation
+
+
+def service_hosts(service: str, namespace: str) -> list[str]:
+    """Return every DNS name a client may use for a Service inside the cluster.
+
+    The API server dials ``<service>.<namespace>.svc``, but other clients use the short or
+    fully-qualified forms, and the certificate must cover whichever name was dialled.
+    """
+    return [
+        service,
+        f"{service}.{namespace}",
+        f"{service}.{namespace}.svc",
+        f"{service}.{namespace}.svc.cluster.local",
+    ]
+
+
+def generate(
+    out_dir: Path,
+    *,
+    hosts: Sequence[str],
+    ca_days: int = 3650,
+    days: int = 365,
+    key_type: Literal["ec", "rsa"] = "ec",
+    common_name: str = "placement-webhooks",
+) -> CertPaths:
+    """Create a self-signed CA and a serving certificate for ``hosts`` under ``out_dir``.
+
+    One call yields everything a webhook needs (the ``caBundle`` and the server's key pair),
+    and the CA key is deliberately not written: a dev CA key on disk is a liability, and
+    regenerating all three files is cheap.
+
+    ``hosts`` entries that parse as IP addresses become ``IPAddress`` SANs, the rest
+    ``DNSName`` SANs. Both certificates start :data:`CLOCK_SKEW` in the past; the serving
+    certificate never outlives its CA. ``ca.crt`` and ``tls.crt`` (the leaf only) are
+    written mode 0644 and ``tls.key`` (unencrypted PKCS#8 PEM) mode 0600, each via a
+    temporary file in ``out_dir`` and ``os.replace``, so a reader never sees a half-written
+    file and the key is never readable by others, not even briefly.
+    """
+    names = _clean_hosts(hosts)
+    if ca_days <= 0 or days <= 0:
+        raise ValueError(f"validity must be positive (ca_days={ca_days}, days={days})")
+    if not common_name:
+        raise ValueError("common_name must not be empty")
+
+    now = dt.datetime.now(dt.UTC)
+    not_before = now - CLOCK_SKEW
+    ca_not_after = now + dt.timedelta(days=ca_days)
+    leaf_not_after = min(now + dt.timedelta(days=days), ca_not_after)
+
+    ca_key = _new_key(key_type)
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{common_name} CA")])
+    ca_ski = x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key())
+    ca_cert = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(ca_not_after)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(_key_usage(cert_sign=True), critical=True)
+        .add_extension(ca_ski, critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+
+    leaf_key = _new_key(key_type)
+    leaf_cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
+        .issuer_name(ca_name)
+        .public_key(leaf_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(leaf_not_after)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            _key_usage(key_encipherment=isinstance(leaf_key, rsa.RSAPrivateKey)),
+            critical=True,
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.SubjectKeyIdentifier.from_public_key(leaf_key.public_key()), critical=False
+        )
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski),
+            critical=False,
+        )
+        .add_extension(x509.SubjectAlternativeName(_san_entries(names)), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = CertPaths(ca=out_dir / CA_FILE, cert=out_dir / CERT_FILE, key=out_dir / KEY_FILE)
+    key_pem = leaf_key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    _write_all(
+        [
+            (paths.ca, ca_cert.public_bytes(serialization.Encoding.PEM), False),
+            (paths.key, key_pem, True),
+            (paths.cert, leaf_cert.public_bytes(serialization.Encoding.PEM), False),
+        ]
+    )
+    return paths
+
+
+def ensure_dev_certs(cert_dir: Path) -> CertPaths:
+    """Return the development chain in ``cert_dir``, generating it only if a file is missing.
+
+    ``serve`` calls this on every start, so it must be idempotent: an existing chain is
+    reused (a client that trusted ``ca.crt`` keeps working), while a partial one is replaced
+    as a whole because a lone certificate or key is useless without its partners.
+    """
+    paths = CertPaths(ca=cert_dir / CA_FILE, cert=cert_dir / CERT_FILE, key=cert_dir / KEY_FILE)
+    if all(p.is_file() for p in (paths.ca, paths.cert, paths.key)):
+        return paths
+    return generate(cert_dir, hosts=DEV_HOSTS)
+
+
+def _clean_hosts(hosts: Sequence[str]) -> list[str]:
+    if isinstance(hosts, str):
+        raise TypeError("hosts must be a sequence of names, not a single string")
+    names: list[str] = []
+    for host in hosts:
+        name = host.strip()
+        if not name:
+            raise ValueError("hosts must not contain empty names")
+        if name not in names:
+            names.append(name)
+    if not names:
+        raise ValueError("at least one host name or IP address is required")
+    return names
+
+
+def _new_key(key_type: str) -> _Key:
+    if key_type == "ec":
+        return ec.generate_private_key(ec.SECP256R1())
+    if key_type == "rsa":
+        return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    raise ValueError(f"key_type must be 'ec' or 'rsa', not {key_type!r}")
+
+
+def _key_usage(*, cert_sign: bool = False, key_encipherment: bool = False) -> x509.KeyUsage:
+    return x509.KeyUsage(
+        digital_signature=not cert_sign,
+        content_commitment=False,
+        key_encipherment=key_encipherment,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=cert_sign,
+        crl_sign=cert_sign,
+        encipher_only=False,
+        decipher_only=False,
+    )
+
+
+def _san_entries(names: Iterable[str]) -> list[x509.GeneralName]:
+    entries: list[x509.GeneralName] = []
+    for name in names:
+        try:
+            entries.append(x509.IPAddress(ipaddress.ip_address(name)))
+        except ValueError:
+            entries.append(x509.DNSName(name))
+    return entries
+
+
+def _write_all(files: Sequence[tuple[Path, bytes, bool]]) -> None:
+    """Stage every file first, then rename them in quick succession.
+
+    Staging first keeps the window in which the directory holds a mix of old and new files
+    as short as possible; a crash before the renames leaves the old set untouched.
+    """
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for path, data, private in files:
+            staged.append((_stage(path, data, private=private), path))
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    finally:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+
+
+def _stage(path: Path, data: bytes, *, private: bool) -> Path:
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    mode = 0o600 if private else 0o644
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    fd = os.open(tmp, flags, mode)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            if private:
+                # The umask can only remove bits; this makes the mode exactly 0600.
+                os.chmod(tmp, 0o600)
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+# --------------------------------------------------------------------------- inspection
+
+
+def inspect(path: Path) -> list[CertInfo]:
+    """Describe every certificate in the PEM file at ``path``, in file order.
+
+    Bundles (``ca.crt`` with several roots, a chain file) are common, and the question
+    "what is in this file and when does it expire" should not need ``openssl x509`` per
+    block.
+    """
+    return [_describe(cert) for cert in _read_certs(path)]
+
+
+def load_pair(cert: Path, key: Path) -> LoadedPair:
+    """Parse a serving certificate and key, and report whether the key belongs to it.
+
+    A mismatched pair makes gunicorn fail at start-up with an opaque OpenSSL error, so
+    checking it up front lets ``serve`` and ``certs check`` say which files disagree.
+
+    The first certificate in ``cert`` is taken as the leaf. Raises :class:`CertError` when
+    either file is missing or unparsable (including an encrypted key).
+    """
+    leaf = _read_certs(cert)[0]
+    private_key = _read_key(key)
+    return LoadedPair(
+        certificate=leaf,
+        not_after=leaf.not_valid_after_utc,
+        matches_key=_spki(leaf.public_key()) == _spki(private_key.public_key()),
+    )
+
+
+def seconds_to_expiry(not_after: dt.datetime, now: dt.datetime | None = None) -> float:
+    """Return how many seconds remain until ``not_after`` (negative once expired).
+
+    Rotation alerts and the ``certs`` CLI both need this number, and computing it in one
+    place keeps them agreeing; naive datetimes are rejected because guessing their zone
+    could be hours wrong.
+    """
+    current = dt.datetime.now(dt.UTC) if now is None else now
+    for label, value in (("not_after", not_after), ("now", current)):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"{label} must be timezone-aware, got naive {value.isoformat()}")
+    return (not_after - current).total_seconds()
+
+
+def format_inspect(infos: Sequence[CertInfo], *, now: dt.datetime | None = None) -> str:
+    """Render :func:`inspect` results as text, one block per certificate.
+
+    Operators read this in a terminal or paste it into a ticket, so it is aligned, uses ISO
+    timestamps and states the days left rather than leaving the arithmetic to the reader.
+    """
+    blocks: list[str] = []
+    for index, info in enumerate(infos, start=1):
+        rows = [
+            ("Subject", info.subject or "(empty)"),
+            ("Issuer", info.issuer or "(empty)"),
+            ("SANs", ", ".join(info.sans) if info.sans else "(none)"),
+            ("Not before", info.not_before.isoformat()),
+            ("Not after", info.not_after.isoformat()),
+            ("Days left", _days_left(seconds_to_expiry(info.not_after, now))),
+            ("CA", "yes" if info.is_ca else "no"),
+            ("Key type", info.key_type),
+            ("SHA-256", info.fingerprint_sha256),
+        ]
+        lines = [f"Certificate {index} of {len(infos)}"]
+        lines += [f"  {label + ':':<12}{value}" for label, value in rows]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def _days_left(seconds: float) -> str:
+    if seconds < 0:
+        ago = int(-seconds // 86400)
+        return f"expired ({ago} days ago)" if ago else "expired (today)"
+    return str(int(seconds // 86400))
+
+
+def _read_bytes(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise CertError(f"{what} file not found: {path}") from None
+    except OSError as exc:
+        raise CertError(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
+
+
+def _read_certs(path: Path) -> list[x509.Certificate]:
+    data = _read_bytes(path, "certificate")
+    try:
+        certs = x509.load_pem_x509_certificates(data)
+    except ValueError:
+        raise CertError(f"no valid PEM certificate in {path}") from None
+    if not certs:  # pragma: no cover - cryptography raises instead, kept for safety
+        raise CertError(f"no valid PEM certificate in {path}")
+    return certs
+
+
+def _read_key(path: Path) -> PrivateKeyTypes:
+    data = _read_bytes(path, "private key")
+    try:
+        return serialization.load_pem_private_key(data, password=None)
+    except TypeError:
+        raise CertError(
+            f"private key in {path} is encrypted; an unencrypted key is required"
+        ) from None
+    except (ValueError, UnsupportedAlgorithm):
+        raise CertError(f"no valid PEM private key in {path}") from None
+
+
+def _spki(public_key: PublicKeyTypes) -> bytes:
+    return public_key.public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+
+
+def _describe(cert: x509.Certificate) -> CertInfo:
+    return CertInfo(
+        subject=cert.subject.rfc4514_string(),
+        issuer=cert.issuer.rfc4514_string(),
+        sans=_sans(cert),
+        not_before=cert.not_valid_before_utc,
+        not_after=cert.not_valid_after_utc,
+        is_ca=_is_ca(cert),
+        key_type=_key_type(cert.public_key()),
+        serial=cert.serial_number,
+        fingerprint_sha256=cert.fingerprint(hashes.SHA256()).hex(),
+    )
+
+
+def _sans(cert: x509.Certificate) -> tuple[str, ...]:
+    try:
+        ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    except x509.ExtensionNotFound:
+        return ()
+    out: list[str] = []
+    for entry in ext.value:
+        if isinstance(entry, x509.DNSName | x509.IPAddress):
+            out.append(str(entry.value))
+        elif isinstance(entry, x509.UniformResourceIdentifier):
+            out.append(f"URI:{entry.value}")
+        elif isinstance(entry, x509.RFC822Name):
+            out.append(f"email:{entry.value}")
+        else:
+            out.append(f"{type(entry).__name__}:{entry.value}")
+    return tuple(out)
+
+
+def _is_ca(cert: x509.Certificate) -> bool:
+    try:
+        return cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    except x509.ExtensionNotFound:
+        return False
+
+
+def _key_type(public_key: CertificatePublicKeyTypes) -> str:
+    if isinstance(public_key, ec.EllipticCurvePublicKey):
+        curve = public_key.curve.name
+        return f"ECDSA {_CURVE_NAMES.get(curve, curve)}"
+    if isinstance(public_key, rsa.RSAPublicKey):
+        return f"RSA {public_key.key_size}"
+    if isinstance(public_key, dsa.DSAPublicKey):
+        return f"DSA {public_key.key_size}"
+    if isinstance(public_key, ed25519.Ed25519PublicKey):
+        return "Ed25519"
+    if isinstance(public_key, ed448.Ed448PublicKey):
+        return "Ed448"
+    return type(public_key).__name__

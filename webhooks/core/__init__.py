@@ -1,0 +1,1 @@
+"""The transport-free core: review model, plugin contract, chain, patches and config."""

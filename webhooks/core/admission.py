@@ -1,0 +1,83 @@
+"""One transport-free entry point: AdmissionReview bytes in, HTTP status and bytes out.
+
+The Flask routes and the ``review`` CLI only move bytes to and from :meth:`Admission.handle`,
+so there are exactly two error channels and they cannot be mixed up: HTTP 400 when the
+*webhook request* is unusable, ``response.status`` when the *API operation* is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from webhooks.core.chain import run_chain
+from webhooks.core.config import Config
+from webhooks.core.plugin import PHASES, ClusterView, Phase, Plugin, Registry
+from webhooks.core.result import Outcome
+from webhooks.core.review import AdmissionRequest, ReviewError, parse_review, response_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What to send back: HTTP status, body, content type; plus the decision for logs."""
+
+    status: int
+    body: bytes
+    content_type: str = "application/json"
+    request: AdmissionRequest | None = None
+    outcome: Outcome | None = None
+
+
+def bad_request(reason: str, status: int = 400) -> Reply:
+    """A plain-text one-line error reply; why plain: the API server logs it verbatim."""
+    line = reason.replace("\n", " ").strip()
+    return Reply(status, (line + "\n").encode(), "text/plain; charset=utf-8")
+
+
+class Admission:
+    """The configured chain, ready to answer reviews; immutable once built.
+
+    Phase plugin lists are resolved once here rather than per request, because the enabled
+    set only changes with a new configuration (which builds a new :class:`Admission`).
+    """
+
+    __slots__ = ("_chains", "cluster", "config", "registry")
+
+    def __init__(self, registry: Registry, config: Config, cluster: ClusterView | None = None):
+        self.registry = registry
+        self.config = config
+        self.cluster = cluster
+        self._chains: dict[tuple[Phase, str | None], list[Plugin]] = {
+            (phase, None): config.chain(registry, phase) for phase in PHASES
+        }
+
+    def plugins(self, phase: Phase, only: str | None = None) -> list[Plugin]:
+        """The plugins ``phase`` runs: the enabled chain, or just ``only``."""
+        key = (phase, only)
+        chain = self._chains.get(key)
+        if chain is None:
+            chain = self.config.chain(self.registry, phase, only)
+            self._chains[key] = chain
+        return chain
+
+    def decide(
+        self, request: AdmissionRequest, phases: Sequence[Phase], only: str | None = None
+    ) -> Outcome:
+        """Run ``phases`` in order over a parsed request."""
+        return run_chain(
+            request,
+            self.config,
+            [(phase, self.plugins(phase, only)) for phase in phases],
+            self.cluster,
+        )
+
+    def handle(self, body: bytes, phases: Sequence[Phase], only: str | None = None) -> Reply:
+        """Answer one AdmissionReview body. Never raises for bad input: that is a 400 reply."""
+        if only is not None and only not in self.registry:
+            return bad_request(f"unknown plugin {only!r}", 404)
+        try:
+            request = parse_review(body)
+        except ReviewError as exc:
+            return bad_request(str(exc))
+        outcome = self.decide(request, phases, only)
+        return Reply(200, response_bytes(request.uid, outcome), request=request, outcome=outcome)

@@ -1,0 +1,152 @@
+"""The plugin contract and the registry that holds plugins in chain order.
+
+A plugin is data (:class:`Plugin`) around two pure functions. The chain, not the plugin,
+filters on resource, subresource and operation, so every plugin gets the upstream "no-op for
+anything else" behaviour for free and the contract tests can check it from the descriptor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from webhooks.core.result import Result, Violation
+from webhooks.core.review import AdmissionRequest
+
+Phase = Literal["mutate", "validate"]
+PHASES: tuple[Phase, ...] = ("mutate", "validate")
+
+GroupResource = tuple[str, str]
+
+#: The kind each resource's objects must carry; why: upstream plugins reject a ``pods``
+#: request whose object is not a Pod with BadRequest rather than guess (spec §0).
+RESOURCE_KINDS: Mapping[GroupResource, str] = {
+    ("", "pods"): "Pod",
+    ("", "nodes"): "Node",
+    ("", "podtemplates"): "PodTemplate",
+    ("", "replicationcontrollers"): "ReplicationController",
+    ("apps", "deployments"): "Deployment",
+    ("apps", "replicasets"): "ReplicaSet",
+    ("apps", "statefulsets"): "StatefulSet",
+    ("apps", "daemonsets"): "DaemonSet",
+    ("batch", "jobs"): "Job",
+    ("batch", "cronjobs"): "CronJob",
+}
+
+PODS: GroupResource = ("", "pods")
+
+
+class LookupFailure(Exception):
+    """A cluster lookup could not complete (unreachable, timed out, server error).
+
+    Not-found is *not* a failure: sources return ``None`` for it, because upstream treats
+    the two differently (a specific denial versus the raw error).
+    """
+
+
+class ClusterView(Protocol):
+    """Read-only access to the cluster objects plugins consult."""
+
+    def runtime_class(self, name: str) -> dict[str, Any] | None:
+        """The RuntimeClass called ``name``, or ``None`` when it does not exist."""
+
+    def namespace(self, name: str) -> dict[str, Any] | None:
+        """The Namespace called ``name``, or ``None`` when it does not exist."""
+
+
+class NoCluster:
+    """A cluster with no objects; why: plugins that need none must still run offline."""
+
+    def runtime_class(self, name: str) -> dict[str, Any] | None:
+        """Always ``None``."""
+        return None
+
+    def namespace(self, name: str) -> dict[str, Any] | None:
+        """Always ``None``."""
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What a plugin may consult besides the request: its settings and the cluster."""
+
+    settings: Any
+    cluster: ClusterView = field(default_factory=NoCluster)
+
+
+MutateFn = Callable[[AdmissionRequest, dict[str, Any], Context], Result]
+ValidateFn = Callable[[AdmissionRequest, dict[str, Any], Context], Sequence[Violation]]
+
+
+@dataclass(frozen=True, slots=True)
+class Half:
+    """One half (mutating or validating) of a plugin: what it handles and the function."""
+
+    run: Callable[..., Any]
+    resources: frozenset[GroupResource]
+    operations: frozenset[str]
+
+    def handles(self, request: AdmissionRequest) -> bool:
+        """Whether the chain should call this half for ``request`` (spec §0 scope rules)."""
+        return (
+            not request.sub_resource
+            and request.operation in self.operations
+            and request.group_resource in self.resources
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Plugin:
+    """A named plugin: settings type, optional mutating and validating halves.
+
+    ``wrong_kind`` is the message template (``{kind}``) upstream answers with BadRequest when
+    the object's kind does not match its resource; ``None`` means such objects are ignored.
+    """
+
+    name: str
+    summary: str
+    settings: type[Any]
+    mutate: Half | None = None
+    validate: Half | None = None
+    wrong_kind: str | None = None
+    enabled_by_default: bool = True
+
+    def half(self, phase: Phase) -> Half | None:
+        """The half for ``phase``."""
+        return self.mutate if phase == "mutate" else self.validate
+
+
+class Registry:
+    """The plugins in the one chain order; lookups by name.
+
+    Why a class and not a dict: order is part of the contract (mutators see each other's
+    output), so the registry is built once from a sequence and never re-sorted.
+    """
+
+    __slots__ = ("_by_name", "plugins")
+
+    def __init__(self, plugins: Sequence[Plugin]) -> None:
+        self.plugins: tuple[Plugin, ...] = tuple(plugins)
+        self._by_name = {p.name: p for p in self.plugins}
+        if len(self._by_name) != len(self.plugins):
+            raise ValueError("plugin names must be unique")
+
+    def __iter__(self) -> Iterator[Plugin]:
+        return iter(self.plugins)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Plugin names in chain order."""
+        return tuple(self._by_name)
+
+    def get(self, name: str) -> Plugin:
+        """The plugin called ``name``; ``KeyError`` names the known ones."""
+        try:
+            return self._by_name[name]
+        except KeyError:
+            known = ", ".join(self.names)
+            raise KeyError(f"unknown plugin {name!r} (known: {known})") from None

@@ -1,0 +1,80 @@
+"""Values that plugins and the chain return: violations, plugin results, the chain outcome.
+
+Denials are data (a :class:`Violation`), never exceptions: exceptions are kept for malformed
+input and bugs, so a policy decision can never be confused with a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+JsonPatch = list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One reason to refuse the operation.
+
+    ``message`` is what the user reads (upstream's text where upstream has one); ``field``
+    is the object path of the offending value (``spec.tolerations[2].key``) so offline tools
+    can point at a line; ``code``/``reason`` become ``response.status`` when it is the first
+    violation.
+    """
+
+    message: str
+    field: str = ""
+    code: int = 403
+    reason: str = "Forbidden"
+    plugin: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What one plugin did to one object.
+
+    ``obj`` is the changed object (``None`` when unchanged) and ``patch`` the JSON Patch
+    operations that turn the plugin's input into it, built from the paths it touched.
+    """
+
+    obj: dict[str, Any] | None = None
+    patch: JsonPatch = field(default_factory=list)
+    warnings: tuple[str, ...] = ()
+    violations: tuple[Violation, ...] = ()
+    audit: Mapping[str, str] = field(default_factory=dict)
+
+
+UNCHANGED = Result()
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The answer of the whole chain for one request, independent of any wire format."""
+
+    allowed: bool = True
+    patch: JsonPatch = field(default_factory=list)
+    obj: dict[str, Any] | None = None
+    warnings: tuple[str, ...] = ()
+    audit_annotations: Mapping[str, str] = field(default_factory=dict)
+    violations: tuple[Violation, ...] = ()
+    changed_by: tuple[str, ...] = ()
+    code: int = 200
+    reason: str = ""
+    message: str = ""
+
+    @property
+    def denied_by(self) -> tuple[str, ...]:
+        """Plugins that refused the request, in chain order, without repeats."""
+        return tuple(dict.fromkeys(v.plugin for v in self.violations))
+
+
+def denial_message(violations: tuple[Violation, ...]) -> str:
+    """Render violations the way apimachinery aggregates errors: one as-is, several as ``[a, b]``.
+
+    Why: users and scripts already recognise this shape from the API server's own messages.
+    """
+    messages = list(dict.fromkeys(v.message for v in violations))
+    if len(messages) == 1:
+        return messages[0]
+    return "[" + ", ".join(messages) + "]"

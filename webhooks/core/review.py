@@ -1,0 +1,205 @@
+"""The AdmissionReview wire format: the only module that knows its keys.
+
+Parsing turns request bytes into a frozen :class:`AdmissionRequest`; building turns a chain
+:class:`~webhooks.core.result.Outcome` into response bytes. Keeping both here means a change
+of wire shape touches one file, and everything else works on plain Python values.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypedDict
+
+import orjson
+
+from webhooks.core.result import Outcome
+
+API_VERSION = "admission.k8s.io/v1"
+KIND = "AdmissionReview"
+
+Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
+OPERATIONS: frozenset[str] = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
+
+
+class ReviewError(ValueError):
+    """The webhook request itself is unusable (HTTP 400), as opposed to a policy denial."""
+
+
+class GroupVersionKind(TypedDict):
+    """``request.kind`` on the wire."""
+
+    group: str
+    version: str
+    kind: str
+
+
+class StatusWire(TypedDict, total=False):
+    """``response.status`` on the wire (a metav1.Status subset)."""
+
+    code: int
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionRequest:
+    """One admission request, reduced to what plugins read.
+
+    The object stays a plain dict (never a client model): plugins must see unknown fields and
+    the request path must not pay for model conversion.
+    """
+
+    uid: str
+    operation: Operation
+    group: str
+    version: str
+    kind: str
+    resource: str
+    sub_resource: str
+    namespace: str
+    name: str
+    object: dict[str, Any] | None
+    old_object: dict[str, Any] | None = None
+    dry_run: bool = False
+    user: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def group_resource(self) -> tuple[str, str]:
+        """The (group, resource) pair plugins filter on; kinds can be aliased, resources not."""
+        return (self.group, self.resource)
+
+
+def _str_field(data: dict[str, Any], key: str, *, required: bool = False) -> str:
+    value = data.get(key)
+    if value is None:
+        if required:
+            raise ReviewError(f"request.{key} is required")
+        return ""
+    if not isinstance(value, str):
+        raise ReviewError(f"request.{key} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _object_field(data: dict[str, Any], key: str) -> dict[str, Any] | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ReviewError(f"request.{key} must be an object, got {type(value).__name__}")
+    return value
+
+
+def _gvx(data: dict[str, Any], key: str, last: str) -> tuple[str, str, str]:
+    value = data.get(key)
+    if not isinstance(value, dict):
+        raise ReviewError(f"request.{key} must be an object with group, version and {last}")
+    parts = []
+    for part in ("group", "version", last):
+        item = value.get(part, "")
+        if item is None:
+            item = ""
+        if not isinstance(item, str):
+            raise ReviewError(f"request.{key}.{part} must be a string")
+        parts.append(item)
+    return parts[0], parts[1], parts[2]
+
+
+def parse_review(body: bytes | str | dict[str, Any]) -> AdmissionRequest:
+    """Parse an ``admission.k8s.io/v1`` AdmissionReview into an :class:`AdmissionRequest`.
+
+    Every shape problem raises :class:`ReviewError` with a one-line reason, because the
+    server answers those with HTTP 400 and the API server logs that line verbatim.
+    """
+    if isinstance(body, dict):
+        review: Any = body
+    else:
+        try:
+            review = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise ReviewError(f"body is not valid JSON: {exc}") from None
+    if not isinstance(review, dict):
+        raise ReviewError("body must be a JSON object (an AdmissionReview)")
+    api_version = review.get("apiVersion")
+    if api_version != API_VERSION:
+        raise ReviewError(f"apiVersion must be {API_VERSION!r}, got {api_version!r}")
+    if review.get("kind") != KIND:
+        raise ReviewError(f"kind must be {KIND!r}, got {review.get('kind')!r}")
+    request = review.get("request")
+    if not isinstance(request, dict):
+        raise ReviewError("request must be an object")
+    uid = _str_field(request, "uid", required=True)
+    if not uid:
+        raise ReviewError("request.uid must not be empty")
+    operation = _str_field(request, "operation", required=True)
+    if operation not in OPERATIONS:
+        raise ReviewError(
+            f"request.operation must be one of CREATE, UPDATE, DELETE, CONNECT, got {operation!r}"
+        )
+    group, version, kind = _gvx(request, "kind", "kind")
+    rgroup, _rversion, resource = _gvx(request, "resource", "resource")
+    obj = _object_field(request, "object")
+    old = _object_field(request, "oldObject")
+    if obj is None and operation in ("CREATE", "UPDATE"):
+        raise ReviewError(f"request.object is required for {operation}")
+    user = request.get("userInfo")
+    dry_run = request.get("dryRun")
+    return AdmissionRequest(
+        uid=uid,
+        operation=operation,  # type: ignore[arg-type]
+        group=rgroup if rgroup else group,
+        version=version,
+        kind=kind,
+        resource=resource,
+        sub_resource=_str_field(request, "subResource"),
+        namespace=_str_field(request, "namespace"),
+        name=_str_field(request, "name"),
+        object=obj,
+        old_object=old,
+        dry_run=dry_run is True,
+        user=user if isinstance(user, dict) else {},
+    )
+
+
+def response_dict(uid: str, outcome: Outcome) -> dict[str, Any]:
+    """Build the response AdmissionReview as a dict for an outcome of the chain.
+
+    ``patch``/``patchType`` appear only when there are operations, because the API server
+    treats an empty patch as a mutation for audit and reinvocation purposes.
+    """
+    response: dict[str, Any] = {"uid": uid, "allowed": outcome.allowed}
+    if outcome.allowed:
+        if outcome.patch:
+            response["patchType"] = "JSONPatch"
+            response["patch"] = base64.b64encode(orjson.dumps(outcome.patch)).decode("ascii")
+    else:
+        status: StatusWire = {
+            "code": outcome.code,
+            "reason": outcome.reason,
+            "message": outcome.message,
+        }
+        response["status"] = status
+    if outcome.warnings:
+        response["warnings"] = list(outcome.warnings)
+    if outcome.audit_annotations:
+        response["auditAnnotations"] = dict(outcome.audit_annotations)
+    return {"apiVersion": API_VERSION, "kind": KIND, "response": response}
+
+
+def response_bytes(uid: str, outcome: Outcome) -> bytes:
+    """Serialise :func:`response_dict`; orjson because it is the hot path of every review."""
+    return orjson.dumps(response_dict(uid, outcome))
+
+
+def decode_patch(response: dict[str, Any]) -> list[dict[str, Any]]:
+    """Return the JSON Patch carried by a response AdmissionReview dict (empty when none).
+
+    Why: the CLI and tests read patches back; keeping the base64 detail here keeps it in one
+    place with the code that writes it.
+    """
+    body = response.get("response", {})
+    patch = body.get("patch")
+    if not patch:
+        return []
+    ops: list[dict[str, Any]] = orjson.loads(base64.b64decode(patch))
+    return ops

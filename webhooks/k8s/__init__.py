@@ -1,0 +1,1 @@
+"""Pure helpers on plain dicts that mirror upstream Kubernetes rules."""

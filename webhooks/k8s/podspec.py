@@ -1,0 +1,82 @@
+"""Where the pod spec lives inside each workload kind, and reading container resources.
+
+Why one table: validators that check "every pod template" and the offline expansion of
+workloads into Pods must agree on the paths, and the CLI maps those paths back to YAML lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+PodSpecPath = tuple[str, ...]
+
+#: kind → path of its pod spec (the Pod's own ``spec`` for a Pod).
+POD_SPEC_PATHS: Mapping[str, PodSpecPath] = {
+    "Pod": ("spec",),
+    "PodTemplate": ("template", "spec"),
+    "ReplicationController": ("spec", "template", "spec"),
+    "Deployment": ("spec", "template", "spec"),
+    "ReplicaSet": ("spec", "template", "spec"),
+    "StatefulSet": ("spec", "template", "spec"),
+    "DaemonSet": ("spec", "template", "spec"),
+    "Job": ("spec", "template", "spec"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+
+
+def pod_spec_path(kind: str) -> PodSpecPath | None:
+    """The path of the pod spec inside an object of ``kind``, or ``None`` for other kinds."""
+    return POD_SPEC_PATHS.get(kind)
+
+
+def get_path(obj: Mapping[str, Any], path: PodSpecPath) -> dict[str, Any] | None:
+    """Follow ``path`` through nested mappings; ``None`` when any step is missing or not a dict."""
+    node: Any = obj
+    for part in path:
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(part)
+    return node if isinstance(node, dict) else None
+
+
+def dotted(path: PodSpecPath, *rest: str | int) -> str:
+    """Render a field path the way Kubernetes error messages do: ``spec.tolerations[2].key``."""
+    out = ".".join(path)
+    for part in rest:
+        out = f"{out}[{part}]" if isinstance(part, int) else (f"{out}.{part}" if out else part)
+    return out
+
+
+def containers(spec: Mapping[str, Any], *, init: bool = True) -> Iterator[Mapping[str, Any]]:
+    """The pod spec's containers, then its init containers (sidecars included) when ``init``.
+
+    Ephemeral containers are never included: they may not carry resources.
+    """
+    keys = ("containers", "initContainers") if init else ("containers",)
+    for key in keys:
+        items = spec.get(key)
+        if isinstance(items, list):
+            for item in items:
+                if isinstance(item, Mapping):
+                    yield item
+
+
+def resource_names(spec: Mapping[str, Any], *, include_limits: bool = True) -> set[str]:
+    """Names of resources requested by containers and init containers.
+
+    With ``include_limits`` a name that appears only under ``limits`` counts too. Why: the
+    API server copies limits into missing requests before admission (spec §0), so the union
+    is what admission sees, and manifests checked offline have not been through that.
+    """
+    names: set[str] = set()
+    sections = ("requests", "limits") if include_limits else ("requests",)
+    for container in containers(spec):
+        resources = container.get("resources")
+        if not isinstance(resources, Mapping):
+            continue
+        for section in sections:
+            values = resources.get(section)
+            if isinstance(values, Mapping):
+                names.update(k for k in values if isinstance(k, str))
+    return names

@@ -1,0 +1,165 @@
+"""The three unrelated upstream notions of "the same toleration" (spec §1), kept apart.
+
+Mixing them up is the most common reimplementation bug, so each has its own function named
+after the upstream helper it mirrors, and each plugin imports exactly the one it needs.
+Tolerations are plain dicts as on the wire; an absent field equals its zero value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+Toleration = Mapping[str, Any]
+
+NO_EXECUTE = "NoExecute"
+NO_SCHEDULE = "NoSchedule"
+PREFER_NO_SCHEDULE = "PreferNoSchedule"
+EFFECTS = (NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE)
+EXISTS = "Exists"
+EQUAL = "Equal"
+
+
+def _s(t: Toleration, key: str) -> str:
+    value = t.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def covers_no_execute(toleration: Toleration, key: str) -> bool:
+    """DefaultTolerationSeconds' "already tolerates" test for taint ``key``:NoExecute (§1a).
+
+    Why so loose: upstream ignores operator, value and seconds and treats an empty key or
+    effect as a wildcard, so ``Equal "true"`` on not-ready counts as covering it.
+    """
+    return _s(toleration, "key") in ("", key) and _s(toleration, "effect") in ("", NO_EXECUTE)
+
+
+def identity(toleration: Toleration) -> tuple[str, str, str, str]:
+    """(key, operator, value, effect): AddOrUpdateTolerationInPodSpec's notion of identity (§1b)."""
+    return (
+        _s(toleration, "key"),
+        _s(toleration, "operator"),
+        _s(toleration, "value"),
+        _s(toleration, "effect"),
+    )
+
+
+def add_or_update(
+    tolerations: Sequence[dict[str, Any]], new: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Upstream AddOrUpdateTolerationInPodSpec (§1b) on a copy of ``tolerations``.
+
+    Every entry with the same identity is overwritten in place by ``new`` (so its
+    tolerationSeconds is replaced, which is how DaemonSet pods get infinite not-ready
+    tolerations); when none matches, ``new`` is appended. Nothing is removed or reordered.
+    """
+    wanted = identity(new)
+    result = list(tolerations)
+    found = False
+    for i, existing in enumerate(result):
+        if isinstance(existing, dict) and identity(existing) == wanted:
+            result[i] = dict(new)
+            found = True
+    if not found:
+        result.append(dict(new))
+    return result
+
+
+def _seconds(t: Toleration) -> int | None:
+    value = t.get("tolerationSeconds")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _same(a: Toleration, b: Toleration) -> bool:
+    return identity(a) == identity(b) and _seconds(a) == _seconds(b)
+
+
+def is_superset(a: Toleration, b: Toleration) -> bool:
+    """Whether toleration ``a`` tolerates everything ``b`` does (pkg/util/tolerations, §1c).
+
+    Why mirrored exactly, asymmetries included: RuntimeClass scheduling and
+    PodTolerationRestriction drop entries by this test, so any deviation changes which of a
+    user's tolerations survive.
+    """
+    if _same(a, b):
+        return True
+    a_key, a_op, a_value, a_effect = identity(a)
+    b_key, b_op, b_value, b_effect = identity(b)
+    if a_key != b_key and not (a_key == "" and a_op == EXISTS):
+        return False
+    if a_effect not in (b_effect, ""):
+        return False
+    if a_effect == NO_EXECUTE and _seconds(a) is not None:
+        b_seconds = _seconds(b)
+        if b_seconds is None or b_seconds > (_seconds(a) or 0):
+            return False
+    if a_op in (EQUAL, ""):
+        return b_op == EQUAL and a_value == b_value
+    return a_op == EXISTS
+
+
+def merge(
+    first: Sequence[dict[str, Any]], second: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Upstream MergeTolerations (§1c): superset elimination over ``first`` then ``second``.
+
+    An element is dropped when an element already kept is a superset of it, or when a
+    later element that is not identical to it is; survivors keep their relative order.
+    Why not a union: the pod's own redundant entries collapse even when ``second`` is empty.
+    """
+    combined = [t for t in (*first, *second) if isinstance(t, dict)]
+    kept: list[dict[str, Any]] = []
+    for i, item in enumerate(combined):
+        if any(is_superset(k, item) for k in kept):
+            continue
+        if any(not _same(later, item) and is_superset(later, item) for later in combined[i + 1 :]):
+            continue
+        kept.append(item)
+    return kept
+
+
+def tolerates(toleration: Toleration, taint: Mapping[str, Any]) -> bool:
+    """Scheduler matching (§1d): does ``toleration`` tolerate ``taint``?
+
+    Why here: the dedicated-node policy and ``explain`` must agree with the scheduler, not
+    with any of the admission identities above.
+    """
+    t_key, t_op, t_value, t_effect = identity(toleration)
+    if t_effect not in ("", _s(taint, "effect")):
+        return False
+    if t_key not in ("", _s(taint, "key")):
+        return False
+    if t_op == EXISTS:
+        return True
+    if t_op in ("", EQUAL):
+        return t_value == _s(taint, "value")
+    return False
+
+
+def describe(toleration: Toleration) -> str:
+    """One-line human form, e.g. ``nvidia.com/gpu:NoSchedule (Exists)`` or ``a=b:NoExecute 60s``.
+
+    Why: warnings, audit annotations and CLI summaries must name tolerations the same way.
+    """
+    key, operator, value, effect = identity(toleration)
+    text = key or "*"
+    if value:
+        text += f"={value}"
+    text += f":{effect or '*'} ({operator or EQUAL})"
+    seconds = _seconds(toleration)
+    if seconds is not None:
+        text += f" for {seconds}s"
+    return text
+
+
+def tolerations_of(spec: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """The spec's tolerations as a list (empty when absent), or ``None`` when malformed.
+
+    Why ``None``: a mutator must not "fix" a value it cannot read; validation reports it.
+    """
+    value = spec.get("tolerations")
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        return None
+    return value

@@ -1,0 +1,18 @@
+"""The plugins, and ORDER: the one place that decides the chain order.
+
+Order follows the in-tree chain (spec §0): namespace-driven placement first, then the
+default tolerations, extended-resource tolerations, RuntimeClass (whose superset merge may
+absorb what came before), the DaemonSet defaults, and the pure validators last.
+"""
+
+from __future__ import annotations
+
+from webhooks.core.plugin import Plugin, Registry
+from webhooks.plugins import default_toleration_seconds, extended_resource_toleration
+
+ORDER: tuple[Plugin, ...] = (
+    default_toleration_seconds.PLUGIN,
+    extended_resource_toleration.PLUGIN,
+)
+
+REGISTRY = Registry(ORDER)

@@ -1,0 +1,64 @@
+"""default-toleration-seconds: the DefaultTolerationSeconds admission plugin (spec §2).
+
+Why it exists: pods without a not-ready/unreachable NoExecute toleration would be evicted
+the instant their node fails; upstream gives them a bounded grace period (300 s by default)
+so short node blips do not reschedule every pod. Managed clusters that replace the in-tree
+plugin, or tune its flags, need exactly the same rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from webhooks.core.patch import Editor
+from webhooks.core.plugin import PODS, Context, Half, Plugin
+from webhooks.core.result import UNCHANGED, Result
+from webhooks.core.review import AdmissionRequest
+from webhooks.k8s.tolerations import NO_EXECUTE, covers_no_execute, describe, tolerations_of
+
+NOT_READY = "node.kubernetes.io/not-ready"
+UNREACHABLE = "node.kubernetes.io/unreachable"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Upstream's two kube-apiserver flags; no range check, as upstream (0 and negatives pass)."""
+
+    not_ready_seconds: int = 300
+    unreachable_seconds: int = 300
+
+
+def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Result:
+    """Append the not-ready, then the unreachable, NoExecute toleration when not covered.
+
+    Existing entries are never modified or reordered; coverage uses the loose §1a test.
+    """
+    settings: Settings = ctx.settings
+    spec = pod.get("spec")
+    tolerations = tolerations_of(spec) if isinstance(spec, dict) else []
+    if tolerations is None:
+        return UNCHANGED
+    added = [
+        {"key": key, "operator": "Exists", "effect": NO_EXECUTE, "tolerationSeconds": seconds}
+        for key, seconds in (
+            (NOT_READY, settings.not_ready_seconds),
+            (UNREACHABLE, settings.unreachable_seconds),
+        )
+        if not any(isinstance(t, dict) and covers_no_execute(t, key) for t in tolerations)
+    ]
+    if not added:
+        return UNCHANGED
+    editor = Editor(pod)
+    editor.set(("spec", "tolerations"), [*tolerations, *added])
+    summary = "added " + ", ".join(describe(t) for t in added)
+    return Result(editor.obj, editor.patch, audit={PLUGIN.name: summary})
+
+
+PLUGIN = Plugin(
+    name="default-toleration-seconds",
+    summary="Adds not-ready/unreachable NoExecute tolerations with a bounded grace period.",
+    settings=Settings,
+    mutate=Half(mutate, frozenset({PODS}), frozenset({"CREATE", "UPDATE"})),
+    wrong_kind="expected *api.Pod but got {kind}",
+)

@@ -1,0 +1,1 @@
+"""The HTTP transport: a thin Flask app over the core, served by gunicorn over TLS."""

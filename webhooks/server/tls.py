@@ -1,0 +1,87 @@
+"""Server TLS contexts, built once and rebuilt only when the certificate files change.
+
+Why: gunicorn asks for an SSL context on every accepted connection and by default builds a
+new one each time (parsing the key and chain per handshake). Caching it removes that cost,
+and checking the files' identity lets a rotated Secret take effect for new connections
+without a restart, while established connections keep the context they started with.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+import threading
+import time
+from dataclasses import dataclass
+
+#: Modern AEAD suites for TLS 1.2; TLS 1.3 suites are fixed by OpenSSL and all modern.
+TLS12_CIPHERS = "ECDHE+AESGCM:ECDHE+CHACHA20"
+
+
+def _identity(path: str) -> tuple[int, int, int]:
+    st = os.stat(path)
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+@dataclass(frozen=True, slots=True)
+class TLSFiles:
+    """Paths of the serving pair and, optionally, the CA that client certificates must chain to."""
+
+    certfile: str
+    keyfile: str
+    client_ca: str = ""
+
+
+def build_context(files: TLSFiles) -> ssl.SSLContext:
+    """A server context: TLS 1.2 minimum, modern ciphers, optional client-certificate check."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.set_ciphers(TLS12_CIPHERS)
+    context.options |= ssl.OP_NO_COMPRESSION | ssl.OP_CIPHER_SERVER_PREFERENCE
+    context.load_cert_chain(files.certfile, files.keyfile)
+    if files.client_ca:
+        context.load_verify_locations(files.client_ca)
+        context.verify_mode = ssl.CERT_REQUIRED
+    return context
+
+
+class ContextCache:
+    """Hands out the cached context; re-stats the files at most every ``interval`` seconds.
+
+    A rebuild that fails (for example a Secret caught half-way through an update) keeps the
+    previous context and tries again on the next interval, so rotation never drops service.
+    """
+
+    def __init__(self, files: TLSFiles, interval: float = 1.0) -> None:
+        self.files = files
+        self.interval = interval
+        self._lock = threading.Lock()
+        self._checked = 0.0
+        self._stamp = self._stamp_now()
+        self.context = build_context(files)
+        self.builds = 1
+
+    def _stamp_now(self) -> tuple[tuple[int, int, int], ...]:
+        paths = [self.files.certfile, self.files.keyfile]
+        if self.files.client_ca:
+            paths.append(self.files.client_ca)
+        return tuple(_identity(p) for p in paths)
+
+    def get(self) -> ssl.SSLContext:
+        """The current context, rebuilt first if the files changed since the last check."""
+        now = time.monotonic()
+        if now - self._checked < self.interval:
+            return self.context
+        with self._lock:
+            if now - self._checked < self.interval:
+                return self.context
+            self._checked = now
+            try:
+                stamp = self._stamp_now()
+                if stamp != self._stamp:
+                    self.context = build_context(self.files)
+                    self._stamp = stamp
+                    self.builds += 1
+            except (OSError, ssl.SSLError):
+                pass
+        return self.context
