@@ -21,6 +21,9 @@ from webhooks.server.metrics import Metrics
 
 #: The API server caps admission bodies near this size too; larger is not a real review.
 MAX_BODY = 6 * 1024 * 1024
+#: An oversized body up to this size is read and discarded so the client sees the 413 and
+#: its keep-alive connection stays usable; beyond it the connection is closed instead.
+DRAIN_LIMIT = 16 * 1024 * 1024
 
 ReadyCheck = Callable[[], str | None]
 
@@ -60,6 +63,19 @@ def _outcome_label(reply: Reply) -> str:
     return "patched" if reply.outcome.patch else "allowed"
 
 
+def _drain(stream: Any, length: int) -> bool:
+    """Read and discard an oversized body when it is small enough; whether it was read whole."""
+    if length > DRAIN_LIMIT:
+        return False
+    remaining = length
+    while remaining > 0:
+        chunk = stream.read(min(remaining, 1 << 16))
+        if not chunk:
+            return False
+        remaining -= len(chunk)
+    return True
+
+
 def create_app(state: ServerState) -> Flask:
     """Build the WSGI app for one worker around ``state``."""
     app = Flask("webhooks")
@@ -69,7 +85,12 @@ def create_app(state: ServerState) -> Flask:
     def admit(phase: Phase, plugin: str | None) -> Response:
         started = time.perf_counter()
         ctype = request.mimetype
-        if ctype and ctype != "application/json":
+        length = request.content_length
+        close = False
+        if length is not None and length > MAX_BODY:
+            close = not _drain(request.environ["wsgi.input"], length)
+            reply = bad_request(f"request body larger than {MAX_BODY} bytes", 413)
+        elif ctype and ctype != "application/json":
             reply = bad_request(f"content type must be application/json, got {ctype}", 415)
         else:
             body = request.get_data(cache=False)
@@ -95,7 +116,10 @@ def create_app(state: ServerState) -> Flask:
                     (("plugin", name), ("decision", "denied")),
                 )
         metrics.observe((("endpoint", endpoint),), time.perf_counter() - started)
-        return _reply(reply)
+        response = _reply(reply)
+        if close:
+            response.headers["Connection"] = "close"
+        return response
 
     @app.post("/mutate")
     def mutate_all() -> Response:
