@@ -90,6 +90,10 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
             "limit_request_line": 8190,
             "worker_tmp_dir": "/dev/shm" if Path("/dev/shm").is_dir() else None,
         }
+        if "control_socket_disable" in self.cfg.settings:
+            # Newer gunicorn opens a control socket under $HOME, which a read-only root
+            # filesystem forbids and nothing here uses.
+            settings["control_socket_disable"] = True
         if o.client_ca:
             settings["ca_certs"] = o.client_ca
             settings["cert_reqs"] = ssl.CERT_REQUIRED
