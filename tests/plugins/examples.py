@@ -1,7 +1,9 @@
 """One object per plugin that makes it act (a patch or a violation), for the contract tests.
 
-Every registered plugin must appear here; ``test_every_plugin_has_a_contract_example`` fails
-otherwise, so a new plugin cannot skip the contract.
+Every registered plugin must appear in EXAMPLES; ``test_every_plugin_has_a_contract_example``
+fails otherwise, so a new plugin cannot skip the contract. A plugin whose halves handle more
+than one resource lists an object for each further resource in MORE_EXAMPLES, and the
+contract tests then run on every one of them.
 """
 
 from __future__ import annotations
@@ -19,3 +21,11 @@ EXAMPLES: dict[str, tuple[dict[str, Any], ClusterView]] = {
         NoCluster(),
     ),
 }
+
+#: plugin name → objects of its other resources (same cluster as its EXAMPLES entry)
+MORE_EXAMPLES: dict[str, list[dict[str, Any]]] = {}
+
+
+def example_objects(name: str) -> list[dict[str, Any]]:
+    """Every contract example object of plugin ``name``, the EXAMPLES one first."""
+    return [EXAMPLES[name][0], *MORE_EXAMPLES.get(name, [])]

@@ -30,7 +30,7 @@ def _wrong_kind(plugin: Plugin, request: AdmissionRequest, obj: dict[str, Any]) 
     if expected is None or kind is None or kind == expected or plugin.wrong_kind is None:
         return None
     return Violation(
-        plugin.wrong_kind.format(kind=f"*core.{kind}"),
+        plugin.wrong_kind.format(kind=f"*core.{kind}", expected=expected),
         code=400,
         reason="BadRequest",
         plugin=plugin.name,
