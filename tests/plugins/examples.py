@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.reviews import container, pod
+from tests.reviews import container, daemonset, owned_by, pod
 from webhooks.core.plugin import ClusterView, NoCluster
 
 #: plugin name → (object that makes the plugin act, the cluster it needs)
@@ -20,10 +20,28 @@ EXAMPLES: dict[str, tuple[dict[str, Any], ClusterView]] = {
         pod(containers=[container(requests={"nvidia.com/gpu": "1"})]),
         NoCluster(),
     ),
+    "daemonset-tolerations": (daemonset(hostNetwork=True), NoCluster()),
+    "anti-affinity-topology": (
+        pod(
+            affinity={
+                "podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "labelSelector": {"matchLabels": {"app": "web"}},
+                            "topologyKey": "topology.kubernetes.io/zone",
+                        }
+                    ]
+                }
+            }
+        ),
+        NoCluster(),
+    ),
 }
 
 #: plugin name → objects of its other resources (same cluster as its EXAMPLES entry)
-MORE_EXAMPLES: dict[str, list[dict[str, Any]]] = {}
+MORE_EXAMPLES: dict[str, list[dict[str, Any]]] = {
+    "daemonset-tolerations": [owned_by(pod(name="agent-x7k2p"))],
+}
 
 
 def example_objects(name: str) -> list[dict[str, Any]]:
