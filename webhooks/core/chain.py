@@ -44,7 +44,7 @@ def _wrong_kind(plugin: Plugin, kind: str) -> Violation:
     """BadRequest when the object's kind contradicts its resource (spec §0)."""
     assert plugin.wrong_kind is not None
     return Violation(
-        plugin.wrong_kind.format(kind=f"*core.{kind}"),
+        plugin.wrong_kind.format(kind=f"*core.{kind}", expected=expected),
         code=400,
         reason="BadRequest",
         plugin=plugin.name,

@@ -8,11 +8,18 @@ absorb what came before), the DaemonSet defaults, and the pure validators last.
 from __future__ import annotations
 
 from webhooks.core.plugin import Plugin, Registry
-from webhooks.plugins import default_toleration_seconds, extended_resource_toleration
+from webhooks.plugins import (
+    anti_affinity_topology,
+    daemonset_tolerations,
+    default_toleration_seconds,
+    extended_resource_toleration,
+)
 
 ORDER: tuple[Plugin, ...] = (
     default_toleration_seconds.PLUGIN,
     extended_resource_toleration.PLUGIN,
+    daemonset_tolerations.PLUGIN,
+    anti_affinity_topology.PLUGIN,
 )
 
 REGISTRY = Registry(ORDER)
