@@ -40,7 +40,7 @@ def steps(
     return out
 
 
-def _wrong_kind(plugin: Plugin, kind: str) -> Violation:
+def _wrong_kind(plugin: Plugin, kind: str, expected: str) -> Violation:
     """BadRequest when the object's kind contradicts its resource (spec §0)."""
     assert plugin.wrong_kind is not None
     return Violation(
@@ -94,7 +94,7 @@ def run_chain(request: AdmissionRequest, phases: Iterable[tuple[Phase, Sequence[
             if mismatch:
                 if plugin.wrong_kind is None:
                     continue
-                violations.append(_wrong_kind(plugin, str(kind)))
+                violations.append(_wrong_kind(plugin, str(kind), str(expected)))
                 break
             try:
                 if phase == "mutate":
