@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.reviews import container, pod
+from tests.reviews import container, pod, tol
 from webhooks.core.plugin import ClusterView, NoCluster
 
 #: plugin name → (object that makes the plugin act, the cluster it needs)
@@ -18,4 +18,5 @@ EXAMPLES: dict[str, tuple[dict[str, Any], ClusterView]] = {
         pod(containers=[container(requests={"nvidia.com/gpu": "1"})]),
         NoCluster(),
     ),
+    "taint-toleration-rules": (pod(tolerations=[tol("bad^key", "Exists")]), NoCluster()),
 }

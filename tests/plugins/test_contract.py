@@ -81,15 +81,23 @@ def test_other_resources_are_left_alone(plugin: Plugin, phase: Phase) -> None:
     assert outcome.allowed and not outcome.patch
 
 
-@pytest.mark.parametrize(("plugin", "phase"), HALVES, ids=IDS)
+RESOURCE_HALVES = [
+    (plugin, phase, kind)
+    for plugin, phase in HALVES
+    for kind, (group, _, resource) in RESOURCES.items()
+    if (group, resource) in plugin.half(phase).resources  # type: ignore[union-attr]
+]
+
+
+@pytest.mark.parametrize(
+    ("plugin", "phase", "kind"),
+    RESOURCE_HALVES,
+    ids=[f"{p.name} {phase} on {kind}" for p, phase, kind in RESOURCE_HALVES],
+)
 def test_an_object_of_the_wrong_kind_is_a_bad_request_or_ignored(
-    plugin: Plugin, phase: Phase
+    plugin: Plugin, phase: Phase, kind: str
 ) -> None:
-    half = plugin.half(phase)
-    assert half is not None
-    group, _, resource = next(
-        (g, v, r) for k, (g, v, r) in RESOURCES.items() if (g, r) in half.resources
-    )
+    group, _, resource = RESOURCES[kind]
     wrong = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}
     outcome = _decide(plugin, phase, wrong, kind="Secret", group=group, resource=resource)
     if plugin.wrong_kind is None:
