@@ -546,6 +546,11 @@ MALFORMED_CASES: list[tuple[str, dict[str, Any], Errors]] = [
         [(f"{T0}.tolerationSeconds", f"{T0}.tolerationSeconds: Invalid value: {2**63}: {INT64}")],
     ),
     (
+        "tolerationSeconds too long to print are named by their type",
+        pod(tolerations=[{"key": "k", "operator": "Exists", "tolerationSeconds": 10**5000}]),
+        [(f"{T0}.tolerationSeconds", f"{T0}.tolerationSeconds: Invalid value: integer: {INT64}")],
+    ),
+    (
         "null fields are Go's zero values",
         pod(
             tolerations=[
@@ -626,6 +631,12 @@ COMPARISON_CASES: list[tuple[str, dict[str, Any], Errors]] = [
     ("non-ASCII digits are refused", tol("sla", "Lt", "١٢"), [f'"١٢": {CANONICAL}']),
     ("an empty value is refused", tol("sla", "Gt"), ['"": must be non-empty']),
     ("a value past int64 is refused", tol("sla", "Gt", str(2**63)), [f'"{2**63}": {INT64}']),
+    (
+        "a value below int64 is refused",
+        tol("sla", "Lt", str(-(2**63) - 1)),
+        [f'"{-(2**63) - 1}": {INT64}'],
+    ),
+    ("a 5000-digit value is refused", tol("sla", "Gt", "9" * 5000), [f'"{"9" * 5000}": {INT64}']),
     (
         "Lt with an empty key still needs Exists",
         tol(operator="Lt", value="5"),

@@ -74,6 +74,8 @@ NOT_A_TAINT_LIST_MSG = "must be a list of taints"
 NOT_A_TAINT_MSG = "must be a taint object"
 
 _CANONICAL_INTEGER_RE = re.compile("0|-?[1-9][0-9]*")
+_INT64_DIGITS = 19
+_PRINTABLE_BITS = 4096
 
 #: A field error before it becomes a Violation: (dotted path, full rendered message).
 FieldError = tuple[str, str]
@@ -97,6 +99,8 @@ def _shown(value: Any) -> Any:
         return Raw("object")
     if isinstance(value, list | tuple):
         return Raw("array")
+    if isinstance(value, int) and value.bit_length() > _PRINTABLE_BITS:
+        return Raw("integer")  # str() refuses ints past ~4300 digits; a YAML file can hold one
     return value
 
 
@@ -122,7 +126,7 @@ def _seconds_set(entry: Mapping[str, Any], at: str, errors: list[FieldError]) ->
         errors.append((path, invalid(path, _shown(value), NOT_AN_INTEGER_MSG)))
         return None
     if not INT64_MIN <= value <= INT64_MAX:
-        errors.append((path, invalid(path, value, INT64_RANGE_MSG)))
+        errors.append((path, invalid(path, _shown(value), INT64_RANGE_MSG)))
         return None
     return True
 
@@ -137,7 +141,9 @@ def comparison_value_errors(value: str) -> list[str]:
         return [EMPTY_ERROR]
     if _CANONICAL_INTEGER_RE.fullmatch(value) is None:
         return [DECIMAL_INTEGER_MSG]
-    if not INT64_MIN <= int(value) <= INT64_MAX:
+    digits = len(value) - value.startswith("-")
+    # Length first: int() refuses very long digit strings, and they are out of range anyway.
+    if digits > _INT64_DIGITS or not INT64_MIN <= int(value) <= INT64_MAX:
         return [INT64_RANGE_MSG]
     return []
 
