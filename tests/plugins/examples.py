@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.reviews import container, daemonset, owned_by, pod
+from tests.reviews import container, daemonset, owned_by, pod, tol
 from webhooks.core.plugin import ClusterView, NoCluster
 
 #: plugin name → (object that makes the plugin act, the cluster it needs)
@@ -36,6 +36,7 @@ EXAMPLES: dict[str, tuple[dict[str, Any], ClusterView]] = {
         ),
         NoCluster(),
     ),
+    "taint-toleration-rules": (pod(tolerations=[tol("bad^key", "Exists")]), NoCluster()),
 }
 
 #: plugin name → objects of its other resources (same cluster as its EXAMPLES entry)
