@@ -38,7 +38,6 @@ from webhooks.k8s.fielderr import (
     invalid,
     required,
     taint_struct,
-    toleration_struct,
     unsupported,
 )
 from webhooks.k8s.names import EMPTY_ERROR, label_value_errors, qualified_name_errors
@@ -156,7 +155,9 @@ def _operator_errors(
         errs = label_value_errors(value)
         return [invalid(path, value, ";".join(errs))] if errs else []
     if operator == EXISTS:
-        return [invalid(path, toleration_struct(entry), EXISTS_VALUE_MSG)] if value else []
+        # Upstream printed the whole toleration struct here until v1.32 and prints only the
+        # value since; we follow current releases.
+        return [invalid(path, value, EXISTS_VALUE_MSG)] if value else []
     if comparisons and operator in COMPARISONS:
         errs = comparison_value_errors(value)
         return [invalid(path, value, ";".join(errs))] if errs else []
