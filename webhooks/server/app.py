@@ -27,6 +27,11 @@ DRAIN_LIMIT = 16 * 1024 * 1024
 
 ReadyCheck = Callable[[], str | None]
 
+REQUESTS = "placement_webhooks_requests_total"
+REQUESTS_HELP = "Admission reviews answered, by endpoint and outcome."
+DECISIONS = "placement_webhooks_plugin_decisions_total"
+DECISIONS_HELP = "Decisions per plugin: patched or denied."
+
 
 @dataclass
 class ServerState:
@@ -95,27 +100,20 @@ def create_app(state: ServerState) -> Flask:
         else:
             body = request.get_data(cache=False)
             reply = state.admission.handle(body, (phase,), plugin)
-        endpoint = f"/{phase}" + (f"/{plugin}" if plugin else "")
-        outcome = _outcome_label(reply)
-        metrics.inc(
-            "placement_webhooks_requests_total",
-            "Admission reviews answered, by endpoint and outcome.",
-            (("endpoint", endpoint), ("outcome", outcome)),
-        )
+        endpoint = f"/{phase}/{plugin}" if plugin else f"/{phase}"
+        counts = [
+            (REQUESTS, REQUESTS_HELP, (("endpoint", endpoint), ("outcome", _outcome_label(reply))))
+        ]
         if reply.outcome is not None:
-            for name in reply.outcome.changed_by:
-                metrics.inc(
-                    "placement_webhooks_plugin_decisions_total",
-                    "Decisions per plugin: patched or denied.",
-                    (("plugin", name), ("decision", "patched")),
-                )
-            for name in reply.outcome.denied_by:
-                metrics.inc(
-                    "placement_webhooks_plugin_decisions_total",
-                    "Decisions per plugin: patched or denied.",
-                    (("plugin", name), ("decision", "denied")),
-                )
-        metrics.observe((("endpoint", endpoint),), time.perf_counter() - started)
+            counts.extend(
+                (DECISIONS, DECISIONS_HELP, (("plugin", name), ("decision", "patched")))
+                for name in reply.outcome.changed_by
+            )
+            counts.extend(
+                (DECISIONS, DECISIONS_HELP, (("plugin", name), ("decision", "denied")))
+                for name in reply.outcome.denied_by
+            )
+        metrics.record(counts, (("endpoint", endpoint),), time.perf_counter() - started)
         response = _reply(reply)
         if close:
             response.headers["Connection"] = "close"

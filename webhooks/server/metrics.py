@@ -6,9 +6,10 @@ request path, and the text format is small and stable.
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
@@ -46,14 +47,32 @@ class Metrics:
     def observe(self, labels: Labels, seconds: float) -> None:
         """Record one request duration under ``labels``."""
         with self._lock:
-            row = self._hist.get(labels)
-            if row is None:
-                row = self._hist[labels] = [0.0] * (len(BUCKETS) + 2)
-            for i, bound in enumerate(BUCKETS):
-                if seconds <= bound:
-                    row[i] += 1
-            row[-2] += 1
-            row[-1] += seconds
+            self._observe(labels, seconds)
+
+    def _observe(self, labels: Labels, seconds: float) -> None:
+        row = self._hist.get(labels)
+        if row is None:
+            row = self._hist[labels] = [0.0] * (len(BUCKETS) + 2)
+        # Buckets are stored per interval and summed when rendered: one increment per call.
+        row[bisect.bisect_left(BUCKETS, seconds)] += 1
+        row[-1] += seconds
+
+    def record(
+        self,
+        counts: Sequence[tuple[str, str, Labels]],
+        histogram: Labels,
+        seconds: float,
+    ) -> None:
+        """Count ``counts`` (name, help, labels) and observe ``seconds``, under one lock.
+
+        Why one call: every review updates several series, and one lock round-trip per
+        review keeps metrics off the request path's profile.
+        """
+        with self._lock:
+            for name, help_text, labels in counts:
+                self._help[name] = help_text
+                self._counters[name][labels] += 1
+            self._observe(histogram, seconds)
 
     def gauge(self, name: str, help_text: str, read: Callable[[], float | None]) -> None:
         """Register a gauge read at scrape time (omitted when ``read`` returns ``None``)."""
@@ -72,12 +91,15 @@ class Metrics:
                 out.append(f"# HELP {name} Time to answer an admission review.")
                 out.append(f"# TYPE {name} histogram")
                 for labels, row in sorted(self._hist.items()):
+                    cumulative = 0.0
                     for i, bound in enumerate(BUCKETS):
+                        cumulative += row[i]
                         le = (("le", f"{bound:g}"),)
-                        out.append(f"{name}_bucket{_fmt_labels(labels, le)} {row[i]:g}")
+                        out.append(f"{name}_bucket{_fmt_labels(labels, le)} {cumulative:g}")
+                    total = cumulative + row[-2]
                     inf = (("le", "+Inf"),)
-                    out.append(f"{name}_bucket{_fmt_labels(labels, inf)} {row[-2]:g}")
-                    out.append(f"{name}_count{_fmt_labels(labels)} {row[-2]:g}")
+                    out.append(f"{name}_bucket{_fmt_labels(labels, inf)} {total:g}")
+                    out.append(f"{name}_count{_fmt_labels(labels)} {total:g}")
                     out.append(f"{name}_sum{_fmt_labels(labels)} {row[-1]:g}")
         for name, (help_text, read) in sorted(self._gauges.items()):
             value = read()
