@@ -9,7 +9,19 @@ from __future__ import annotations
 from typing import Any
 
 from tests.reviews import container, pod
+from webhooks.cluster import StaticCluster
 from webhooks.core.plugin import ClusterView, NoCluster
+
+#: A RuntimeClass with scheduling but no overhead: its pods get a nodeSelector (the
+#: mutating half acts), and a pod that sets an overhead itself is refused (so does the
+#: validating half).
+SANDBOX = {
+    "apiVersion": "node.k8s.io/v1",
+    "kind": "RuntimeClass",
+    "metadata": {"name": "sandbox"},
+    "handler": "runsc",
+    "scheduling": {"nodeSelector": {"sandbox.example.com/runtime": "gvisor"}},
+}
 
 #: plugin name → (object that makes the plugin act, the cluster it needs)
 EXAMPLES: dict[str, tuple[dict[str, Any], ClusterView]] = {
@@ -17,5 +29,9 @@ EXAMPLES: dict[str, tuple[dict[str, Any], ClusterView]] = {
     "extended-resource-toleration": (
         pod(containers=[container(requests={"nvidia.com/gpu": "1"})]),
         NoCluster(),
+    ),
+    "runtime-class": (
+        pod(runtimeClassName="sandbox", overhead={"cpu": "250m"}),
+        StaticCluster([SANDBOX]),
     ),
 }

@@ -12,7 +12,7 @@ from tests.plugins.examples import EXAMPLES
 from tests.reviews import RESOURCES, apply, request
 from webhooks.core.admission import Admission
 from webhooks.core.config import load_config
-from webhooks.core.plugin import Phase, Plugin
+from webhooks.core.plugin import RESOURCE_KINDS, Phase, Plugin
 from webhooks.plugins import REGISTRY
 
 HALVES = [
@@ -97,7 +97,8 @@ def test_an_object_of_the_wrong_kind_is_a_bad_request_or_ignored(
     else:
         assert not outcome.allowed
         assert (outcome.code, outcome.reason) == (400, "BadRequest")
-        assert "*core.Secret" in outcome.message
+        expected = RESOURCE_KINDS[(group, resource)]
+        assert outcome.message == plugin.wrong_kind.format(kind="*core.Secret", expected=expected)
 
 
 @pytest.mark.parametrize(("plugin", "phase"), HALVES, ids=IDS)
