@@ -67,6 +67,8 @@ PARSED: list[tuple[str, str, Decimal]] = [
     ("a huge binary value is capped too", "9223372036854775807Ki", MAX_INT64),
     ("decimal SI values are not capped", "12E", Decimal(12 * 10**18)),
     ("the largest exponent stays exact", "1e2147483647", Decimal("1e2147483647")),
+    ("an exponent with leading zeros", "1e0000000000003", Decimal(1000)),
+    ("thousands of digits stay exact", "1" * 5000 + "m", Decimal("1" * 5000 + "e-3")),
 ]
 
 
@@ -93,6 +95,7 @@ INVALID: list[tuple[str, str, str]] = [
     ("an exponent beyond MaxInt32", "1e2147483648", BAD_SUFFIX),
     ("an exponent of MinInt32", "1e-2147483648", BAD_SUFFIX),
     ("an exponent that would wrap to 1 in 32 bits", "1e4294967297", BAD_SUFFIX),
+    ("an exponent thousands of digits long", "1e" + "9" * 5000, BAD_SUFFIX),
     ("a fractional exponent", "1e3.5", FORMAT_WRONG),
     ("leading whitespace", " 1", FORMAT_WRONG),
     ("trailing whitespace", "1 ", FORMAT_WRONG),

@@ -77,9 +77,7 @@ SUPERSETS: dict[str, set[str]] = {
     "foo-bar-noexec-10": set(),
 }
 
-MATRIX = [
-    (a, b, a == b or b in SUPERSETS[a]) for a in SUPERSETS for b in NAMED
-]
+MATRIX = [(a, b, a == b or b in SUPERSETS[a]) for a in SUPERSETS for b in NAMED]
 
 
 def test_the_superset_table_covers_every_named_toleration() -> None:
@@ -201,7 +199,13 @@ MERGES: list[tuple[str, list[str], list[str], list[str]]] = [
         "disjoint lists are concatenated",
         ["foo-bar-nosched", "faz-baz-nosched", "foo-noexec-10"],
         ["foo-prefnosched", "foo-baz-nosched"],
-        ["foo-bar-nosched", "faz-baz-nosched", "foo-noexec-10", "foo-prefnosched", "foo-baz-nosched"],
+        [
+            "foo-bar-nosched",
+            "faz-baz-nosched",
+            "foo-noexec-10",
+            "foo-prefnosched",
+            "foo-baz-nosched",
+        ],
     ),
     (
         "duplicates are kept once, first list first",

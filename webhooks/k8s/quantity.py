@@ -19,6 +19,7 @@ The accepted grammar and the value rules are those of ``resource.ParseQuantity``
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_UP, Context, Decimal
@@ -68,8 +69,11 @@ def _scale(suffix: str) -> tuple[int, int] | None:
     match = _EXPONENT.fullmatch(suffix)
     if match is None:
         return None
+    # Recent upstream rejects exponents outside ±MaxInt32 instead of truncating them; the
+    # length check keeps int() away from thousands of digits.
+    if len(match["exp"].lstrip("+-").lstrip("0")) > 10:
+        return None
     exponent = int(match["exp"])
-    # Recent upstream rejects exponents outside ±MaxInt32 instead of truncating them.
     if abs(exponent) > _MAX_SCALE:
         return None
     return exponent, 0
@@ -128,7 +132,7 @@ def quantity(value: Any) -> Decimal:
     if isinstance(value, int):
         return parse_quantity(str(value))
     if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             raise QuantityError(value, FORMAT_WRONG)
         return parse_quantity(repr(value))
     if isinstance(value, str):

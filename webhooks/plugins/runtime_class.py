@@ -194,9 +194,7 @@ def set_scheduling(editor: Editor, runtime_class: Mapping[str, Any]) -> str | No
     return None
 
 
-def validate_overhead(
-    pod_overhead: Any, runtime_class: Mapping[str, Any] | None
-) -> str | None:
+def validate_overhead(pod_overhead: Any, runtime_class: Mapping[str, Any] | None) -> str | None:
     """The denial reason for a pod whose overhead the RuntimeClass does not define (§5c).
 
     Why after mutation: only this check catches a pod that set an overhead itself without
