@@ -11,7 +11,19 @@ from __future__ import annotations
 from typing import Any
 
 from tests.reviews import container, daemonset, owned_by, pod, tol
+from webhooks.cluster import StaticCluster
 from webhooks.core.plugin import ClusterView, NoCluster
+
+#: A RuntimeClass with scheduling but no overhead: its pods get a nodeSelector (the
+#: mutating half acts), and a pod that sets an overhead itself is refused (so does the
+#: validating half).
+SANDBOX = {
+    "apiVersion": "node.k8s.io/v1",
+    "kind": "RuntimeClass",
+    "metadata": {"name": "sandbox"},
+    "handler": "runsc",
+    "scheduling": {"nodeSelector": {"sandbox.example.com/runtime": "gvisor"}},
+}
 
 #: plugin name → (object that makes the plugin act, the cluster it needs)
 EXAMPLES: dict[str, tuple[dict[str, Any], ClusterView]] = {
@@ -37,6 +49,10 @@ EXAMPLES: dict[str, tuple[dict[str, Any], ClusterView]] = {
         NoCluster(),
     ),
     "taint-toleration-rules": (pod(tolerations=[tol("bad^key", "Exists")]), NoCluster()),
+    "runtime-class": (
+        pod(runtimeClassName="sandbox", overhead={"cpu": "250m"}),
+        StaticCluster([SANDBOX]),
+    ),
 }
 
 #: plugin name → objects of its other resources (same cluster as its EXAMPLES entry)

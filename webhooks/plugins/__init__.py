@@ -13,12 +13,14 @@ from webhooks.plugins import (
     daemonset_tolerations,
     default_toleration_seconds,
     extended_resource_toleration,
+    runtime_class,
     taint_toleration_rules,
 )
 
 ORDER: tuple[Plugin, ...] = (
     default_toleration_seconds.PLUGIN,
     extended_resource_toleration.PLUGIN,
+    runtime_class.PLUGIN,
     daemonset_tolerations.PLUGIN,
     taint_toleration_rules.PLUGIN,
     anti_affinity_topology.PLUGIN,
