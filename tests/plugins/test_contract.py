@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.examples import EXAMPLES
+from tests.plugins.examples import EXAMPLES, SETTINGS
 from tests.reviews import RESOURCES, apply, request
 from webhooks.core.admission import Admission
 from webhooks.core.config import load_config
@@ -23,11 +23,12 @@ HALVES = [
 ]
 IDS = [f"{p.name} {phase}" for p, phase in HALVES]
 CONFIG = load_config(None, REGISTRY)
+EXAMPLE_CONFIG = load_config({"plugins": SETTINGS}, REGISTRY)
 
 
 def _decide(plugin: Plugin, phase: Phase, obj: dict[str, Any], **kw: Any) -> Any:
     _, cluster = EXAMPLES[plugin.name]
-    admission = Admission(REGISTRY, CONFIG, cluster)
+    admission = Admission(REGISTRY, EXAMPLE_CONFIG, cluster)
     return admission.decide(request(obj, **kw), (phase,), plugin.name)
 
 

@@ -8,9 +8,14 @@ absorb what came before), the DaemonSet defaults, and the pure validators last.
 from __future__ import annotations
 
 from webhooks.core.plugin import Plugin, Registry
-from webhooks.plugins import default_toleration_seconds, extended_resource_toleration
+from webhooks.plugins import (
+    dedicated_nodes,
+    default_toleration_seconds,
+    extended_resource_toleration,
+)
 
 ORDER: tuple[Plugin, ...] = (
+    dedicated_nodes.PLUGIN,
     default_toleration_seconds.PLUGIN,
     extended_resource_toleration.PLUGIN,
 )
