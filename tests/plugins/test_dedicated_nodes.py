@@ -4,11 +4,13 @@ annotations (spec §6), through the real chain with real AdmissionReview request
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from tests.reviews import apply, container, pod, request, review, tol
@@ -198,6 +200,16 @@ def test_a_bad_setting_names_its_key(section: dict[str, Any], message: str) -> N
     with pytest.raises(ConfigError) as caught:
         load_config({"plugins": {NAME: section}}, REGISTRY)
     assert str(caught.value).startswith(f"plugins.{NAME}.{message}")
+
+
+def test_the_readme_config_block_loads_and_documents_the_defaults() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```yaml\n(.*?)```", readme, re.S)
+    assert block is not None
+    config = load_config(yaml.safe_load(block.group(1)), REGISTRY)
+    defaults = load_config(None, REGISTRY)
+    for name in (NAME, "extended-resource-toleration"):
+        assert config.plugins[name] == defaults.plugins[name]
 
 
 # --- membership -----------------------------------------------------------------------------
@@ -1059,3 +1071,10 @@ def test_done_when_namespace_defaults_are_given_and_the_whitelist_enforced(tmp_p
         tmp_path, pod(namespace="web", tolerations=[tol("spot", "Exists")]), OBJECTS
     )
     assert denied["response"]["status"]["message"] == TOLERATIONS_WHITELIST
+
+
+def test_mirror_pods_are_neither_pinned_nor_judged() -> None:
+    obj = pod(namespace="ml", tolerations=[tol(operator="Exists")])
+    obj["metadata"]["annotations"] = {"kubernetes.io/config.mirror": "abc123"}
+    outcome = decide(obj)
+    assert outcome.allowed and outcome.patch == []

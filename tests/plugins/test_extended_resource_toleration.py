@@ -239,3 +239,9 @@ def test_the_mutating_half_is_unchanged_by_enforce() -> None:
     plain = mutate(request(obj), obj, Context(Settings()))
     enforced = mutate(request(obj), obj, Context(ENFORCED))
     assert (plain.obj, plain.patch, plain.audit) == (enforced.obj, enforced.patch, enforced.audit)
+
+
+def test_enforce_skips_mirror_pods() -> None:
+    obj = pod(tolerations=[T(GPU)])
+    obj["metadata"]["annotations"] = {"kubernetes.io/config.mirror": "abc123"}
+    assert validate(request(obj), obj, Context(ENFORCED)) == []

@@ -250,9 +250,9 @@ def term_has(term: Any, key: str, value: str) -> bool:
 def with_requirement(term: Any, key: str, value: str) -> dict[str, Any] | None:
     """``term`` with ``key In [value]`` ANDed into its expressions, or ``None`` to leave it.
 
-    Left alone: a term that already has it, an empty term (which matches nothing and would be
-    widened), and a term whose shape cannot be read. The original expressions keep their
-    order and the new one comes last, so a patch can append it.
+    Why ``None`` so often: a term that already has it needs nothing, an empty term matches
+    nothing and would be widened, and a term whose shape cannot be read must not be "fixed".
+    The original expressions keep their order and the new one comes last, so a patch appends.
     """
     if not isinstance(term, Mapping) or is_empty_term(term) or term_has(term, key, value):
         return None

@@ -54,6 +54,8 @@ Choices where upstream does not apply:
   before a namespace lost its group can still have labels or finalizers changed.
 * A whitelist (namespace or cluster) implicitly allows the namespace's own dedicated
   toleration, which this plugin adds itself.
+* Mirror pods (the kubelet's copies of static pods) are neither pinned nor judged by
+  enforcement: the static pod runs on its node whatever admission says.
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ from webhooks.core.review import AdmissionRequest
 from webhooks.k8s import affinity
 from webhooks.k8s.labels import first_conflict, format_label_set, is_subset, parse_label_set
 from webhooks.k8s.names import is_valid_label_value, label_value_errors, qualified_name_errors
+from webhooks.k8s.podspec import is_mirror_pod
 from webhooks.k8s.qos import is_best_effort
 from webhooks.k8s.tolerations import (
     EFFECTS,
@@ -206,7 +209,10 @@ class Settings:
             object.__setattr__(self, attr, tuple(normalize_toleration(t) for t in items))
 
     def wanted_toleration(self, group: str) -> dict[str, Any]:
-        """The toleration a pod of ``group`` gets: ``<key>=<group>:<effect>`` (Equal)."""
+        """The toleration a pod of ``group`` gets: ``<key>=<group>:<effect>`` (Equal).
+
+        Why Equal and not Exists: Exists on the key would tolerate every group's taint.
+        """
         return {"key": self.key, "operator": EQUAL, "value": group, "effect": self.effect}
 
 
@@ -304,7 +310,7 @@ def _namespace_selector(ns: Namespace, settings: Settings) -> tuple[dict[str, st
 
 
 def _warning(text: str) -> str:
-    """Prefix and cap one warning; why: the API server limits their total size (anchors d.10)."""
+    """Prefix and cap one warning; why: the API server caps the warnings of a response in total."""
     text = f"{NAME}: {text}"
     return text if len(text) < WARNING_LIMIT else text[: WARNING_LIMIT - 4] + "..."
 
@@ -442,7 +448,7 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
     when the defaults did not already bring a superset of it.
     """
     settings: Settings = ctx.settings
-    if not isinstance(pod.get("spec"), dict):
+    if not isinstance(pod.get("spec"), dict) or is_mirror_pod(pod):
         return UNCHANGED
     ns = _lookup(request, ctx)
     editor = Editor(pod)
@@ -576,7 +582,7 @@ def validate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> li
         violations += _check_whitelist(tolerations, ns, settings)
     except AnnotationError as exc:
         violations.append(Violation(str(exc)))
-    if not settings.enforce or ns.name in settings.exempt_namespaces:
+    if not settings.enforce or ns.name in settings.exempt_namespaces or is_mirror_pod(pod):
         return violations
     old = previous_identities(request.operation, request.old_object)
     for index, toleration in enumerate(tolerations):

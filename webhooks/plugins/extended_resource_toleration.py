@@ -10,7 +10,7 @@ toleration whose key is an extended resource name that none of its containers or
 containers requests, outside ``exemptNamespaces`` (default ``kube-system``). GPU nodes then
 stay free for GPU pods. Wildcard tolerations have an empty key and are left to
 dedicated-nodes' enforcement. On UPDATE only tolerations the old pod lacked are judged, so
-existing pods can still be relabelled or finalised.
+existing pods can still be relabelled or finalised; mirror pods of static pods are skipped.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from webhooks.core.plugin import PODS, Context, Half, Plugin
 from webhooks.core.result import UNCHANGED, Result, Violation
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.names import is_extended_resource_name
-from webhooks.k8s.podspec import resource_names
+from webhooks.k8s.podspec import is_mirror_pod, resource_names
 from webhooks.k8s.tolerations import (
     NO_SCHEDULE,
     add_or_update,
@@ -85,6 +85,8 @@ def validate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> li
     settings: Settings = ctx.settings
     spec = pod.get("spec")
     if not settings.enforce or request.namespace in settings.exempt_namespaces:
+        return []
+    if is_mirror_pod(pod):
         return []
     if not isinstance(spec, dict):
         return []
