@@ -430,3 +430,24 @@ def test_is_empty_term_and_term_has() -> None:
 )
 def test_describe_expression(expr: dict[str, Any], text: str) -> None:
     assert describe_expression(expr) == text
+
+
+MALFORMED: list[tuple[str, Any]] = [
+    ("values that are not a list", term({"key": "a", "operator": "In", "values": "x"})),
+    ("a field expression that is not an object", {"matchFields": ["junk"]}),
+    ("matchExpressions that are not a list", {"matchExpressions": "junk"}),
+]
+
+
+@pytest.mark.parametrize("t", [c[1] for c in MALFORMED], ids=[c[0] for c in MALFORMED])
+def test_a_malformed_term_matches_nothing(t: Any) -> None:
+    assert not term_matches(t, {"a": "x"}, "n1")
+
+
+def test_malformed_required_affinity_shapes() -> None:
+    junk_required = {
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": "x"}}
+    }
+    assert required_terms(junk_required) == []
+    assert not node_matches({}, junk_required)
+    assert and_requirement({"nodeSelectorTerms": "x"}, "k", "v") == {"nodeSelectorTerms": "x"}

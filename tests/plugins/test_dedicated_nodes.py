@@ -1078,3 +1078,80 @@ def test_mirror_pods_are_neither_pinned_nor_judged() -> None:
     obj["metadata"]["annotations"] = {"kubernetes.io/config.mirror": "abc123"}
     outcome = decide(obj)
     assert outcome.allowed and outcome.patch == []
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"default_tolerations": ("a",)}, "defaultTolerations: [0]: must be a mapping"),
+        ({"default_tolerations": ({"key": 1},)}, "defaultTolerations: [0]: key must be a string"),
+        (
+            {"default_tolerations": ({"key": "a", "tolerationSeconds": "5"},)},
+            "defaultTolerations: [0]: tolerationSeconds must be an integer",
+        ),
+        (
+            {"tolerations_whitelist": ({"key": "a/b/c", "operator": "Exists"},)},
+            "tolerationsWhitelist: [0]: key 'a/b/c': a qualified name",
+        ),
+        (
+            {"tolerations_whitelist": ({"key": "a", "value": "b c"},)},
+            "tolerationsWhitelist: [0]: value 'b c': a valid label",
+        ),
+    ],
+    ids=[
+        "a toleration that is not a mapping",
+        "a key that is not a string",
+        "seconds that are not an integer",
+        "a key with two slashes",
+        "a value that is not a label value",
+    ],
+)
+def test_settings_built_in_code_are_checked_too(kw: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        Settings(**kw)
+    assert str(caught.value).startswith(message)
+
+
+MALFORMED: list[tuple[str, dict[str, Any], str]] = [
+    ("a spec that is not an object", {"spec": "junk"}, "/spec"),
+    (
+        "a nodeSelector that is not a map",
+        {"spec": {"nodeSelector": "junk", "containers": []}},
+        "/spec/nodeSelector",
+    ),
+    (
+        "tolerations that are not a list",
+        {"spec": {"tolerations": "junk", "containers": []}},
+        "/spec/tolerations",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("obj", "untouched"), [c[1:] for c in MALFORMED], ids=[c[0] for c in MALFORMED]
+)
+def test_malformed_fields_are_left_for_api_validation(obj: dict[str, Any], untouched: str) -> None:
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "web"}, **obj}
+    annotations = {NODE_SELECTOR: "pool=a", DEFAULTS: '[{"key": "a", "operator": "Exists"}]'}
+    cluster = StaticCluster([namespace("web", annotations=annotations)])
+    outcome = decide(
+        body,
+        cluster=cluster,
+        settings={"tolerationsWhitelist": [{"key": "a", "operator": "Exists"}]},
+    )
+    assert outcome.allowed, outcome.message
+    assert not [op for op in outcome.patch if op["path"].startswith(untouched)]
+
+
+def test_a_validating_call_alone_rechecks_the_node_selector_conflict() -> None:
+    cluster = StaticCluster([namespace("web", annotations={NODE_SELECTOR: "pool=a"})])
+    obj = pod(namespace="web", nodeSelector={"pool": "b"})
+    assert decide(obj, phases=("validate",), cluster=cluster).message == SELECTOR_CONFLICT
+
+
+def test_a_toleration_entry_that_is_not_an_object_is_not_judged_by_the_whitelist() -> None:
+    cluster = StaticCluster(
+        [namespace("web", annotations={WHITELIST: '[{"key": "a", "operator": "Exists"}]'})]
+    )
+    obj = pod(namespace="web", tolerations=["junk", tol("a", "Exists")])  # type: ignore[list-item]
+    assert decide(obj, phases=("validate",), cluster=cluster).allowed

@@ -83,12 +83,10 @@ def validate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> li
     memory and leave a GPU pod Pending.
     """
     settings: Settings = ctx.settings
-    spec = pod.get("spec")
     if not settings.enforce or request.namespace in settings.exempt_namespaces:
         return []
-    if is_mirror_pod(pod):
-        return []
-    if not isinstance(spec, dict):
+    spec = pod.get("spec")
+    if not isinstance(spec, dict) or is_mirror_pod(pod):
         return []
     tolerations = tolerations_of(spec) or []
     requested = resource_names(spec)
