@@ -548,6 +548,26 @@ def test_a_wildcard_denial_in_a_dedicated_namespace_says_the_own_toleration_is_a
     assert "dedicated=gpu-team:NoSchedule added automatically" in outcome.message
 
 
+@pytest.mark.parametrize(
+    ("toleration", "fragment"),
+    [
+        (tol("dedicated", "Exists"), "tolerates the dedicated taint of every dedicated group"),
+        (tol("dedicated", "Lt", "9"), "of every group named by a number in range"),
+        (tol(operator="Exists"), "tolerates every taint, including the dedicated taint"),
+    ],
+    ids=["Exists on the key", "Lt on the key", "the bare wildcard"],
+)
+def test_broad_denials_say_how_broad_and_how_to_get_access(
+    toleration: dict[str, Any], fragment: str
+) -> None:
+    outcome = decide(pod(namespace="web", tolerations=[toleration]), phases=("validate",))
+    assert fragment in outcome.message
+    assert outcome.message.endswith(
+        f"namespace web belongs to no dedicated group; a cluster admin grants a namespace "
+        f"access by labelling it {LABEL}=<group> (or mapping it in dedicated-nodes namespaces)"
+    )
+
+
 def test_enforcement_can_be_turned_off_or_exempt_more_namespaces() -> None:
     obj = pod(namespace="web", tolerations=[tol(operator="Exists")])
     assert decide(obj, settings={"enforce": False}).allowed

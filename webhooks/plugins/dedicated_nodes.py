@@ -56,6 +56,11 @@ Choices where upstream does not apply:
   toleration, which this plugin adds itself.
 * Mirror pods (the kubelet's copies of static pods) are neither pinned nor judged by
   enforcement: the static pod runs on its node whatever admission says.
+* An empty nodeSelectorTerm matches no node, so it gets no requirement (that would widen
+  it). A term that excludes the group while another term can match is warned about, not
+  denied, and still gets the requirement, so every term reads "group nodes only".
+* An unparsable namespace annotation denies the pod (403) with a message naming namespace
+  and annotation; for the node selector the reason is upstream's own text.
 """
 
 from __future__ import annotations
@@ -478,8 +483,9 @@ def _foreign(toleration: Mapping[str, Any], group: str | None, settings: Setting
     """How ``toleration`` reaches the dedicated taint of a group other than ``group``.
 
     Scheduler matching (§1d) against ``<key>=<h>:<effect>`` for every possible group h:
-    ``"group"`` for Equal on another group, ``"key"`` for Exists (or Lt/Gt) on the key,
-    ``"wildcard"`` for an empty key with Exists; ``None`` when it tolerates no foreign group.
+    ``"group"`` for Equal on another group, ``"key"`` for Exists on the key, ``"range"`` for
+    Lt/Gt on it (numeric group names), ``"wildcard"`` for an empty key with Exists; ``None``
+    when it tolerates no foreign group.
     """
     key, operator, value, effect = identity(toleration)
     if effect not in ("", settings.effect) or key not in ("", settings.key):
@@ -489,10 +495,10 @@ def _foreign(toleration: Mapping[str, Any], group: str | None, settings: Setting
     if operator in ("", EQUAL):
         # An empty value names no group: no namespace can belong to "".
         return "group" if value not in ("", group) else None
-    return "key" if operator in ("Gt", "Lt") else None
+    return "range" if operator in ("Gt", "Lt") else None
 
 
-def _access_hint(ns: Namespace, settings: Settings, group: str | None = None) -> str:
+def _access_hint(settings: Settings, group: str | None = None) -> str:
     target = group or "<group>"
     return (
         f"a cluster admin grants a namespace access by labelling it "
@@ -513,10 +519,12 @@ def _enforcement_message(
         other = identity(toleration)[2]
         return (
             f"toleration {shown} lets this pod onto the nodes dedicated to group {other}, but "
-            f"{own}; {_access_hint(ns, settings, other)}"
+            f"{own}; {_access_hint(settings, other)}"
         )
     if how == "key":
         what = f"tolerates the {settings.key} taint of every dedicated group"
+    elif how == "range":
+        what = f"tolerates the {settings.key} taint of every group named by a number in range"
     else:
         what = f"tolerates every taint, including the {settings.key} taint of every group"
     if ns.group:
@@ -525,7 +533,7 @@ def _enforcement_message(
             "so remove this toleration"
         )
     else:
-        fix = _access_hint(ns, settings)
+        fix = _access_hint(settings)
     return f"toleration {shown} {what}, but {own}; {fix}"
 
 
