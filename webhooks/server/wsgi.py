@@ -15,8 +15,9 @@ from webhooks.certs import CertError, load_pair
 from webhooks.configfile import read_config
 from webhooks.core.admission import Admission
 from webhooks.plugins import REGISTRY
-from webhooks.server.app import ReadyCheck, ServerState, create_app
-from webhooks.server.runner import ServeOptions
+from webhooks.server.app import ReadyCheck, ReviewLog, ServerState, create_app
+from webhooks.server.metrics import Metrics
+from webhooks.server.runner import ON_WORKER_EXIT, ServeOptions
 
 
 def certificate_check(certfile: Path, keyfile: Path, state: dict[str, float]) -> ReadyCheck:
@@ -46,7 +47,16 @@ def build_state(options: ServeOptions) -> ServerState:
     config = read_config(options.config_path)
     admission = Admission(REGISTRY, config, None)
     cert_state: dict[str, float] = {}
-    state = ServerState(admission)
+    metrics = Metrics(options.runtime_dir)
+    metrics.start_writer()
+    ON_WORKER_EXIT.append(metrics.stop_writer)
+    state = ServerState(
+        admission,
+        metrics=metrics,
+        drain_marker=options.drain_marker,
+        require_client_cert=bool(options.client_ca),
+        review_log=ReviewLog() if options.log_reviews else None,
+    )
     state.ready_checks.append(
         certificate_check(Path(options.certfile), Path(options.keyfile), cert_state)
     )
