@@ -162,27 +162,27 @@ BAD_SETTINGS: list[tuple[str, dict[str, Any], str]] = [
     (
         "a default toleration with Exists and a value",
         {"defaultTolerations": [{"key": "a", "operator": "Exists", "value": "b"}]},
-        "defaultTolerations: [0]: value must be empty",
+        'defaultTolerations: [0].operator: Invalid value: "b": value must be empty',
     ),
     (
         "a whitelist toleration with seconds but not NoExecute",
         {"tolerationsWhitelist": [{"key": "a", "operator": "Exists", "tolerationSeconds": 5}]},
-        "tolerationsWhitelist: [0]: effect must be 'NoExecute'",
+        "tolerationsWhitelist: [0].effect: Invalid value: \"\": effect must be 'NoExecute'",
     ),
     (
         "a whitelist toleration with an empty key and Equal",
         {"tolerationsWhitelist": [{"operator": "Equal", "value": "x"}]},
-        "tolerationsWhitelist: [0]: operator must be Exists",
+        'tolerationsWhitelist: [0].operator: Invalid value: "Equal": operator must be Exists',
     ),
     (
         "a default toleration with a bad effect",
         {"defaultTolerations": [{"key": "a", "operator": "Exists", "effect": "Never"}]},
-        "defaultTolerations: [0]: effect 'Never'",
+        'defaultTolerations: [0].effect: Unsupported value: "Never"',
     ),
     (
         "a default toleration with an unknown operator",
         {"defaultTolerations": [{"key": "a", "operator": "In"}]},
-        "defaultTolerations: [0]: operator 'In'",
+        'defaultTolerations: [0].operator: Unsupported value: "In"',
     ),
     (
         "a default toleration that is not a mapping",
@@ -1103,19 +1103,25 @@ def test_mirror_pods_are_neither_pinned_nor_judged() -> None:
 @pytest.mark.parametrize(
     ("kw", "message"),
     [
-        ({"default_tolerations": ("a",)}, "defaultTolerations: [0]: must be a mapping"),
-        ({"default_tolerations": ({"key": 1},)}, "defaultTolerations: [0]: key must be a string"),
+        (
+            {"default_tolerations": ("a",)},
+            'defaultTolerations: [0]: Invalid value: "a": must be a toleration object',
+        ),
+        (
+            {"default_tolerations": ({"key": 1},)},
+            "defaultTolerations: [0].key: Invalid value: 1: must be a string",
+        ),
         (
             {"default_tolerations": ({"key": "a", "tolerationSeconds": "5"},)},
-            "defaultTolerations: [0]: tolerationSeconds must be an integer",
+            'defaultTolerations: [0].tolerationSeconds: Invalid value: "5": must be an integer',
         ),
         (
             {"tolerations_whitelist": ({"key": "a/b/c", "operator": "Exists"},)},
-            "tolerationsWhitelist: [0]: key 'a/b/c': a qualified name",
+            'tolerationsWhitelist: [0].key: Invalid value: "a/b/c": a qualified name',
         ),
         (
             {"tolerations_whitelist": ({"key": "a", "value": "b c"},)},
-            "tolerationsWhitelist: [0]: value 'b c': a valid label",
+            'tolerationsWhitelist: [0].operator: Invalid value: "b c": a valid label',
         ),
     ],
     ids=[

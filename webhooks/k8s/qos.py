@@ -7,37 +7,25 @@ container or pod-level ``resources`` has a positive cpu or memory request or lim
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from webhooks.k8s.podspec import containers
+from webhooks.k8s.quantity import QuantityError, quantity
 
 QOS_RESOURCES = ("cpu", "memory")
-
-_NUMBER_RE = re.compile(r"([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 
 
 def is_positive_quantity(value: Any) -> bool:
     """Whether a resource quantity (``"500m"``, ``"1Gi"``, ``2``) is greater than zero.
 
-    Why only the number part: every suffix multiplies by a positive factor, and quantities
-    are rounded *up* to the nano, so a positive mantissa is a positive quantity. Text that is
-    not a quantity counts as zero; API validation rejects it anyway.
+    Why exact parsing: upstream compares with ``Quantity.Cmp`` after rounding up to the nano,
+    so ``0.1n`` counts as positive. A value that is not a quantity counts as zero; API
+    validation rejects it anyway.
     """
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int | float):
-        return value > 0
-    if not isinstance(value, str):
-        return False
-    match = _NUMBER_RE.match(value.strip())
-    if match is None or match.group(1) == "-":
-        return False
     try:
-        return Decimal(match.group(2)) > 0
-    except InvalidOperation:  # pragma: no cover - the pattern only admits decimals
+        return quantity(value) > 0
+    except QuantityError:
         return False
 
 

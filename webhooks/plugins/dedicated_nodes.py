@@ -77,14 +77,12 @@ from webhooks.core.result import UNCHANGED, Result, Violation
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s import affinity
 from webhooks.k8s.labels import first_conflict, format_label_set, is_subset, parse_label_set
-from webhooks.k8s.names import is_valid_label_value, label_value_errors, qualified_name_errors
+from webhooks.k8s.names import is_valid_label_value, qualified_name_errors
 from webhooks.k8s.podspec import is_mirror_pod
 from webhooks.k8s.qos import is_best_effort
 from webhooks.k8s.tolerations import (
-    EFFECTS,
     EQUAL,
     EXISTS,
-    NO_EXECUTE,
     NO_SCHEDULE,
     describe,
     identity,
@@ -93,6 +91,7 @@ from webhooks.k8s.tolerations import (
     previous_identities,
     tolerations_of,
 )
+from webhooks.plugins.taint_toleration_rules import toleration_errors
 
 NAME = "dedicated-nodes"
 
@@ -121,35 +120,20 @@ _REQUIRED_FIELD = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDur
 Effect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 
-def _toleration_problem(toleration: Any) -> str | None:
-    """Why a configured toleration would fail ValidateTolerations (spec §9), or ``None``."""
-    if not isinstance(toleration, Mapping):
-        return "must be a mapping"
-    for name in toleration:
-        if name not in _TOLERATION_FIELDS:
-            return f"unknown field {name!r} (known: {', '.join(_TOLERATION_FIELDS)})"
-    for name in _TOLERATION_FIELDS[:4]:
-        if not isinstance(toleration.get(name, ""), str):
-            return f"{name} must be a string"
-    seconds = toleration.get("tolerationSeconds")
-    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int)):
-        return "tolerationSeconds must be an integer"
-    key, operator, value, effect = identity(toleration)
-    if key and qualified_name_errors(key):
-        return f"key {key!r}: {'; '.join(qualified_name_errors(key))}"
-    if not key and operator != EXISTS:
-        return "operator must be Exists when `key` is empty"
-    if seconds is not None and effect != NO_EXECUTE:
-        return "effect must be 'NoExecute' when `tolerationSeconds` is set"
-    if operator in (EQUAL, "") and label_value_errors(value):
-        return f"value {value!r}: {'; '.join(label_value_errors(value))}"
-    if operator == EXISTS and value:
-        return "value must be empty when `operator` is 'Exists'"
-    if operator not in (EQUAL, EXISTS, ""):
-        return f"operator {operator!r} is not one of Equal, Exists"
-    if effect and effect not in EFFECTS:
-        return f"effect {effect!r} is not one of {', '.join(EFFECTS)}"
-    return None
+def _toleration_problems(items: Sequence[Any]) -> list[str]:
+    """Why configured tolerations would be refused: unknown fields, then ValidateTolerations.
+
+    Upstream validates its plugin configuration with the Pod rules (spec §9), so the same
+    messages are given here, with paths relative to the list (``[0].operator``).
+    """
+    for index, item in enumerate(items):
+        unknown = (
+            [n for n in item if n not in _TOLERATION_FIELDS] if isinstance(item, Mapping) else []
+        )
+        if unknown:
+            known = ", ".join(_TOLERATION_FIELDS)
+            return [f"[{index}]: unknown field {unknown[0]!r} (known: {known})"]
+    return [message for _, message in toleration_errors(list(items), "")]
 
 
 def normalize_toleration(toleration: Mapping[str, Any]) -> dict[str, Any]:
@@ -207,10 +191,9 @@ class Settings:
             ("tolerationsWhitelist", "tolerations_whitelist"),
         ):
             items = getattr(self, attr)
-            for index, toleration in enumerate(items):
-                problem = _toleration_problem(toleration)
-                if problem:
-                    raise ValueError(f"{name}: [{index}]: {problem}")
+            problems = _toleration_problems(items)
+            if problems:
+                raise ValueError(f"{name}: {'; '.join(problems)}")
             object.__setattr__(self, attr, tuple(normalize_toleration(t) for t in items))
 
     def wanted_toleration(self, group: str) -> dict[str, Any]:
