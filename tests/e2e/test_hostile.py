@@ -68,7 +68,13 @@ def _review_without(path: str) -> dict[str, Any]:
 
 TABLE: list[tuple[str, Any, dict[str, str], int, bytes]] = [
     ("a body that is not JSON", b"<xml/>", {}, 400, b"not valid JSON"),
-    ("the wrong apiVersion", {**review(pod()), "apiVersion": "admission.k8s.io/v1beta1"}, {}, 400, b"apiVersion"),
+    (
+        "the wrong apiVersion",
+        {**review(pod()), "apiVersion": "admission.k8s.io/v1beta1"},
+        {},
+        400,
+        b"apiVersion",
+    ),
     ("a review without a uid", _review_without("request.uid"), {}, 400, b"uid"),
     ("a CREATE without an object", _review_without("request.object"), {}, 400, b"object"),
     ("a 7 MiB body", b"[" + b"0," * (7 * 512 * 1024) + b"0]", {}, 413, b"larger than"),
@@ -101,7 +107,7 @@ def test_an_http_1_0_client_is_answered_and_the_connection_closed(server: Server
         b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n"
     )
     answer = _raw_http(server, head + body)
-    assert answer.startswith(b"HTTP/1.0 200") or answer.startswith(b"HTTP/1.1 200")
+    assert answer.startswith((b"HTTP/1.0 200", b"HTTP/1.1 200"))
     assert b'"uid":"old-client"' in answer
 
 
@@ -208,19 +214,27 @@ def _client_pair(directory: Path) -> tuple[Path, Path, Path]:
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "apiserver client CA")])
     ca = (
-        x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
-        .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
+        .add_extension(
+            x509.KeyUsage(False, False, False, False, False, True, True, False, False),
+            critical=True,
+        )
         .sign(ca_key, hashes.SHA256())
     )
     key = ec.generate_private_key(ec.SECP256R1())
     cert = (
         x509.CertificateBuilder()
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
-        .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
@@ -231,7 +245,9 @@ def _client_pair(directory: Path) -> tuple[Path, Path, Path]:
     paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     paths[2].write_bytes(
         key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
         )
     )
     return paths
