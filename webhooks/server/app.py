@@ -181,7 +181,7 @@ def _account(state: ServerState, endpoint: str, reply: Reply, elapsed: float) ->
             (DECISIONS, DECISIONS_HELP, (("plugin", name), ("decision", "denied")))
             for name in reply.outcome.denied_by
         )
-    state.metrics.record(counts, (("endpoint", endpoint),), elapsed)
+    state.metrics.record(counts, (("endpoint", endpoint), ("outcome", decision)), elapsed)
     if state.review_log is not None:
         state.review_log.write(endpoint, reply, elapsed, decision)
 
