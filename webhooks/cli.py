@@ -71,7 +71,8 @@ def serve(
     from webhooks.server.runner import ServeOptions, WebhookServer
     from webhooks.server.wsgi import build_app
 
-    _config(config_path)  # fail fast, naming the key, before any worker starts
+    config = _config(config_path)  # fail fast, naming the key, before any worker starts
+    _check_cluster_source(config)
     if cert_dir is None:
         directory = Path("certs")
         ensure_dev_certs(directory)
@@ -91,6 +92,19 @@ def serve(
         threads=threads,
     )
     WebhookServer(options, build_app).run()
+
+
+def _check_cluster_source(config: Any) -> None:
+    """Fail fast when the cluster source cannot be configured (every worker would fail)."""
+    from webhooks.cluster import ClusterError, client_configuration, resolve_source
+
+    source = resolve_source(config.cluster)
+    if source == "none":
+        return
+    try:
+        client_configuration(config.cluster, source)
+    except ClusterError as exc:
+        fail(f"cluster: {exc}")
 
 
 def _read_input(source: str) -> bytes:

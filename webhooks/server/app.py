@@ -24,18 +24,29 @@ MAX_BODY = 6 * 1024 * 1024
 
 ReadyCheck = Callable[[], str | None]
 
+#: Where the app keeps its :class:`ServerState`, so gunicorn hooks can close it.
+STATE_KEY = "placement-webhooks"
+
 
 @dataclass
 class ServerState:
     """What the routes need besides the admission chain: readiness checks and metrics.
 
     A readiness check returns ``None`` when fine, else the reason the pod is not ready.
+    ``closers`` run once when the worker exits (stopping cluster watches, for example).
     """
 
     admission: Admission
     ready_checks: list[ReadyCheck] = field(default_factory=list)
     metrics: Metrics = field(default_factory=Metrics)
     draining: bool = False
+    closers: list[Callable[[], None]] = field(default_factory=list)
+
+    def close(self) -> None:
+        """Run and forget the closers; why: a worker's background threads end with it."""
+        closers, self.closers = self.closers, []
+        for close in closers:
+            close()
 
     def not_ready_reason(self) -> str | None:
         """The first failing readiness check's reason, or ``None`` when ready."""
@@ -64,6 +75,7 @@ def create_app(state: ServerState) -> Flask:
     """Build the WSGI app for one worker around ``state``."""
     app = Flask("webhooks")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
+    app.extensions[STATE_KEY] = state
     metrics = state.metrics
 
     def admit(phase: Phase, plugin: str | None) -> Response:

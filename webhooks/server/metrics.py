@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Literal, NamedTuple
 
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
@@ -27,6 +28,15 @@ def _esc(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
+class Family(NamedTuple):
+    """One metric family produced at scrape time by a collector (see :meth:`Metrics.collect`)."""
+
+    name: str
+    kind: Literal["counter", "gauge"]
+    help: str
+    samples: Sequence[tuple[Labels, float]]
+
+
 class Metrics:
     """Counters, gauges (as callables read at scrape time) and request-duration histograms."""
 
@@ -36,6 +46,7 @@ class Metrics:
         self._help: dict[str, str] = {}
         self._hist: dict[Labels, list[float]] = {}
         self._gauges: dict[str, tuple[str, Callable[[], float | None]]] = {}
+        self._collectors: list[Callable[[], Iterable[Family]]] = []
 
     def inc(self, name: str, help_text: str, labels: Labels = (), value: float = 1.0) -> None:
         """Add ``value`` to counter ``name`` with ``labels``."""
@@ -58,6 +69,14 @@ class Metrics:
     def gauge(self, name: str, help_text: str, read: Callable[[], float | None]) -> None:
         """Register a gauge read at scrape time (omitted when ``read`` returns ``None``)."""
         self._gauges[name] = (help_text, read)
+
+    def collect(self, read: Callable[[], Iterable[Family]]) -> None:
+        """Register a collector whose families are read at scrape time.
+
+        Why: some figures are kept by other objects (the cluster caches count their own
+        lists, watches and lookups); reading them when scraped costs nothing per request.
+        """
+        self._collectors.append(read)
 
     def render(self) -> str:
         """The whole registry in Prometheus text exposition format 0.0.4."""
@@ -86,4 +105,9 @@ class Metrics:
             out.append(f"# HELP {name} {help_text}")
             out.append(f"# TYPE {name} gauge")
             out.append(f"{name} {value:g}")
+        for collector in self._collectors:
+            for family in collector():
+                out.append(f"# HELP {family.name} {family.help}")
+                out.append(f"# TYPE {family.name} {family.kind}")
+                out.extend(f"{family.name}{_fmt_labels(lb)} {v:g}" for lb, v in family.samples)
         return "\n".join(out) + "\n"
