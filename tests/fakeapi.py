@@ -199,7 +199,9 @@ class FakeApiServer:
         self._server = _Server(("127.0.0.1", self.port), self)
         self.port = self._server.server_address[1]
         self.running = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), daemon=True
+        )
         self._thread.start()
         return self
 
