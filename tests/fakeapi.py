@@ -4,7 +4,8 @@ It serves RuntimeClasses (``node.k8s.io/v1``) and Namespaces (``v1``): paginated
 ``metadata.resourceVersion``, chunked newline-delimited watch streams from a resourceVersion
 (with BOOKMARK events and a 410 ``ERROR`` event for a compacted version), GETs, and ``Status``
 objects for errors. Faults are switches: lists or GETs answering 500, every request stalling
-(accepted, never answered), watches going silent; :meth:`FakeApiServer.stop` drops every open
+(accepted, never answered), bodies stalling after the headers, watches going silent or
+failing with an ``ERROR`` event; :meth:`FakeApiServer.stop` drops every open
 connection and :meth:`FakeApiServer.start` brings the server back on the same port.
 """
 
@@ -136,11 +137,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(code, body)
 
     def _json(self, code: int, body: dict[str, Any]) -> None:
+        fake = self.server.fake
         data = json.dumps(body).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
+        if fake.stall_bodies:
+            self.wfile.write(data[:10])
+            self.wfile.flush()
+            fake.released.wait()  # headers and a few bytes, then nothing until the stop
+            self.close_connection = True
+            return
         self.wfile.write(data)
 
     def _chunk(self, data: bytes) -> None:
@@ -181,6 +189,8 @@ class FakeApiServer:
         self.stall = threading.Event()
         self.released = threading.Event()
         self.silent_watches = False
+        self.watch_error: dict[str, Any] | None = None
+        self.stall_bodies = False
         self.port = 0
         self.running = False
         self._server: _Server | None = None
@@ -367,6 +377,9 @@ class FakeApiServer:
         """Watch events after ``since`` until ``timeout`` passes or the server stops."""
         deadline = time.monotonic() + timeout
         after = int(since or 0)
+        if self.watch_error is not None:
+            yield {"type": "ERROR", "object": self.watch_error}
+            return
         with self.cond:
             if after < self.compacted[plural]:
                 message = f"too old resource version: {after} ({self.compacted[plural]})"

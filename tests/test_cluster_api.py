@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.fakeapi import FakeApiServer, namespace, runtime_class
+from tests.fakeapi import FakeApiServer, namespace, runtime_class, status
 from webhooks.cluster import (
     ApiCluster,
     ClusterError,
@@ -273,6 +273,19 @@ def test_a_silent_watch_is_abandoned_after_its_read_timeout(
     assert informer.counts["watch_error"] >= 1
 
 
+def test_an_error_event_relists_after_a_backoff_and_recovers(
+    fake: FakeApiServer, open_api: OpenApi
+) -> None:
+    fake.watch_error = status(500, "InternalError", "Internal error occurred: watch chan error")
+    cluster = open_api()
+    informer = cluster.informers["runtimeclasses"]
+    eventually(lambda: fake.count("list", "runtimeclasses") >= 3, "relists after error events")
+    assert informer.counts["watch_error"] >= 2
+    fake.watch_error = None
+    fake.put(runtime_class("after"))
+    eventually(lambda: cached(cluster, "runtimeclasses", "after"), "the cache after recovery")
+
+
 # -- lookups ---------------------------------------------------------------------------------
 
 
@@ -325,6 +338,18 @@ def test_a_stalled_server_fails_the_lookup_within_the_bound(
     started = time.monotonic()
     with pytest.raises(LookupFailure, match=r"no answer within 0\.5s"):
         cluster.runtime_class("slow")
+    assert time.monotonic() - started < 3 * FAST.lookup
+
+
+def test_a_body_that_stalls_after_the_headers_fails_the_lookup_within_the_bound(
+    fake: FakeApiServer, open_api: OpenApi
+) -> None:
+    cluster = open_api()
+    fake.put(runtime_class("slow-body"), announce=False)
+    fake.stall_bodies = True
+    started = time.monotonic()
+    with pytest.raises(LookupFailure, match=r"get runtimeclasses/slow-body: no answer within"):
+        cluster.runtime_class("slow-body")
     assert time.monotonic() - started < 3 * FAST.lookup
 
 
@@ -407,7 +432,7 @@ def test_lookups_are_counted_by_result(fake: FakeApiServer, open_api: OpenApi) -
     cluster.runtime_class("missing")
     with pytest.raises(LookupFailure):
         cluster.runtime_class("broken")
-    assert cluster.lookups == {
+    assert cluster.lookup_counts() == {
         ("runtimeclasses", "hit"): 1,
         ("runtimeclasses", "found"): 1,
         ("runtimeclasses", "not_found"): 1,
@@ -437,3 +462,11 @@ def test_the_kubernetes_client_is_imported_only_for_a_cluster_source() -> None:
         env=env,
     )
     assert result.stdout.strip() == "False"
+
+
+def test_an_empty_name_is_not_found_without_a_request(
+    fake: FakeApiServer, open_api: OpenApi
+) -> None:
+    cluster = open_api()
+    assert cluster.runtime_class("") is None
+    assert fake.count("get", "runtimeclasses") == 0

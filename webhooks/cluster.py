@@ -226,7 +226,7 @@ NAMESPACES = Resource(
 
 
 class _Expired(Exception):
-    """The resource version we watch from is gone (410): relist at once, no backoff."""
+    """The resource version we watch from is gone (410 Gone): relist."""
 
 
 class _Broken(Exception):
@@ -326,11 +326,15 @@ class Informer:
     # -- reading ---------------------------------------------------------------------------
 
     def get(self, name: str) -> dict[str, Any] | None:
-        """The cached object called ``name``, or ``None`` when the cache does not hold it."""
+        """The cached object called ``name``, or ``None`` when the cache does not hold it.
+
+        Why no live GET here: the informer only mirrors the server; :class:`ApiCluster`
+        decides when a miss is worth a request. Objects are shared: treat them as read-only.
+        """
         return self._items.get(name)
 
     def names(self) -> list[str]:
-        """Names currently cached, sorted; for tests and debugging."""
+        """Names currently cached, sorted. Why: tests and debugging look at the whole cache."""
         return sorted(self._items)
 
     def __len__(self) -> int:
@@ -338,24 +342,24 @@ class Informer:
 
     @property
     def synced(self) -> bool:
-        """Whether the first list has completed (it stays true: stale beats empty)."""
+        """Whether the first list has completed. It stays true afterwards: stale beats empty."""
         return self._synced.is_set()
-
-    def wait_synced(self, timeout: float) -> bool:
-        """Block until the first list completed or ``timeout`` passed; returns :attr:`synced`."""
-        return self._synced.wait(timeout)
 
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the list+watch thread (a daemon: it never holds the process open)."""
+        """Start the list+watch thread. A daemon, so it never holds the process open."""
         self._thread = threading.Thread(
             target=self._run, name=f"watch-{self.resource.plural}", daemon=True
         )
         self._thread.start()
 
     def stop(self, timeout: float = 2.0) -> None:
-        """Stop the thread, breaking an open watch stream so it does not wait for data."""
+        """Stop the thread and close its connections.
+
+        Why the open stream is shut down first: the thread is most likely blocked reading a
+        quiet watch, which could otherwise take until the server's timeout to notice.
+        """
         self._stop.set()
         with self._lock:
             stream = self._stream
@@ -367,7 +371,7 @@ class Informer:
 
     @property
     def alive(self) -> bool:
-        """Whether the thread is still running."""
+        """Whether the thread is still running. Why: shutdown and tests check it ended."""
         return self._thread is not None and self._thread.is_alive()
 
     # -- the loop --------------------------------------------------------------------------
@@ -564,42 +568,72 @@ class ApiCluster:
             api = getattr(client, r.api_class)(self._lookup_client)
             self._reads[r.plural] = getattr(api, r.read_call)
         self._counts_lock = threading.Lock()
-        self.lookups: dict[tuple[str, str], int] = {}
+        self._lookups: dict[tuple[str, str], int] = {}
 
     def start(self) -> ApiCluster:
-        """Start every informer; returns ``self`` for chaining."""
+        """Start every informer and return ``self``.
+
+        Why separate from construction: a gunicorn worker must start threads after fork,
+        never in the master.
+        """
         for informer in self.informers.values():
             informer.start()
         return self
 
     def stop(self) -> None:
-        """Stop the informers and close connections; lookups after this still read the cache."""
+        """Stop the informers and close connections.
+
+        Why lookups keep working afterwards: a worker may still be finishing reviews while
+        it shuts down; they are answered from the last cache contents.
+        """
         for informer in self.informers.values():
             informer.stop()
         self._lookup_client.close()
 
     def synced(self) -> bool:
-        """Whether every informer has completed its first list (the readiness condition)."""
+        """Whether every informer has completed its first list.
+
+        Why: it is the readiness condition; a pod with empty caches would send every
+        lookup to the API server.
+        """
         return all(i.synced for i in self.informers.values())
 
     def unsynced(self) -> list[str]:
-        """The resources whose first list has not completed yet."""
+        """The resources whose first list has not completed yet. Why: readiness names them."""
         return [name for name, i in self.informers.items() if not i.synced]
 
     def runtime_class(self, name: str) -> dict[str, Any] | None:
-        """The RuntimeClass called ``name``: cache, then a bounded live GET."""
+        """The RuntimeClass called ``name``: cache, then a bounded live GET.
+
+        Why the GET: a RuntimeClass created a moment before its first pod may not have
+        reached the cache yet (upstream's RuntimeClass plugin does the same).
+        """
         return self._lookup(RUNTIME_CLASSES, name)
 
     def namespace(self, name: str) -> dict[str, Any] | None:
-        """The Namespace called ``name``: cache, then a bounded live GET."""
+        """The Namespace called ``name``: cache, then a bounded live GET.
+
+        Why the GET: pods often arrive right after their namespace is created, before the
+        watch has delivered it.
+        """
         return self._lookup(NAMESPACES, name)
+
+    def lookup_counts(self) -> dict[tuple[str, str], int]:
+        """Lookups so far by (resource, result).
+
+        Why a copy: metrics read it from another thread while reviews keep counting.
+        """
+        with self._counts_lock:
+            return dict(self._lookups)
 
     def _count(self, resource: Resource, result: str) -> None:
         key = (resource.plural, result)
         with self._counts_lock:
-            self.lookups[key] = self.lookups.get(key, 0) + 1
+            self._lookups[key] = self._lookups.get(key, 0) + 1
 
     def _lookup(self, resource: Resource, name: str) -> dict[str, Any] | None:
+        if not name:  # no object has an empty name, and GET .../<empty> would be a list
+            return None
         obj = self.informers[resource.plural].get(name)
         if obj is not None:
             self._count(resource, "hit")

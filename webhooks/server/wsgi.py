@@ -88,7 +88,7 @@ def cluster_families(cluster: ApiCluster) -> list[Family]:
     ]
     lookups = sorted(
         (res(resource, ("result", result)), float(count))
-        for (resource, result), count in cluster.lookups.copy().items()
+        for (resource, result), count in cluster.lookup_counts().items()
     )
     return [
         Family(
