@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
+import orjson
 import pytest
 from click.testing import CliRunner
 
@@ -19,7 +19,7 @@ from webhooks.configfile import read_config
 from webhooks.core.config import ClusterSettings, ConfigError
 from webhooks.server.app import ServerState, create_app
 from webhooks.server.metrics import Family, Metrics
-from webhooks.server.runner import ServeOptions, close_worker_state
+from webhooks.server.runner import ON_WORKER_EXIT, ServeOptions, _worker_exit
 from webhooks.server.wsgi import build_state
 
 
@@ -52,12 +52,16 @@ def cert_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def states() -> Iterator[list[ServerState]]:
+    """States built by a test; their clusters stop and their exit callbacks go afterwards."""
     built: list[ServerState] = []
+    registered = len(ON_WORKER_EXIT)
     try:
         yield built
     finally:
         for state in built:
-            state.close()
+            if isinstance(state.admission.cluster, ApiCluster):
+                state.admission.cluster.stop()
+        del ON_WORKER_EXIT[registered:]
 
 
 def write_config(path: Path, text: str) -> str:
@@ -128,9 +132,6 @@ def test_readiness_waits_for_the_caches_and_metrics_show_them(
     failed = 'placement_webhooks_cluster_lists_total{resource="runtimeclasses",result="error"}'
     assert failed in metrics
 
-    state.close()
-    assert not any(i.alive for i in cluster.informers.values())
-
 
 def test_without_a_cluster_source_nothing_is_started(
     tmp_path: Path, cert_dir: Path, states: list[ServerState]
@@ -139,7 +140,6 @@ def test_without_a_cluster_source_nothing_is_started(
     state = build_state(ServeOptions(cert_dir=cert_dir, config_path=config))
     states.append(state)
     assert state.admission.cluster is None
-    assert state.closers == []
     client = create_app(state).test_client()
     assert client.get("/readyz").status_code == 200
     assert "cluster" not in client.get("/metrics").text
@@ -155,21 +155,34 @@ def test_serve_refuses_an_unusable_kubeconfig_before_starting(tmp_path: Path) ->
     assert result.output.startswith(f"placement-webhooks: cluster: kubeconfig {missing}: ")
 
 
-def test_collected_families_are_rendered_at_scrape_time() -> None:
-    metrics = Metrics()
+def test_collected_families_are_read_at_scrape_time_and_counters_add_up(
+    tmp_path: Path,
+) -> None:
     value = [1.0]
-    metrics.collect(
-        lambda: [Family("demo_things", "gauge", "Things.", [((("kind", "a"),), value[0])])]
-    )
+
+    def families() -> list[Family]:
+        return [
+            Family("demo_things", "gauge", "Things.", [((("kind", "a"),), value[0])]),
+            Family("demo_events_total", "counter", "Events.", [((("kind", "a"),), 2 * value[0])]),
+        ]
+
+    other_worker = Metrics()
+    other_worker.inc("demo_events_total", "Events.", (("kind", "a"),), 5)
+    (tmp_path / "metrics-1.json").write_bytes(orjson.dumps(other_worker.snapshot()))
+    metrics = Metrics(tmp_path)
+    metrics.collect(families)
     value[0] = 3.0
     assert metrics.render().splitlines() == [
+        "# HELP demo_events_total Events.",
+        "# TYPE demo_events_total counter",
+        'demo_events_total{kind="a"} 11',
         "# HELP demo_things Things.",
         "# TYPE demo_things gauge",
         'demo_things{kind="a"} 3',
     ]
 
 
-def test_the_worker_exit_hook_closes_the_workers_state(
+def test_a_worker_exit_stops_the_cluster_watches(
     fake: FakeApiServer, tmp_path: Path, cert_dir: Path, states: list[ServerState]
 ) -> None:
     kubeconfig = fake.kubeconfig(tmp_path / "kubeconfig")
@@ -180,7 +193,6 @@ def test_the_worker_exit_hook_closes_the_workers_state(
     states.append(state)
     cluster = state.admission.cluster
     assert isinstance(cluster, ApiCluster)
-    worker = SimpleNamespace(wsgi=create_app(state))
-    close_worker_state(None, worker)
+    assert cluster.stop in ON_WORKER_EXIT
+    _worker_exit(None, None)
     assert not any(i.alive for i in cluster.informers.values())
-    assert state.closers == []

@@ -16,9 +16,9 @@ from webhooks.cluster import ApiCluster, open_cluster
 from webhooks.configfile import read_config
 from webhooks.core.admission import Admission
 from webhooks.plugins import REGISTRY
-from webhooks.server.app import ReadyCheck, ServerState, create_app
-from webhooks.server.metrics import Family, Labels
-from webhooks.server.runner import ServeOptions
+from webhooks.server.app import ReadyCheck, ReviewLog, ServerState, create_app
+from webhooks.server.metrics import Family, Labels, Metrics
+from webhooks.server.runner import ON_WORKER_EXIT, ServeOptions
 
 
 def certificate_check(certfile: Path, keyfile: Path, state: dict[str, float]) -> ReadyCheck:
@@ -140,14 +140,23 @@ def build_state(options: ServeOptions) -> ServerState:
     cluster = open_cluster(config.cluster)
     admission = Admission(REGISTRY, config, cluster)
     cert_state: dict[str, float] = {}
-    state = ServerState(admission)
-    if cluster is not None:
-        state.closers.append(cluster.stop)
-        state.ready_checks.append(cluster_check(cluster))
-        state.metrics.collect(lambda: cluster_families(cluster))
+    metrics = Metrics(options.runtime_dir)
+    metrics.start_writer()
+    ON_WORKER_EXIT.append(metrics.stop_writer)
+    state = ServerState(
+        admission,
+        metrics=metrics,
+        drain_marker=options.drain_marker,
+        require_client_cert=bool(options.client_ca),
+        review_log=ReviewLog() if options.log_reviews else None,
+    )
     state.ready_checks.append(
         certificate_check(Path(options.certfile), Path(options.keyfile), cert_state)
     )
+    if cluster is not None:
+        ON_WORKER_EXIT.append(cluster.stop)
+        state.ready_checks.append(cluster_check(cluster))
+        metrics.collect(lambda: cluster_families(cluster))
     state.metrics.gauge(
         "placement_webhooks_certificate_expiry_seconds",
         "Seconds until the served certificate expires.",

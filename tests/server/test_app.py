@@ -1,0 +1,126 @@
+"""The Flask routes through the test client: bytes in, bytes out, two error channels."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import orjson
+import pytest
+from flask.testing import FlaskClient
+
+from tests.reviews import container, pod, review
+from webhooks.core.admission import Admission
+from webhooks.core.config import load_config
+from webhooks.plugins import REGISTRY
+from webhooks.server.app import MAX_BODY, ServerState, create_app
+
+
+@pytest.fixture
+def state() -> ServerState:
+    return ServerState(Admission(REGISTRY, load_config(None, REGISTRY)))
+
+
+@pytest.fixture
+def client(state: ServerState) -> FlaskClient:
+    return create_app(state).test_client()
+
+
+def _post(client: FlaskClient, path: str, body: Any, **kw: Any) -> Any:
+    data = body if isinstance(body, bytes) else orjson.dumps(body)
+    return client.post(
+        path, data=data, content_type=kw.pop("content_type", "application/json"), **kw
+    )
+
+
+def test_mutate_returns_the_default_tolerations_and_echoes_the_uid(client: FlaskClient) -> None:
+    body = review(pod(), uid="u-1")
+    resp = _post(client, "/mutate", body)
+    assert resp.status_code == 200
+    out = resp.get_json()
+    assert out["apiVersion"] == "admission.k8s.io/v1" and out["kind"] == "AdmissionReview"
+    assert out["response"]["uid"] == "u-1"
+    assert out["response"]["patchType"] == "JSONPatch"
+    patch = orjson.loads(base64.b64decode(out["response"]["patch"]))
+    keys = [t["key"] for t in patch[0]["value"]]
+    assert keys == ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"]
+
+
+def test_one_plugin_route_runs_only_that_plugin(client: FlaskClient) -> None:
+    obj = pod(containers=[container(requests={"nvidia.com/gpu": "1"})])
+    out = _post(client, "/mutate/extended-resource-toleration", review(obj)).get_json()
+    patch = orjson.loads(base64.b64decode(out["response"]["patch"]))
+    assert patch == [
+        {
+            "op": "add",
+            "path": "/spec/tolerations",
+            "value": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        }
+    ]
+
+
+def test_validate_with_no_validators_allows_without_a_patch(client: FlaskClient) -> None:
+    out = _post(client, "/validate/default-toleration-seconds", review(pod())).get_json()
+    assert out["response"] == {"uid": out["response"]["uid"], "allowed": True}
+
+
+BAD = [
+    ("a body that is not JSON", b"not json", 400, "body is not valid JSON"),
+    (
+        "a review with the wrong apiVersion",
+        {"apiVersion": "v1", "kind": "AdmissionReview"},
+        400,
+        "apiVersion",
+    ),
+    (
+        "a review with no uid",
+        {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {}},
+        400,
+        "uid",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "reason"), [b[1:] for b in BAD], ids=[b[0] for b in BAD]
+)
+def test_a_malformed_review_gets_a_400_with_a_one_line_reason(
+    client: FlaskClient, body: Any, status: int, reason: str
+) -> None:
+    resp = _post(client, "/mutate", body)
+    assert resp.status_code == status
+    text = resp.get_data(as_text=True)
+    assert reason in text and text.count("\n") == 1
+
+
+def test_an_oversized_body_gets_413_and_the_app_keeps_serving(client: FlaskClient) -> None:
+    resp = _post(client, "/mutate", b"x" * (MAX_BODY + 1))
+    assert resp.status_code == 413
+    assert "larger than" in resp.get_data(as_text=True)
+    assert _post(client, "/mutate", review(pod())).status_code == 200
+
+
+def test_a_wrong_content_type_gets_415(client: FlaskClient) -> None:
+    resp = _post(client, "/mutate", review(pod()), content_type="text/plain")
+    assert resp.status_code == 415
+
+
+def test_an_unknown_plugin_gets_404(client: FlaskClient) -> None:
+    assert _post(client, "/mutate/nope", review(pod())).status_code == 404
+
+
+def test_get_on_an_admission_path_is_405(client: FlaskClient) -> None:
+    assert client.get("/mutate").status_code == 405
+
+
+def test_health_readiness_and_metrics(client: FlaskClient, state: ServerState) -> None:
+    assert client.get("/healthz").status_code == 200
+    assert client.get("/readyz").status_code == 200
+    state.ready_checks.append(lambda: "cache not synced")
+    resp = client.get("/readyz")
+    assert resp.status_code == 503 and "cache not synced" in resp.get_data(as_text=True)
+    _post(client, "/mutate", review(pod()))
+    text = client.get("/metrics").get_data(as_text=True)
+    assert 'placement_webhooks_requests_total{endpoint="/mutate",outcome="patched"} 1' in text
+    assert "placement_webhooks_request_duration_seconds_bucket" in text
+    assert 'plugin="default-toleration-seconds"' in text

@@ -1,0 +1,118 @@
+"""The CLI: `review` through click's runner and as a real subprocess."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from tests.reviews import container, pod, review
+from webhooks.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _patch(out: dict[str, Any]) -> list[dict[str, Any]]:
+    raw = out["response"].get("patch")
+    return orjson.loads(base64.b64decode(raw)) if raw else []
+
+
+def _run(args: list[str], stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "webhooks", *args],
+        input=stdin,
+        capture_output=True,
+        timeout=60,
+        check=False,
+        cwd=ROOT,
+    )
+
+
+def test_review_reads_stdin_and_prints_the_response(tmp_path: Path) -> None:
+    proc = _run(["review", "-"], orjson.dumps(review(pod(), uid="cli-1")))
+    assert proc.returncode == 0, proc.stderr
+    out = orjson.loads(proc.stdout)
+    assert out["response"]["uid"] == "cli-1"
+    assert len(_patch(out)[0]["value"]) == 2
+
+
+def test_review_with_configured_seconds_and_one_plugin(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("plugins:\n  default-toleration-seconds:\n    notReadySeconds: 60\n")
+    body = tmp_path / "r.json"
+    body.write_bytes(orjson.dumps(review(pod())))
+    proc = _run(
+        ["review", "--plugin", "default-toleration-seconds", "--config", str(cfg), str(body)]
+    )
+    assert proc.returncode == 0, proc.stderr
+    added = _patch(orjson.loads(proc.stdout))[0]["value"]
+    assert added[0] == {
+        "key": "node.kubernetes.io/not-ready",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 60,
+    }
+
+
+def test_review_of_a_gpu_pod_with_the_extended_resource_plugin() -> None:
+    obj = pod(containers=[container(requests={"nvidia.com/gpu": "1"})])
+    result = CliRunner().invoke(
+        main,
+        ["review", "--plugin", "extended-resource-toleration", "-"],
+        input=orjson.dumps(review(obj)),
+    )
+    assert result.exit_code == 0, result.output
+    assert _patch(orjson.loads(result.stdout))[0]["value"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+
+
+UNUSABLE = [
+    ("input that is not JSON", ["review", "-"], b"{", "not valid JSON"),
+    ("an unknown plugin", ["review", "--plugin", "nope", "-"], b"{}", "unknown plugin 'nope'"),
+    ("a missing review file", ["review", "/nonexistent/review.json"], None, "cannot read"),
+    (
+        "a missing objects file",
+        ["review", "--objects", "/nonexistent/o.yaml", "-"],
+        b"{}",
+        "cannot read",
+    ),
+    (
+        "a review without a uid",
+        ["review", "-"],
+        b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{}}',
+        "uid",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "reason"), [u[1:] for u in UNUSABLE], ids=[u[0] for u in UNUSABLE]
+)
+def test_unusable_input_exits_2_with_the_reason_on_stderr(
+    args: list[str], stdin: bytes | None, reason: str
+) -> None:
+    result = CliRunner().invoke(main, args, input=stdin)
+    assert result.exit_code == 2
+    assert reason in result.stderr
+    assert result.stdout == ""
+
+
+def test_an_unusable_config_exits_2_naming_the_key(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("plugins:\n  default-toleration-seconds:\n    bogus: 1\n")
+    result = CliRunner().invoke(main, ["review", "--config", str(cfg), "-"], input=b"{}")
+    assert result.exit_code == 2
+    assert "plugins.default-toleration-seconds.bogus: unknown key" in result.stderr
+
+
+def test_python_dash_m_is_the_same_command() -> None:
+    proc = _run(["--help"])
+    assert proc.returncode == 0
+    assert b"review" in proc.stdout and b"serve" in proc.stdout
