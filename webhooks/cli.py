@@ -113,13 +113,10 @@ def serve(
 
 def _check_cluster_source(config: Any) -> None:
     """Fail fast when the cluster source cannot be configured (every worker would fail)."""
-    from webhooks.cluster import ClusterError, client_configuration, resolve_source
+    from webhooks.cluster import ClusterError, check_source
 
-    source = resolve_source(config.cluster)
-    if source == "none":
-        return
     try:
-        client_configuration(config.cluster, source)
+        check_source(config.cluster)
     except ClusterError as exc:
         fail(f"cluster: {exc}")
 

@@ -179,6 +179,17 @@ def client_configuration(settings: ClusterSettings, source: Source) -> Any:
     return conf
 
 
+def check_source(settings: ClusterSettings) -> None:
+    """Raise :class:`ClusterError` when the source ``settings`` select cannot be configured.
+
+    Why: ``serve`` and a SIGHUP reload check before workers start, because a worker that
+    cannot open its source fails to boot, and failing workers take the server down.
+    """
+    source = resolve_source(settings)
+    if source != "none":
+        client_configuration(settings, source)
+
+
 @dataclass(frozen=True, slots=True)
 class Timing:
     """Timeouts and backoff of an :class:`ApiCluster`; tests shrink them, production keeps these.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -19,7 +20,7 @@ from webhooks.configfile import read_config
 from webhooks.core.config import ClusterSettings, ConfigError
 from webhooks.server.app import ServerState, create_app
 from webhooks.server.metrics import Family, Metrics
-from webhooks.server.runner import ON_WORKER_EXIT, ServeOptions, _worker_exit
+from webhooks.server.runner import ON_WORKER_EXIT, DrainingArbiter, ServeOptions, _worker_exit
 from webhooks.server.wsgi import build_state
 
 
@@ -196,3 +197,19 @@ def test_a_worker_exit_stops_the_cluster_watches(
     assert cluster.stop in ON_WORKER_EXIT
     _worker_exit(None, None)
     assert not any(i.alive for i in cluster.informers.values())
+
+
+def test_a_reload_with_an_unusable_kubeconfig_keeps_the_workers(tmp_path: Path) -> None:
+    missing = tmp_path / "nope"
+    config = write_config(
+        tmp_path / "config.yaml", f"cluster: {{source: kubeconfig, kubeconfig: '{missing}'}}\n"
+    )
+    errors: list[str] = []
+    log = SimpleNamespace(error=lambda fmt, *args: errors.append(fmt % args))
+    options = ServeOptions(cert_dir=tmp_path, config_path=config)
+    arbiter = SimpleNamespace(app=SimpleNamespace(options=options), log=log)
+    DrainingArbiter.handle_hup(arbiter)  # type: ignore[arg-type]
+    assert len(errors) == 1
+    assert errors[0].startswith(
+        f"SIGHUP: config reload refused, keeping workers: cluster: kubeconfig {missing}: "
+    )
