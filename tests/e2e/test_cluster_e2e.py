@@ -100,10 +100,7 @@ def test_readiness_follows_the_caches_and_reviews_survive_the_api_server(
         assert time.monotonic() - started < 3 * LOOKUP_TIMEOUT
         assert failed["allowed"] is False
         assert (failed["status"]["code"], failed["status"]["reason"]) == (500, "InternalError")
-        assert (
-            "cluster lookup failed: get runtimeclasses/unknown: cannot connect"
-            in (failed["status"]["message"])
-        )
+        assert "cluster lookup failed: get runtimeclasses/unknown: " in failed["status"]["message"]
         assert server.request("GET", "/readyz")[0] == 200
         metrics = server.request("GET", "/metrics")[1].decode()
         assert (
