@@ -67,6 +67,13 @@ def main() -> None:
     show_default=True,
     help="One JSON line per review on stderr.",
 )
+@click.option(
+    "--io-timeout",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(0.5, 120),
+    help="Longest wait for a client's TLS handshake, headers or body.",
+)
 def serve(
     config_path: str | None,
     bind: str,
@@ -76,6 +83,7 @@ def serve(
     threads: int,
     shutdown_delay: float,
     log_reviews: bool,
+    io_timeout: float,
 ) -> None:
     """Serve the webhooks over HTTPS under gunicorn.
 
@@ -107,6 +115,7 @@ def serve(
         threads=threads,
         shutdown_delay=shutdown_delay,
         log_reviews=log_reviews,
+        io_timeout=io_timeout,
     )
     WebhookServer(options, build_app).run()
 

@@ -23,6 +23,7 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
+from webhooks.server import tls
 from webhooks.server.tls import ContextCache, TLSFiles
 
 log = logging.getLogger("webhooks.server")
@@ -45,6 +46,7 @@ class ServeOptions:
     shutdown_delay: float = 5.0
     runtime_dir: Path | None = None
     log_reviews: bool = True
+    io_timeout: float = 10.0
 
     @property
     def drain_marker(self) -> Path | None:
@@ -152,7 +154,7 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
         o = self.options
         settings: dict[str, Any] = {
             "bind": [o.bind],
-            "worker_class": "gthread",
+            "worker_class": "webhooks.server.worker.Worker",
             "workers": o.workers,
             "threads": o.threads,
             "keepalive": o.keepalive,
@@ -181,4 +183,5 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
 
     def load(self) -> Any:
         """Build the WSGI app inside the worker (after fork), so threads start per worker."""
+        tls.IO_TIMEOUT = self.options.io_timeout
         return self.factory(self.options)
