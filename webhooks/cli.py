@@ -94,7 +94,8 @@ def serve(
     from webhooks.server.runner import ServeOptions, WebhookServer
     from webhooks.server.wsgi import build_app
 
-    _config(config_path)  # fail fast, naming the key, before any worker starts
+    config = _config(config_path)  # fail fast, naming the key, before any worker starts
+    _check_cluster_source(config)
     if cert_dir is None:
         directory = Path("certs")
         ensure_dev_certs(directory)
@@ -117,6 +118,16 @@ def serve(
         io_timeout=io_timeout,
     )
     WebhookServer(options, build_app).run()
+
+
+def _check_cluster_source(config: Any) -> None:
+    """Fail fast when the cluster source cannot be configured (every worker would fail)."""
+    from webhooks.cluster import ClusterError, check_source
+
+    try:
+        check_source(config.cluster)
+    except ClusterError as exc:
+        fail(f"cluster: {exc}")
 
 
 def _read_input(source: str) -> bytes:

@@ -18,6 +18,8 @@ from typing import Any
 
 import orjson
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago."""
@@ -100,7 +102,9 @@ def serving(
     cmd += ["--shutdown-delay", "0", *args] if "--shutdown-delay" not in args else list(args)
     if cert_dir is not None:
         cmd += ["--cert-dir", str(cert_dir)]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # This checkout first on the path, whatever the cwd: an installed copy must not answer.
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
     with log.open("wb") as out:
         process = subprocess.Popen(
             cmd, cwd=workdir, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True

@@ -108,13 +108,17 @@ class DrainingArbiter(Arbiter):  # type: ignore[misc]
         """Reload workers only with a usable config."""
         options: ServeOptions = self.app.options
         if options.config_path is not None:
+            from webhooks.cluster import ClusterError, check_source
             from webhooks.configfile import read_config
             from webhooks.core.config import ConfigError
 
             try:
-                read_config(options.config_path)
+                check_source(read_config(options.config_path).cluster)
             except ConfigError as exc:
                 self.log.error("SIGHUP: config reload refused, keeping workers: %s", exc)
+                return
+            except ClusterError as exc:
+                self.log.error("SIGHUP: config reload refused, keeping workers: cluster: %s", exc)
                 return
         super().handle_hup()
 
