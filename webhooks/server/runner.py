@@ -35,6 +35,9 @@ class ServeOptions:
 
     cert_dir: Path
     config_path: str | None = None
+    #: The parsed config, read and checked by the master; workers inherit it when forked,
+    #: so a worker started after a bad edit of the file still serves the last good config.
+    config: Any = None
     bind: str = "127.0.0.1:8443"
     client_ca: str = ""
     workers: int = 2
@@ -113,13 +116,15 @@ class DrainingArbiter(Arbiter):  # type: ignore[misc]
             from webhooks.core.config import ConfigError
 
             try:
-                check_source(read_config(options.config_path).cluster)
+                config = read_config(options.config_path)
+                check_source(config.cluster)
             except ConfigError as exc:
                 self.log.error("SIGHUP: config reload refused, keeping workers: %s", exc)
                 return
             except ClusterError as exc:
                 self.log.error("SIGHUP: config reload refused, keeping workers: cluster: %s", exc)
                 return
+            self.app.options = replace(options, config=config)
         super().handle_hup()
 
 
@@ -134,6 +139,10 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
             options = replace(options, runtime_dir=Path(tempfile.mkdtemp(prefix="pw-")))
         elif options.drain_marker is not None:
             options.drain_marker.unlink(missing_ok=True)
+        if options.config is None:
+            from webhooks.configfile import read_config
+
+            options = replace(options, config=read_config(options.config_path))
         self.options = options
         self.factory = factory
         super().__init__()

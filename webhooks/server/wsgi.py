@@ -136,7 +136,7 @@ def build_state(options: ServeOptions) -> ServerState:
     Called in each gunicorn worker after fork, so the cluster source's threads and
     connections belong to the worker that uses them.
     """
-    config = read_config(options.config_path)
+    config = options.config if options.config is not None else read_config(options.config_path)
     cluster = open_cluster(config.cluster)
     admission = Admission(REGISTRY, config, cluster)
     cert_state: dict[str, float] = {}
