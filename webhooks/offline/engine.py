@@ -246,8 +246,10 @@ class Engine:
         info = KINDS.get(kind)
         if info is None:
             checked = self._schema_only(doc, obj, kind)
-            if checked is None and report is not None:
-                (report.context if kind in CONTEXT_KINDS else report.skipped)[kind] += 1
+            if report is not None and kind in CONTEXT_KINDS:
+                report.context[kind] += 1
+            elif report is not None and checked is None:
+                report.skipped[kind] += 1
             return checked
         namespace = namespace_of(obj, self.namespace) if info.namespaced else ""
         checked = Checked(doc, kind, namespace, name_of(obj))
@@ -275,7 +277,10 @@ class Engine:
         errors = self.schema.errors(obj)
         if errors is None:
             return False
+        before = {f.message for f in checked.findings if f.type == SCHEMA}
         for path, message in errors:
+            if prefix and message in before:
+                continue  # already reported on the manifest as written
             checked.findings.append(
                 Finding(SCHEMA, SCHEMA, prefix + message, self._line(checked, path), path)
             )
