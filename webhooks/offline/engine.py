@@ -23,7 +23,7 @@ import jsonpatch
 from webhooks.cluster import StaticCluster
 from webhooks.core.admission import Admission
 from webhooks.core.plugin import PHASES
-from webhooks.core.result import JsonPatch
+from webhooks.core.result import JsonPatch, Violation
 from webhooks.k8s.podspec import POD_SPEC_PATHS, dotted
 from webhooks.k8s.tolerations import describe
 from webhooks.offline.expand import (
@@ -297,35 +297,18 @@ class Engine:
         request = target.request
         admission = self.admission
         outcome = admission.decide(request, PHASES)
-        patch, stored = outcome.patch, outcome.obj
+        if outcome.violations:
+            self._violations(checked, target, outcome.violations)
+        mutation = outcome
         if not outcome.allowed and outcome.changed_by:
             # A denial carries no patch; the offline report still wants to show it.
-            mutated = admission.decide(request, ("mutate",))
-            if mutated.allowed:
-                patch, stored = mutated.patch, mutated.obj
-        pod_role = target.role == "pod"
-        seen = {(f.rule, f.field, f.message) for f in checked.findings if f.type == "violation"}
-        seen_fields = {(rule, fld) for rule, fld, _ in seen if fld}
-        for violation in outcome.violations:
-            path = template_field(checked.kind, violation.field) if pod_role else violation.field
-            if (violation.plugin, path) in seen_fields or (
-                violation.plugin,
-                path,
-                violation.message,
-            ) in seen:
-                continue  # the template already reported it at the same place
-            if not path and pod_role:
-                line = self._template_line(checked)
-            else:
-                line = self._line(checked, path) if path else checked.document.line
-            checked.findings.append(
-                Finding("violation", violation.plugin, violation.message, line, path, target.role)
-            )
+            mutation = admission.decide(request, ("mutate",))
+        patch, stored = mutation.patch, mutation.obj
         if patch and stored is not None:
             checked.patches[target.role] = patch
-            plugins = tuple(dict.fromkeys(outcome.changed_by))
+            plugins = tuple(dict.fromkeys(mutation.changed_by))
             fallback = describe_patch(patch)
-            summaries = tuple(outcome.audit_annotations.get(p) or fallback for p in plugins)
+            summaries = tuple(mutation.audit_annotations.get(p) or fallback for p in plugins)
             checked.findings.append(
                 Finding(
                     "mutation",
@@ -355,6 +338,25 @@ class Engine:
                     )
                 )
         return stored if stored is not None else request.object or {}
+
+    def _violations(
+        self, checked: Checked, target: Target, violations: Sequence[Violation]
+    ) -> None:
+        pod_role = target.role == "pod"
+        seen = {(f.rule, f.field, f.message) for f in checked.findings if f.type == "violation"}
+        seen_fields = {(rule, path) for rule, path, _ in seen if path}
+        for violation in violations:
+            path = template_field(checked.kind, violation.field) if pod_role else violation.field
+            key = (violation.plugin, path, violation.message)
+            if (violation.plugin, path) in seen_fields or key in seen:
+                continue  # the template already reported it at the same place
+            if not path:
+                line = self._template_line(checked) if pod_role else checked.document.line
+            else:
+                line = self._line(checked, path)
+            checked.findings.append(
+                Finding("violation", violation.plugin, violation.message, line, path, target.role)
+            )
 
     def _template_line(self, checked: Checked) -> int:
         path = POD_SPEC_PATHS.get(checked.kind)
