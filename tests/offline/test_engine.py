@@ -10,6 +10,10 @@ import yaml
 from tests.offline import fakes
 from webhooks.cluster import StaticCluster
 from webhooks.core.admission import Admission
+from webhooks.core.patch import Editor
+from webhooks.core.plugin import Context
+from webhooks.core.result import Result
+from webhooks.core.review import AdmissionRequest
 from webhooks.offline.engine import Engine, Report, context_cluster, describe_patch
 from webhooks.offline.sources import Document, Source, split
 
@@ -290,3 +294,27 @@ def test_pod_labels_added_by_a_mutator_land_in_the_template_metadata() -> None:
 )
 def test_patch_summaries_read_as_sentences(patch: list[dict[str, Any]], expected: str) -> None:
     assert describe_patch(patch) == expected
+
+
+def _bogus(req: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Result:
+    editor = Editor(pod)
+    editor.set(("spec", "bogusField"), True)
+    return Result(editor.obj, editor.patch)
+
+
+def test_schema_runs_before_and_after_mutation_on_the_written_manifest() -> None:
+    pytest.importorskip("kubernetes_validate")
+    from webhooks.offline.schema import KubernetesSchema
+
+    bogus = fakes.Plugin(
+        "bogus",
+        "adds a field no schema knows",
+        fakes.Nothing,
+        mutate=fakes.Half(_bogus, frozenset({fakes.PODS}), fakes.BOTH),
+    )
+    text = DEPLOYMENT.replace("spec:\n  template:", "spec:\n  selector: {}\n  template:")
+    report = _run(text, fakes.admission(bogus, real=False), schema=KubernetesSchema("1.30"))
+    (finding,) = [f for f in _one(report).findings if f.type == "schema"]
+    assert finding.message.startswith("after mutation: spec.template.spec: Additional properties")
+    assert finding.field == "spec.template.spec.bogusField"
+    assert finding.line == 11, "a field the manifest lacks is shown at its parent"

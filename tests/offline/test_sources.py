@@ -159,3 +159,45 @@ def test_stdin_unreadable_files_and_bad_encodings(tmp_path: Path) -> None:
         f"{tmp_path / 'missing.yaml'}: cannot read: No such file or directory",
         f"{latin}: not UTF-8 text (byte 9)",
     ]
+
+
+TRICKY = [
+    "a: 0x1F\nb: 0o17\nc: 017\nd: 1_000\ne: 1:30\nf: -.inf\ng: .NaN\nh: 1e3\n",
+    "a: yes\nb: No\nc: ~\nd:\ne: 'yes'\nf: !!str 12\n",
+    "base: &b {x: 1, y: [1, 2]}\nuse: *b\nmerged:\n  <<: *b\n  y: 3\n",
+    "? !!str long key\n: explicit key\n'quoted': 1\n",
+    "bin: !!binary aGVsbG8=\nset: !!set {a, b}\n",
+    "nested:\n- - - deep\n- {k: [1, {z: null}]}\n1: int key\ntrue: bool key\n",
+]
+
+
+@pytest.mark.parametrize(
+    "text",
+    TRICKY,
+    ids=[
+        "YAML 1.1 numbers",
+        "booleans, nulls and explicit strings",
+        "anchors, aliases and merge keys",
+        "explicit and quoted keys",
+        "binary and set tags",
+        "nesting and non-string keys",
+    ],
+)
+def test_the_fast_constructor_agrees_with_the_generic_one(text: str) -> None:
+    import math
+
+    import yaml
+
+    docs, problem = split(Source("t.yaml", text))
+    assert problem is None
+    expected = yaml.load(text, Loader=yaml.SafeLoader)
+    actual = docs[0].obj
+    if "NaN" in text:
+        assert math.isnan(actual.pop("g")) and math.isnan(expected.pop("g"))
+    assert actual == expected
+
+
+def test_an_unhashable_key_is_the_generic_constructors_error() -> None:
+    _, problem = split(Source("t.yaml", "? [a, b]\n: complex key\n"))
+    assert problem is not None
+    assert problem.reason == "invalid YAML: found unhashable key (while constructing a mapping)"

@@ -231,8 +231,9 @@ def mutate(
 
     Pods and DaemonSets come out as stored; every other workload (and a DaemonSet, on top)
     carries in its pod template what its Pods will receive, so `check --fail-on-mutation`
-    on the output finds nothing to change. Violations go to stderr (exit 1); nothing is printed when an input
-    cannot be read (exit 2), so a pipe into `kubectl apply` never applies half a stream.
+    on the output finds nothing to change. Violations go to stderr (exit 1); nothing is
+    printed when an input cannot be read (exit 2), so a pipe into `kubectl apply` never
+    applies half a stream.
     """
     run = _prepare(paths, config_path, objects, namespace, stdin_name)
     engine, report = run.engine, run.report

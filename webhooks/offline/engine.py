@@ -223,6 +223,16 @@ class Engine:
         self.admission = admission
         self.namespace = namespace
         self.schema = schema
+        # Resources some enabled plugin handles on CREATE; a request for any other resource
+        # would run the chain to no effect, so it is not sent (a speed-up, same answers).
+        self._handled = {
+            resource
+            for phase in PHASES
+            for plugin in admission.plugins(phase)
+            for half in (plugin.half(phase),)
+            if half is not None and "CREATE" in half.operations
+            for resource in half.resources
+        }
 
     def run(self, documents: Iterable[Document], report: Report | None = None) -> Report:
         """Check every document, in order, into ``report`` (a new one by default)."""
@@ -295,6 +305,8 @@ class Engine:
     def _admit(self, checked: Checked, target: Target) -> dict[str, Any]:
         """Run the chain for one request; record findings; return the object as stored."""
         request = target.request
+        if request.group_resource not in self._handled:
+            return request.object or {}
         admission = self.admission
         outcome = admission.decide(request, PHASES)
         if outcome.violations:
@@ -307,8 +319,9 @@ class Engine:
         if patch and stored is not None:
             checked.patches[target.role] = patch
             plugins = tuple(dict.fromkeys(mutation.changed_by))
-            fallback = describe_patch(patch)
-            summaries = tuple(mutation.audit_annotations.get(p) or fallback for p in plugins)
+            audit = mutation.audit_annotations
+            fallback = "" if all(audit.get(p) for p in plugins) else describe_patch(patch)
+            summaries = tuple(audit.get(p) or fallback for p in plugins)
             checked.findings.append(
                 Finding(
                     "mutation",

