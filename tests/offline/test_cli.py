@@ -11,8 +11,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.offline import fakes
 from webhooks.cli import main
+from webhooks.core.config import load_config
+from webhooks.core.plugin import Registry
+from webhooks.offline import commands
 from webhooks.offline.sources import parse_field
+from webhooks.plugins import ORDER
 
 ROOT = Path(__file__).parent.parent.parent
 DEPLOY = ROOT / "tests" / "fixtures" / "manifests" / "deploy"
@@ -245,3 +250,45 @@ def test_every_violation_on_the_acceptance_directory_points_at_its_field() -> No
             assert line.lstrip().startswith("- "), (path, violation)
         else:
             assert str(last) in line, (path, violation)
+
+
+def test_objects_files_supply_cluster_context(tmp_path: Path) -> None:
+    objects = tmp_path / "cluster.yaml"
+    objects.write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n")
+    code, out, _ = _check("--objects", str(objects), "--output", "json", "-", stdin=NODE)
+    assert code == 0
+    assert json.loads(out)["summary"]["objects"] == 1
+    code, _, err = _check("--objects", str(tmp_path / "missing.yaml"), "-", stdin=NODE)
+    assert code == 2
+    assert "missing.yaml: cannot read" in err
+
+
+def test_an_unwritable_output_file_is_a_usage_error(tmp_path: Path) -> None:
+    code, _, err = _check(
+        "--output", f"json={tmp_path / 'no' / 'such' / 'dir.json'}", "-", stdin=NODE
+    )
+    assert code == 2
+    assert "cannot write" in err
+
+
+@pytest.fixture
+def with_fakes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI over this tree's plugins plus the stand-in validators of tests/offline/fakes."""
+    registry = Registry([*ORDER, *fakes.FAKES])
+    monkeypatch.setattr(commands, "REGISTRY", registry)
+    monkeypatch.setattr(commands, "read_config", lambda path: load_config(None, registry))
+
+
+def test_check_names_each_violation_with_file_and_line(with_fakes: None) -> None:
+    code, out, _ = _check(str(DEPLOY))
+    assert code == 1
+    assert f"{DEPLOY / 'gpu-node.yaml'}:15: taint-effects: unsupported effect" in out
+    assert f"{DEPLOY / 'web-deployment.yaml'}:25: hostname-only: " in out
+
+
+def test_mutate_prints_everything_and_reports_violations_on_stderr(with_fakes: None) -> None:
+    result = CliRunner().invoke(main, ["mutate", str(DEPLOY)])
+    assert result.exit_code == 1
+    assert result.stdout.count("\n---\n") + result.stdout.startswith("---\n") == 4
+    assert f"{DEPLOY / 'gpu-node.yaml'}:15: taint-effects: " in result.stderr
+    assert "key: node.kubernetes.io/unschedulable" in result.stdout

@@ -318,3 +318,59 @@ def test_schema_runs_before_and_after_mutation_on_the_written_manifest() -> None
     assert finding.message.startswith("after mutation: spec.template.spec: Additional properties")
     assert finding.field == "spec.template.spec.bogusField"
     assert finding.line == 11, "a field the manifest lacks is shown at its parent"
+
+
+def _pathless(req: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> list[Any]:
+    return [fakes.Violation("pods is forbidden: no reason given")]
+
+
+def test_a_pod_violation_without_a_field_points_at_the_template() -> None:
+    plugin = fakes.Plugin(
+        "pathless",
+        "denies pods",
+        fakes.Nothing,
+        validate=fakes.Half(_pathless, frozenset({fakes.PODS}), fakes.BOTH),
+    )
+    checked = _one(_run(DEPLOYMENT, fakes.admission(plugin, real=False)))
+    (finding,) = checked.findings
+    assert (finding.field, finding.line, finding.target) == ("", 6, "pod")
+
+
+@pytest.mark.parametrize(
+    ("obj", "patch", "result", "failed"),
+    [
+        (
+            {"kind": "Job"},
+            [{"op": "add", "path": "/spec/template/metadata/labels/a~1b", "value": "x"}],
+            {"kind": "Job", "spec": {"template": {"metadata": {"labels": {"a/b": "x"}}}}},
+            [],
+        ),
+        (
+            {"spec": {"list": [{"a": 1}]}},
+            [{"op": "add", "path": "/spec/list/0/b", "value": 2}],
+            {"spec": {"list": [{"a": 1, "b": 2}]}},
+            [],
+        ),
+        (
+            {"spec": {"list": []}},
+            [
+                {"op": "add", "path": "/spec/list/3/b", "value": 2},
+                {"op": "replace", "path": "/spec/missing", "value": 1},
+                {"op": "add", "path": "/spec/ok", "value": 1},
+            ],
+            {"spec": {"list": [], "ok": 1}},
+            ["/spec/list/3/b", "/spec/missing"],
+        ),
+    ],
+    ids=[
+        "missing parents of an add are created",
+        "an add inside a list item",
+        "operations that cannot apply are reported and skipped",
+    ],
+)
+def test_applying_a_patch_to_the_manifest(
+    obj: dict[str, Any], patch: list[dict[str, Any]], result: dict[str, Any], failed: list[str]
+) -> None:
+    from webhooks.offline.engine import _apply
+
+    assert _apply(obj, patch) == (result, failed)

@@ -201,3 +201,29 @@ def test_json_lists_violations_with_fields_and_mutations_with_patches() -> None:
         "patch"
     ][0]
     assert data["summary"]["exitCode"] == 1
+
+
+def test_unusable_inputs_appear_in_every_format(tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "bad.yaml").write_text("kind: Pod\nmetadata: {name: [\n")
+    (tmp_path / "in" / "good.yaml").write_text("apiVersion: v1\nkind: Node\nmetadata: {name: n}\n")
+    args = ["check", str(tmp_path / "in")]
+    for fmt in FILES:
+        args += ["--output", f"{fmt}={tmp_path / fmt}"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+    out = {fmt: (tmp_path / fmt).read_text() for fmt in FILES}
+    sarif = json.loads(out["sarif"])
+    _sarif_validator().validate(sarif)
+    (invocation,) = sarif["runs"][0]["invocations"]
+    assert invocation["executionSuccessful"] is False
+    (note,) = invocation["toolExecutionNotifications"]
+    assert note["locations"][0]["physicalLocation"]["region"]["startLine"] == 3
+    assert note["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].startswith(
+        "file:///"
+    )
+    errors = ET.fromstring(out["junit"]).findall("./testsuite/testcase/error")
+    assert len(errors) == 1 and errors[0].get("type") == "input"
+    assert out["github"].startswith(f"::error file={tmp_path / 'in' / 'bad.yaml'},line=3,")
+    assert json.loads(out["json"])["problems"][0]["line"] == 3
+    assert "1 unusable input" in out["text"]

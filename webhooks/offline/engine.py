@@ -359,7 +359,9 @@ class Engine:
         seen = {(f.rule, f.field, f.message) for f in checked.findings if f.type == "violation"}
         seen_fields = {(rule, path) for rule, path, _ in seen if path}
         for violation in violations:
-            path = template_field(checked.kind, violation.field) if pod_role else violation.field
+            path = violation.field
+            if pod_role and path:
+                path = template_field(checked.kind, path)
             key = (violation.plugin, path, violation.message)
             if (violation.plugin, path) in seen_fields or key in seen:
                 continue  # the template already reported it at the same place
