@@ -108,7 +108,10 @@ class Report:
     files: int = 0
 
     def count(self, kind: FindingType) -> int:
-        """How many findings of ``kind`` (mutations count once per plugin)."""
+        """How many findings of ``kind``; mutations count once per plugin that made them.
+
+        Why per plugin: that is how the text report lists them, so the totals match the lines.
+        """
         return sum(
             len(f.plugins) if kind == "mutation" else 1
             for c in self.checked
@@ -235,7 +238,11 @@ class Engine:
         }
 
     def run(self, documents: Iterable[Document], report: Report | None = None) -> Report:
-        """Check every document, in order, into ``report`` (a new one by default)."""
+        """Check every document, in order, into ``report`` (a new one by default).
+
+        Documents are checked one at a time and keep their input order, so reports and
+        ``mutate`` output read in the same order as the manifests.
+        """
         report = report if report is not None else Report()
         for doc in documents:
             checked = self.check(doc, report)
@@ -244,7 +251,11 @@ class Engine:
         return report
 
     def check(self, doc: Document, report: Report | None = None) -> Checked | None:
-        """Admit one document; ``None`` (counted in ``report``) when it is not ours to admit."""
+        """Admit one document; ``None`` (counted in ``report``) when it is not ours to admit.
+
+        The object is admitted first, and its Pods are built from the object *as stored*,
+        because controllers create Pods from the stored template, mutations included.
+        """
         obj = doc.obj
         if obj is None:
             return None

@@ -189,7 +189,10 @@ def pod_from(workload: Mapping[str, Any], kind: str, namespace: str) -> dict[str
 def request_for(
     obj: dict[str, Any], kind: str, namespace: str, user: Mapping[str, Any] | None = None
 ) -> AdmissionRequest:
-    """A CREATE request for ``obj`` as the API server would send it to the webhooks."""
+    """A CREATE request for ``obj`` as the API server would send it to the webhooks.
+
+    Plugins filter on group and resource, so those come from :data:`KINDS`, not the kind.
+    """
     info = KINDS[kind]
     api_version = obj.get("apiVersion")
     version = info.version
@@ -215,7 +218,10 @@ def request_for(
 
 
 def controller_user(kind: str) -> dict[str, Any]:
-    """The controller's identity when it creates ``kind``'s Pods (empty for PodTemplates)."""
+    """The controller's identity when it creates ``kind``'s Pods (empty for PodTemplates).
+
+    Plugins may treat requests from kube-controller-manager differently from a user's.
+    """
     owner = _CONTROLLERS.get(kind)
     if owner is None:
         return {}
@@ -226,7 +232,10 @@ def controller_user(kind: str) -> dict[str, Any]:
 
 
 def object_target(obj: dict[str, Any], kind: str, namespace: str) -> Target:
-    """The request for the manifest itself (namespace filled in; Pods defaulted)."""
+    """The request for the manifest itself (namespace filled in; Pods defaulted).
+
+    Validators of pod templates and the DaemonSet template mutator act on this one.
+    """
     view = with_namespace(obj, namespace) if KINDS[kind].namespaced else obj
     if kind == "Pod":
         view = default_requests(view)
@@ -234,7 +243,10 @@ def object_target(obj: dict[str, Any], kind: str, namespace: str) -> Target:
 
 
 def pod_target(stored: dict[str, Any], kind: str, namespace: str) -> Target | None:
-    """The request for the Pod created from ``stored`` (the workload as admission kept it)."""
+    """The request for the Pod created from ``stored`` (the workload as admission kept it).
+
+    Every Pod plugin acts on this one; ``None`` for kinds that create no Pods.
+    """
     pod = pod_from(stored, kind, namespace)
     if pod is None:
         return None

@@ -76,7 +76,10 @@ def _plural(n: int, word: str) -> str:
 
 
 def summary(report: Report) -> str:
-    """The closing line: counts of objects, findings, skipped kinds and unusable inputs."""
+    """The closing line: counts of objects, findings, skipped kinds and unusable inputs.
+
+    Skipped kinds are listed so a user can tell "nothing wrong" from "nothing checked".
+    """
     parts = [
         _plural(report.count("violation"), "violation"),
         _plural(report.count("mutation"), "mutation"),
@@ -99,7 +102,10 @@ def summary(report: Report) -> str:
 
 
 def text(report: Report, options: Options) -> str:
-    """``path:line: rule: message`` per finding, then a summary line; colour when asked."""
+    """``path:line: rule: message`` per finding, then a summary line; colour when asked.
+
+    The compiler convention lets editors and CI log viewers jump to the line.
+    """
 
     def style(value: str, **kw: Any) -> str:
         return click.style(value, **kw) if options.color else value
@@ -155,7 +161,10 @@ def _object(checked: Checked) -> dict[str, Any]:
 
 
 def json(report: Report, options: Options) -> str:
-    """Every object with its violations and mutations (patches included), plus totals."""
+    """Every object with its violations and mutations (patches included), plus totals.
+
+    Scripts get everything the other formats summarise, including the exact JSON patches.
+    """
     data = {
         "summary": {
             "objects": len(report.checked),
@@ -331,7 +340,10 @@ def _escape(value: str, *, prop: bool = False) -> str:
 
 
 def github(report: Report, options: Options) -> str:
-    """GitHub Actions workflow commands: ``::error file=…,line=…,title=<rule>::<message>``."""
+    """GitHub Actions workflow commands: ``::error file=…,line=…,title=<rule>::<message>``.
+
+    The runner turns these into annotations on the pull request's diff at those lines.
+    """
     out = []
     for p in report.problems:
         props = f"file={_escape(p.path, prop=True)}"
@@ -360,10 +372,16 @@ FORMATS: Mapping[str, Callable[[Report, Options], str]] = {
 
 
 def render(name: str, report: Report, options: Options) -> str:
-    """Render ``report`` in format ``name`` (a key of :data:`FORMATS`)."""
+    """Render ``report`` in format ``name`` (a key of :data:`FORMATS`).
+
+    One entry point keeps the CLI free of per-format branches.
+    """
     return FORMATS[name](report, options)
 
 
 def rules_of(plugins: Sequence[Any]) -> tuple[tuple[str, str], ...]:
-    """SARIF rules for registry plugins: ``(name, summary)`` in chain order."""
+    """SARIF rules for registry plugins: ``(name, summary)`` in chain order.
+
+    Every plugin is a rule whether it fired or not, so rule indexes stay stable across runs.
+    """
     return tuple((p.name, p.summary) for p in plugins)

@@ -120,7 +120,10 @@ class Source:
     _cache: dict[tuple[int, int], Any] = field(default_factory=dict, repr=False)
 
     def node(self, span: tuple[int, int, int]) -> Any:
-        """The YAML node tree of one document span, composed again (the last few are kept)."""
+        """The YAML node tree of one document span, composed again (the last few are kept).
+
+        Only documents with a finding that points into them pay for this.
+        """
         start, end, column = span
         key = (start, end)
         if key not in self._cache:
@@ -153,7 +156,7 @@ class Document:
 
     @property
     def path(self) -> str:
-        """The file name as the user gave it."""
+        """The file name as the user gave it; reports echo it so paths match the command."""
         return self.source.name
 
     def line_of(self, field_path: str) -> int:
@@ -195,7 +198,10 @@ def parse_field(path: str) -> list[str | int]:
 
 
 def locate(node: Any, tokens: Sequence[str | int]) -> int | None:
-    """The 0-based line of the deepest node on ``tokens`` (a key's own line for mappings)."""
+    """The 0-based line of the deepest node on ``tokens`` (a key's own line for mappings).
+
+    A key's line rather than its value's, because a block value starts on the next line.
+    """
     line: int | None = None
     for token in tokens:
         if isinstance(node, yaml.MappingNode):
