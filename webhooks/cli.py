@@ -19,6 +19,7 @@ from webhooks.core.admission import Admission
 from webhooks.core.config import ConfigError
 from webhooks.core.plugin import PHASES
 from webhooks.core.review import ReviewError, parse_review, response_dict
+from webhooks.offline.commands import check, mutate
 from webhooks.plugins import REGISTRY
 
 USAGE_ERROR = 2
@@ -41,6 +42,10 @@ def _config(path: str | None) -> Any:
 @click.version_option(package_name="placement-webhooks")
 def main() -> None:
     """Admission webhooks for where pods may run: tolerations, taints, affinity, overhead."""
+
+
+main.add_command(check)
+main.add_command(mutate)
 
 
 @main.command()
