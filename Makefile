@@ -29,6 +29,19 @@ unit: $(STAMP)
 
 test: lint typecheck unit
 
+# Benchmarks print figures; ratios are measured side by side in one run (docs/performance.md).
+bench: $(STAMP) bench-deps
+	$(BIN)/python -m bench.chain_bench
+	$(BIN)/python -m bench.http_bench
+	$(BIN)/python bench/check_bench.py
+
+# wrk drives the HTTP benchmark; installed from Debian's packages when missing.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+bench-deps:
+	@command -v wrk >/dev/null 2>&1 || { \
+		echo "installing wrk (Debian package)"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq wrk; }
+
 # check over 10,000 documents against a plain CSafeLoader parse (target: at most 2x)
 bench-check: $(STAMP)
 	$(BIN)/python bench/check_bench.py
