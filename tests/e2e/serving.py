@@ -18,6 +18,8 @@ from typing import Any
 
 import orjson
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago."""
@@ -99,7 +101,10 @@ def serving(
     cmd = [sys.executable, "-m", "webhooks", "serve", "--bind", f"127.0.0.1:{port}", *args]
     if cert_dir is not None:
         cmd += ["--cert-dir", str(cert_dir)]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # This checkout first, absolute: the server runs in ``workdir``, where a relative
+    # PYTHONPATH would fall through to whatever copy of the package is installed.
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
     with log.open("wb") as out:
         process = subprocess.Popen(
             cmd, cwd=workdir, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
