@@ -113,7 +113,7 @@ class _Handler(BaseHTTPRequestHandler):
     api: FakeAPI
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         """Quiet: tests read :attr:`FakeAPI.requests` instead."""
 
     def _send(self, code: int, body: dict[str, Any]) -> None:

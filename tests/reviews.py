@@ -98,6 +98,47 @@ def pod(
     }
 
 
+def daemonset(
+    *,
+    name: str = "agent",
+    namespace: str = "kube-system",
+    tolerations: list[dict[str, Any]] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    """An apps/v1 DaemonSet whose template spec carries ``tolerations`` and ``spec`` fields."""
+    template = pod(name=name, namespace=namespace, tolerations=tolerations, **spec)
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": template["spec"]},
+        },
+    }
+
+
+def owned_by(
+    obj: dict[str, Any],
+    kind: str = "DaemonSet",
+    api_version: str = "apps/v1",
+    *,
+    controller: bool | None = True,
+) -> dict[str, Any]:
+    """``obj`` with one owner reference (``controller`` omitted when ``None``)."""
+    ref: dict[str, Any] = {
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": "owner",
+        "uid": "6f1c2a5e-0000-4000-8000-000000000001",
+        "blockOwnerDeletion": True,
+    }
+    if controller is not None:
+        ref["controller"] = controller
+    return {**obj, "metadata": {**obj["metadata"], "ownerReferences": [ref]}}
+
+
 def container(
     name: str = "app", requests: dict[str, str] | None = None, **kw: Any
 ) -> dict[str, Any]:

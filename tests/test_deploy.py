@@ -77,7 +77,7 @@ def test_rules_cover_exactly_what_the_plugins_handle(
 
 def test_an_api_group_without_a_known_version_is_an_error() -> None:
     table = [{"name": "x", "mutate": {"example.com/widgets": ["CREATE"]}}]
-    with pytest.raises(ValueError, match="example.com"):
+    with pytest.raises(ValueError, match=r"example\.com"):
         rules(table, "mutate", ["x"])
 
 

@@ -56,6 +56,19 @@ def main() -> None:
 @click.option("--client-ca", default="", help="Require client certificates signed by this CA.")
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64))
 @click.option("--threads", default=4, show_default=True, type=click.IntRange(1, 256))
+@click.option(
+    "--shutdown-delay",
+    default=5.0,
+    show_default=True,
+    type=click.FloatRange(0, 300),
+    help="On SIGTERM, report not-ready and keep serving this long before stopping.",
+)
+@click.option(
+    "--log-reviews/--no-log-reviews",
+    default=True,
+    show_default=True,
+    help="One JSON line per review on stderr.",
+)
 def serve(
     config_path: str | None,
     bind: str,
@@ -63,6 +76,8 @@ def serve(
     client_ca: str,
     workers: int,
     threads: int,
+    shutdown_delay: float,
+    log_reviews: bool,
 ) -> None:
     """Serve the webhooks over HTTPS under gunicorn.
 
@@ -91,6 +106,8 @@ def serve(
         client_ca=client_ca,
         workers=workers,
         threads=threads,
+        shutdown_delay=shutdown_delay,
+        log_reviews=log_reviews,
     )
     WebhookServer(options, build_app).run()
 

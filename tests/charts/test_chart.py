@@ -1,4 +1,4 @@
-"""The Helm chart, rendered by Helm's own engine: schema-valid objects and the webhook invariants."""
+"""The Helm chart, rendered by Helm's own engine: schema-valid objects, webhook invariants."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def ca_pem() -> str:
 Values = Callable[[], dict[str, Any]]
 
 MODES: dict[str, Values] = {
-    "generate": lambda: {},
+    "generate": dict,
     "certManager": lambda: {"tls": {"mode": "certManager"}},
     "certManager with an issuer": lambda: {
         "tls": {

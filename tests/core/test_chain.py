@@ -7,7 +7,7 @@ from typing import Any
 
 from tests.reviews import pod, request
 from webhooks.core.admission import Admission
-from webhooks.core.chain import run_chain
+from webhooks.core.chain import run_chain, steps
 from webhooks.core.config import load_config
 from webhooks.core.patch import Editor
 from webhooks.core.plugin import PODS, Context, Half, LookupFailure, Plugin, Registry
@@ -78,5 +78,5 @@ def test_a_subresource_request_is_left_alone() -> None:
     registry = Registry([_labeller("a")])
     config = load_config(None, registry)
     req = request(pod(), sub_resource="status", operation="UPDATE", old=pod())
-    outcome = run_chain(req, config, [("mutate", list(registry))])
+    outcome = run_chain(req, [("mutate", steps(registry, "mutate", config, None))])
     assert outcome.patch == [] and outcome.allowed

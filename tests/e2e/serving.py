@@ -98,7 +98,8 @@ def serving(
     """Run ``python -m webhooks serve`` in ``workdir`` and stop it (SIGTERM, then SIGKILL)."""
     port = free_port()
     log = workdir / "server.log"
-    cmd = [sys.executable, "-m", "webhooks", "serve", "--bind", f"127.0.0.1:{port}", *args]
+    cmd = [sys.executable, "-m", "webhooks", "serve", "--bind", f"127.0.0.1:{port}"]
+    cmd += ["--shutdown-delay", "0", *args] if "--shutdown-delay" not in args else list(args)
     if cert_dir is not None:
         cmd += ["--cert-dir", str(cert_dir)]
     # This checkout first, absolute: the server runs in ``workdir``, where a relative

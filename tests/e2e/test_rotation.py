@@ -257,7 +257,7 @@ def test_a_half_written_secret_keeps_the_old_certificate_and_fails_readiness(
         server.context = lambda: ctx  # type: ignore[method-assign]  # trust both CAs
         secret.publish(mixed)
         assert _wait(lambda: server.request("GET", "/readyz")[0] == 503, 10)
-        status, body = server.request("GET", "/readyz")
+        _, body = server.request("GET", "/readyz")
         assert b"does not match" in body
         time.sleep(
             1.5
@@ -271,3 +271,36 @@ def test_a_half_written_secret_keeps_the_old_certificate_and_fails_readiness(
 
         secret.publish(new.ca.parent)
         assert _wait(lambda: server.request("GET", "/readyz")[0] == 200, 10)
+
+
+def test_a_pair_that_cannot_serve_stops_start_up_with_the_files_named(
+    tmp_path: Path, chains: tuple[certs.CertPaths, certs.CertPaths]
+) -> None:
+    import subprocess
+    import sys
+
+    old, new = chains
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    shutil.copy(new.cert, broken / "tls.crt")
+    shutil.copy(old.key, broken / "tls.key")
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "webhooks",
+            "serve",
+            "--cert-dir",
+            str(broken),
+            "--bind",
+            "127.0.0.1:0",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert run.returncode == 1
+    assert f"cannot serve TLS with {broken / 'tls.crt'} and {broken / 'tls.key'}" in run.stderr

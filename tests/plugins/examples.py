@@ -1,15 +1,29 @@
 """One object per plugin that makes it act (a patch or a violation), for the contract tests.
 
-Every registered plugin must appear here; ``test_every_plugin_has_a_contract_example`` fails
-otherwise, so a new plugin cannot skip the contract.
+Every registered plugin must appear in EXAMPLES; ``test_every_plugin_has_a_contract_example``
+fails otherwise, so a new plugin cannot skip the contract. A plugin whose halves handle more
+than one resource lists an object for each further resource in MORE_EXAMPLES, and the
+contract tests then run on every one of them.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tests.reviews import container, pod
+from tests.reviews import container, daemonset, owned_by, pod, tol
+from webhooks.cluster import StaticCluster
 from webhooks.core.plugin import ClusterView, NoCluster
+
+#: A RuntimeClass with scheduling but no overhead: its pods get a nodeSelector (the
+#: mutating half acts), and a pod that sets an overhead itself is refused (so does the
+#: validating half).
+SANDBOX = {
+    "apiVersion": "node.k8s.io/v1",
+    "kind": "RuntimeClass",
+    "metadata": {"name": "sandbox"},
+    "handler": "runsc",
+    "scheduling": {"nodeSelector": {"sandbox.example.com/runtime": "gvisor"}},
+}
 
 #: plugin name → (object that makes the plugin act, the cluster it needs)
 EXAMPLES: dict[str, tuple[dict[str, Any], ClusterView]] = {
@@ -18,4 +32,35 @@ EXAMPLES: dict[str, tuple[dict[str, Any], ClusterView]] = {
         pod(containers=[container(requests={"nvidia.com/gpu": "1"})]),
         NoCluster(),
     ),
+    "daemonset-tolerations": (daemonset(hostNetwork=True), NoCluster()),
+    "anti-affinity-topology": (
+        pod(
+            affinity={
+                "podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "labelSelector": {"matchLabels": {"app": "web"}},
+                            "topologyKey": "topology.kubernetes.io/zone",
+                        }
+                    ]
+                }
+            }
+        ),
+        NoCluster(),
+    ),
+    "taint-toleration-rules": (pod(tolerations=[tol("bad^key", "Exists")]), NoCluster()),
+    "runtime-class": (
+        pod(runtimeClassName="sandbox", overhead={"cpu": "250m"}),
+        StaticCluster([SANDBOX]),
+    ),
 }
+
+#: plugin name → objects of its other resources (same cluster as its EXAMPLES entry)
+MORE_EXAMPLES: dict[str, list[dict[str, Any]]] = {
+    "daemonset-tolerations": [owned_by(pod(name="agent-x7k2p"))],
+}
+
+
+def example_objects(name: str) -> list[dict[str, Any]]:
+    """Every contract example object of plugin ``name``, the EXAMPLES one first."""
+    return [EXAMPLES[name][0], *MORE_EXAMPLES.get(name, [])]

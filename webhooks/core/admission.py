@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from webhooks.core.chain import run_chain
+from webhooks.core.chain import Step, run_chain, steps
 from webhooks.core.config import Config
 from webhooks.core.plugin import PHASES, ClusterView, Phase, Plugin, Registry
 from webhooks.core.result import Outcome
@@ -47,16 +47,22 @@ class Admission:
         self.registry = registry
         self.config = config
         self.cluster = cluster
-        self._chains: dict[tuple[Phase, str | None], list[Plugin]] = {
-            (phase, None): config.chain(registry, phase) for phase in PHASES
+        self._chains: dict[tuple[Phase, str | None], list[Step]] = {
+            (phase, None): steps(config.chain(registry, phase), phase, config, cluster)
+            for phase in PHASES
         }
 
     def plugins(self, phase: Phase, only: str | None = None) -> list[Plugin]:
         """The plugins ``phase`` runs: the enabled chain, or just ``only``."""
+        return [plugin for plugin, _, _ in self.steps(phase, only)]
+
+    def steps(self, phase: Phase, only: str | None = None) -> list[Step]:
+        """The resolved steps of ``phase`` (``KeyError`` for an unknown ``only``)."""
         key = (phase, only)
         chain = self._chains.get(key)
         if chain is None:
-            chain = self.config.chain(self.registry, phase, only)
+            plugins = self.config.chain(self.registry, phase, only)
+            chain = steps(plugins, phase, self.config, self.cluster)
             self._chains[key] = chain
         return chain
 
@@ -64,12 +70,7 @@ class Admission:
         self, request: AdmissionRequest, phases: Sequence[Phase], only: str | None = None
     ) -> Outcome:
         """Run ``phases`` in order over a parsed request."""
-        return run_chain(
-            request,
-            self.config,
-            [(phase, self.plugins(phase, only)) for phase in phases],
-            self.cluster,
-        )
+        return run_chain(request, [(phase, self.steps(phase, only)) for phase in phases])
 
     def handle(self, body: bytes, phases: Sequence[Phase], only: str | None = None) -> Reply:
         """Answer one AdmissionReview body. Never raises for bad input: that is a 400 reply."""

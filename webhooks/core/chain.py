@@ -14,6 +14,7 @@ from webhooks.core.plugin import (
     RESOURCE_KINDS,
     ClusterView,
     Context,
+    Half,
     LookupFailure,
     NoCluster,
     Phase,
@@ -22,25 +23,36 @@ from webhooks.core.plugin import (
 from webhooks.core.result import JsonPatch, Outcome, Violation, denial_message
 from webhooks.core.review import AdmissionRequest
 
+#: One plugin half ready to run: the plugin, the half for the phase, and its context.
+Step = tuple[Plugin, Half, Context]
 
-def _wrong_kind(plugin: Plugin, request: AdmissionRequest, obj: dict[str, Any]) -> Violation | None:
+
+def steps(
+    plugins: Iterable[Plugin], phase: Phase, config: Config, cluster: ClusterView | None
+) -> list[Step]:
+    """Resolve plugins into steps once; why: contexts do not change between requests."""
+    view = cluster if cluster is not None else NoCluster()
+    out: list[Step] = []
+    for plugin in plugins:
+        half = plugin.half(phase)
+        if half is not None:
+            out.append((plugin, half, Context(config.settings(plugin.name), view)))
+    return out
+
+
+def _wrong_kind(plugin: Plugin, kind: str, expected: str) -> Violation:
     """BadRequest when the object's kind contradicts its resource (spec §0)."""
-    expected = RESOURCE_KINDS.get(request.group_resource)
-    kind = obj.get("kind")
-    if expected is None or kind is None or kind == expected or plugin.wrong_kind is None:
-        return None
+    assert plugin.wrong_kind is not None
     return Violation(
-        plugin.wrong_kind.format(kind=f"*core.{kind}"),
+        plugin.wrong_kind.format(kind=f"*core.{kind}", expected=expected),
         code=400,
         reason="BadRequest",
         plugin=plugin.name,
     )
 
 
-def _skip(plugin: Plugin, request: AdmissionRequest, obj: dict[str, Any]) -> bool:
-    expected = RESOURCE_KINDS.get(request.group_resource)
-    kind = obj.get("kind")
-    return plugin.wrong_kind is None and expected is not None and kind not in (None, expected)
+def _internal(plugin: Plugin, what: str) -> Violation:
+    return Violation(f"{plugin.name}: {what}", code=500, reason="InternalError", plugin=plugin.name)
 
 
 def _deny(violations: Sequence[Violation], **kept: Any) -> Outcome:
@@ -55,72 +67,62 @@ def _deny(violations: Sequence[Violation], **kept: Any) -> Outcome:
     )
 
 
-def run_chain(
-    request: AdmissionRequest,
-    config: Config,
-    phases: Iterable[tuple[Phase, Sequence[Plugin]]],
-    cluster: ClusterView | None = None,
-) -> Outcome:
-    """Run ``phases`` (each a phase and its plugins, in order) over ``request``'s object.
+def run_chain(request: AdmissionRequest, phases: Iterable[tuple[Phase, Sequence[Step]]]) -> Outcome:
+    """Run ``phases`` (each a phase and its steps, in order) over ``request``'s object.
 
     Mutators stop the chain at their first violation, as an in-tree admission error does;
-    validators all run so one answer lists every problem. A :class:`LookupFailure` becomes
-    an InternalError status (code 500 inside an HTTP 200), never an exception: the API
-    server then applies the webhook's failurePolicy, which is the documented behaviour.
+    validators all run so one answer lists every problem. A :class:`LookupFailure` or a
+    plugin bug becomes an InternalError status (code 500 inside an HTTP 200), never an
+    exception or an HTTP 500: the operation is refused with a message that says why, as
+    upstream refuses it when its own lookup fails.
     """
-    view = cluster if cluster is not None else NoCluster()
     obj = request.object
+    if obj is None:
+        return Outcome()
+    expected = RESOURCE_KINDS.get(request.group_resource)
+    kind = obj.get("kind")
+    mismatch = expected is not None and kind is not None and kind != expected
     patch: JsonPatch = []
     warnings: list[str] = []
     audit: dict[str, str] = {}
     changed_by: list[str] = []
-    if obj is None:
-        return Outcome()
-    for phase, plugins in phases:
+    for phase, chain in phases:
         violations: list[Violation] = []
-        for plugin in plugins:
-            half = plugin.half(phase)
-            if half is None or not half.handles(request) or _skip(plugin, request, obj):
+        for plugin, half, context in chain:
+            if not half.handles(request):
                 continue
-            bad_kind = _wrong_kind(plugin, request, obj)
-            if bad_kind is not None:
-                violations.append(bad_kind)
+            if mismatch:
+                if plugin.wrong_kind is None:
+                    continue
+                violations.append(_wrong_kind(plugin, str(kind), str(expected)))
                 break
-            context = Context(settings=config.settings(plugin.name), cluster=view)
             try:
                 if phase == "mutate":
                     result = half.run(request, obj, context)
-                    found = list(result.violations)
-                    warnings.extend(result.warnings)
-                    audit.update(result.audit)
+                    found = result.violations
+                    if result.warnings:
+                        warnings.extend(result.warnings)
+                    if result.audit:
+                        audit.update(result.audit)
                     if result.obj is not None and result.patch and not found:
                         obj = result.obj
                         patch.extend(result.patch)
                         changed_by.append(plugin.name)
                 else:
-                    found = list(half.run(request, obj, context))
+                    found = half.run(request, obj, context)
             except LookupFailure as exc:
-                failure = Violation(
-                    f"{plugin.name}: cluster lookup failed: {exc}",
-                    code=500,
-                    reason="InternalError",
-                    plugin=plugin.name,
-                )
+                failure = _internal(plugin, f"cluster lookup failed: {exc}")
                 return _deny([failure], warnings=tuple(warnings), changed_by=tuple(changed_by))
             except Exception as exc:  # a plugin bug must not become an HTTP 500 or a hang
-                failure = Violation(
-                    f"{plugin.name}: internal error: {type(exc).__name__}: {exc}",
-                    code=500,
-                    reason="InternalError",
-                    plugin=plugin.name,
-                )
+                failure = _internal(plugin, f"internal error: {type(exc).__name__}: {exc}")
                 return _deny([failure], warnings=tuple(warnings), changed_by=tuple(changed_by))
-            violations.extend(
-                v if v.plugin else Violation(v.message, v.field, v.code, v.reason, plugin.name)
-                for v in found
-            )
-            if violations and phase == "mutate":
-                break
+            if found:
+                violations.extend(
+                    v if v.plugin else Violation(v.message, v.field, v.code, v.reason, plugin.name)
+                    for v in found
+                )
+                if phase == "mutate":
+                    break
         if violations:
             return _deny(
                 violations,

@@ -100,8 +100,9 @@ class Half:
 class Plugin:
     """A named plugin: settings type, optional mutating and validating halves.
 
-    ``wrong_kind`` is the message template (``{kind}``) upstream answers with BadRequest when
-    the object's kind does not match its resource; ``None`` means such objects are ignored.
+    ``wrong_kind`` is the message template upstream answers with BadRequest when the object's
+    kind does not match its resource (``{kind}`` is the object's, as Go prints its type;
+    ``{expected}`` the resource's kind); ``None`` means such objects are ignored.
     """
 
     name: str

@@ -70,39 +70,32 @@ class AdmissionRequest:
         return (self.group, self.resource)
 
 
-def _str_field(data: dict[str, Any], key: str, *, required: bool = False) -> str:
-    value = data.get(key)
+def _type(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _text(request: dict[str, Any], key: str) -> str:
+    value = request.get(key)
     if value is None:
-        if required:
-            raise ReviewError(f"request.{key} is required")
         return ""
-    if not isinstance(value, str):
-        raise ReviewError(f"request.{key} must be a string, got {type(value).__name__}")
+    if type(value) is not str:
+        raise ReviewError(f"request.{key} must be a string, got {_type(value)}")
     return value
 
 
-def _object_field(data: dict[str, Any], key: str) -> dict[str, Any] | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise ReviewError(f"request.{key} must be an object, got {type(value).__name__}")
-    return value
-
-
-def _gvx(data: dict[str, Any], key: str, last: str) -> tuple[str, str, str]:
-    value = data.get(key)
-    if not isinstance(value, dict):
+def _triple(request: dict[str, Any], key: str, last: str) -> tuple[str, str, str]:
+    value = request.get(key)
+    if type(value) is not dict:
         raise ReviewError(f"request.{key} must be an object with group, version and {last}")
-    parts = []
+    out = []
     for part in ("group", "version", last):
-        item = value.get(part, "")
+        item = value.get(part)
         if item is None:
             item = ""
-        if not isinstance(item, str):
-            raise ReviewError(f"request.{key}.{part} must be a string")
-        parts.append(item)
-    return parts[0], parts[1], parts[2]
+        elif type(item) is not str:
+            raise ReviewError(f"request.{key}.{part} must be a string, got {_type(item)}")
+        out.append(item)
+    return out[0], out[1], out[2]
 
 
 def parse_review(body: bytes | str | dict[str, Any]) -> AdmissionRequest:
@@ -118,46 +111,52 @@ def parse_review(body: bytes | str | dict[str, Any]) -> AdmissionRequest:
             review = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
             raise ReviewError(f"body is not valid JSON: {exc}") from None
-    if not isinstance(review, dict):
+    if type(review) is not dict:
         raise ReviewError("body must be a JSON object (an AdmissionReview)")
-    api_version = review.get("apiVersion")
-    if api_version != API_VERSION:
-        raise ReviewError(f"apiVersion must be {API_VERSION!r}, got {api_version!r}")
+    if review.get("apiVersion") != API_VERSION:
+        raise ReviewError(f"apiVersion must be {API_VERSION!r}, got {review.get('apiVersion')!r}")
     if review.get("kind") != KIND:
         raise ReviewError(f"kind must be {KIND!r}, got {review.get('kind')!r}")
     request = review.get("request")
-    if not isinstance(request, dict):
+    if type(request) is not dict:
         raise ReviewError("request must be an object")
-    uid = _str_field(request, "uid", required=True)
+    uid = request.get("uid")
+    if uid is None:
+        raise ReviewError("request.uid is required")
+    if type(uid) is not str:
+        raise ReviewError(f"request.uid must be a string, got {_type(uid)}")
     if not uid:
         raise ReviewError("request.uid must not be empty")
-    operation = _str_field(request, "operation", required=True)
+    operation = request.get("operation")
     if operation not in OPERATIONS:
         raise ReviewError(
             f"request.operation must be one of CREATE, UPDATE, DELETE, CONNECT, got {operation!r}"
         )
-    group, version, kind = _gvx(request, "kind", "kind")
-    rgroup, _rversion, resource = _gvx(request, "resource", "resource")
-    obj = _object_field(request, "object")
-    old = _object_field(request, "oldObject")
+    group, version, kind = _triple(request, "kind", "kind")
+    rgroup, _, resource = _triple(request, "resource", "resource")
+    obj = request.get("object")
+    if obj is not None and type(obj) is not dict:
+        raise ReviewError(f"request.object must be an object, got {_type(obj)}")
     if obj is None and operation in ("CREATE", "UPDATE"):
         raise ReviewError(f"request.object is required for {operation}")
+    old = request.get("oldObject")
+    if old is not None and type(old) is not dict:
+        raise ReviewError(f"request.oldObject must be an object, got {_type(old)}")
     user = request.get("userInfo")
-    dry_run = request.get("dryRun")
     return AdmissionRequest(
         uid=uid,
-        operation=operation,  # type: ignore[arg-type]
-        group=rgroup if rgroup else group,
+        operation=operation,
+        group=rgroup or group,
         version=version,
         kind=kind,
         resource=resource,
-        sub_resource=_str_field(request, "subResource"),
-        namespace=_str_field(request, "namespace"),
-        name=_str_field(request, "name"),
+        sub_resource=_text(request, "subResource"),
+        namespace=_text(request, "namespace"),
+        name=_text(request, "name"),
         object=obj,
         old_object=old,
-        dry_run=dry_run is True,
-        user=user if isinstance(user, dict) else {},
+        dry_run=request.get("dryRun") is True,
+        user=user if type(user) is dict else {},
     )
 
 

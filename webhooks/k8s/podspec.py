@@ -69,14 +69,21 @@ def resource_names(spec: Mapping[str, Any], *, include_limits: bool = True) -> s
     API server copies limits into missing requests before admission (spec §0), so the union
     is what admission sees, and manifests checked offline have not been through that.
     """
-    names: set[str] = set()
-    sections = ("requests", "limits") if include_limits else ("requests",)
-    for container in containers(spec):
-        resources = container.get("resources")
-        if not isinstance(resources, Mapping):
+    # A tight loop on purpose: this runs for every pod on the request path.
+    names: set[Any] = set()
+    for key in ("containers", "initContainers"):
+        items = spec.get(key)
+        if not isinstance(items, list):
             continue
-        for section in sections:
-            values = resources.get(section)
-            if isinstance(values, Mapping):
-                names.update(k for k in values if isinstance(k, str))
-    return names
+        for item in items:
+            resources = item.get("resources") if isinstance(item, dict) else None
+            if not resources or not isinstance(resources, dict):
+                continue
+            requests = resources.get("requests")
+            if requests and isinstance(requests, dict):
+                names.update(requests)
+            if include_limits:
+                limits = resources.get("limits")
+                if limits and isinstance(limits, dict):
+                    names.update(limits)
+    return {n for n in names if isinstance(n, str)}

@@ -8,11 +8,22 @@ absorb what came before), the DaemonSet defaults, and the pure validators last.
 from __future__ import annotations
 
 from webhooks.core.plugin import Plugin, Registry
-from webhooks.plugins import default_toleration_seconds, extended_resource_toleration
+from webhooks.plugins import (
+    anti_affinity_topology,
+    daemonset_tolerations,
+    default_toleration_seconds,
+    extended_resource_toleration,
+    runtime_class,
+    taint_toleration_rules,
+)
 
 ORDER: tuple[Plugin, ...] = (
     default_toleration_seconds.PLUGIN,
     extended_resource_toleration.PLUGIN,
+    runtime_class.PLUGIN,
+    daemonset_tolerations.PLUGIN,
+    taint_toleration_rules.PLUGIN,
+    anti_affinity_topology.PLUGIN,
 )
 
 REGISTRY = Registry(ORDER)

@@ -8,6 +8,7 @@ plugin, or tune its flags, need exactly the same rule.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,17 @@ class Settings:
     unreachable_seconds: int = 300
 
 
+@functools.lru_cache(maxsize=8)
+def _defaults(not_ready: int, unreachable: int) -> tuple[tuple[str, dict[str, Any], str], ...]:
+    """(taint key, toleration, description) for not-ready then unreachable, built once."""
+    out = []
+    for key, seconds in ((NOT_READY, not_ready), (UNREACHABLE, unreachable)):
+        toleration: dict[str, Any] = {"key": key, "operator": "Exists", "effect": NO_EXECUTE}
+        toleration["tolerationSeconds"] = seconds
+        out.append((key, toleration, describe(toleration)))
+    return tuple(out)
+
+
 def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Result:
     """Append the not-ready, then the unreachable, NoExecute toleration when not covered.
 
@@ -39,19 +51,19 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
     tolerations = tolerations_of(spec) if isinstance(spec, dict) else []
     if tolerations is None:
         return UNCHANGED
-    added = [
-        {"key": key, "operator": "Exists", "effect": NO_EXECUTE, "tolerationSeconds": seconds}
-        for key, seconds in (
-            (NOT_READY, settings.not_ready_seconds),
-            (UNREACHABLE, settings.unreachable_seconds),
+    missing = [
+        (toleration, text)
+        for key, toleration, text in _defaults(
+            settings.not_ready_seconds, settings.unreachable_seconds
         )
         if not any(isinstance(t, dict) and covers_no_execute(t, key) for t in tolerations)
     ]
-    if not added:
+    if not missing:
         return UNCHANGED
     editor = Editor(pod)
-    editor.set(("spec", "tolerations"), [*tolerations, *added])
-    summary = "added " + ", ".join(describe(t) for t in added)
+    # Copies: the cached dicts must never end up inside an object someone may edit.
+    editor.set(("spec", "tolerations"), [*tolerations, *(dict(t) for t, _ in missing)])
+    summary = "added " + ", ".join(text for _, text in missing)
     return Result(editor.obj, editor.patch, audit={PLUGIN.name: summary})
 
 

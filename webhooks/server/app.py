@@ -7,11 +7,16 @@ CLI cannot disagree.
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
 
+import orjson
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
@@ -27,22 +32,78 @@ DRAIN_LIMIT = 16 * 1024 * 1024
 
 ReadyCheck = Callable[[], str | None]
 
+REQUESTS = "placement_webhooks_requests_total"
+REQUESTS_HELP = "Admission reviews answered, by endpoint and outcome."
+DECISIONS = "placement_webhooks_plugin_decisions_total"
+DECISIONS_HELP = "Decisions per plugin: patched or denied."
+
+
+class ReviewLog:
+    """One JSON line per review on a stream: who asked what, what we decided, how fast.
+
+    It carries identifiers and decisions only, never object bodies, so logs cannot leak
+    Secrets or environment values that pods carry.
+    """
+
+    def __init__(self, stream: IO[str] | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self._lock = threading.Lock()
+
+    def write(self, endpoint: str, reply: Reply, seconds: float, decision: str) -> None:
+        """Write the line for one answered request."""
+        line: dict[str, Any] = {
+            "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "level": "info",
+            "msg": "review",
+            "endpoint": endpoint,
+            "decision": decision,
+            "status": reply.status,
+            "latencyMs": round(seconds * 1000, 3),
+        }
+        req, outcome = reply.request, reply.outcome
+        if req is not None:
+            line.update(
+                uid=req.uid,
+                operation=req.operation,
+                kind=req.kind,
+                namespace=req.namespace,
+                name=req.name
+                or str((req.object or {}).get("metadata", {}).get("generateName", "")),
+                dryRun=req.dry_run,
+            )
+        if outcome is not None:
+            line.update(changedBy=list(outcome.changed_by), deniedBy=list(outcome.denied_by))
+            if not outcome.allowed:
+                line.update(code=outcome.code, reason=outcome.reason)
+        else:
+            line["error"] = reply.body.decode(errors="replace").strip()
+        data = orjson.dumps(line).decode() + "\n"
+        with self._lock:
+            self.stream.write(data)
+            self.stream.flush()
+
 
 @dataclass
 class ServerState:
-    """What the routes need besides the admission chain: readiness checks and metrics.
+    """What the routes need besides the admission chain: readiness, metrics, logs, auth.
 
     A readiness check returns ``None`` when fine, else the reason the pod is not ready.
+    ``drain_marker`` is a file the master creates on SIGTERM, so every worker reports
+    not-ready while it keeps serving; ``require_client_cert`` refuses admission calls that
+    did not present a certificate signed by the configured client CA.
     """
 
     admission: Admission
     ready_checks: list[ReadyCheck] = field(default_factory=list)
     metrics: Metrics = field(default_factory=Metrics)
     draining: bool = False
+    drain_marker: Path | None = None
+    require_client_cert: bool = False
+    review_log: ReviewLog | None = None
 
     def not_ready_reason(self) -> str | None:
         """The first failing readiness check's reason, or ``None`` when ready."""
-        if self.draining:
+        if self.draining or (self.drain_marker is not None and self.drain_marker.exists()):
             return "shutting down"
         for check in self.ready_checks:
             reason = check()
@@ -63,6 +124,13 @@ def _outcome_label(reply: Reply) -> str:
     return "patched" if reply.outcome.patch else "allowed"
 
 
+def _peer_certificate(environ: dict[str, Any]) -> bool:
+    """Whether the TLS peer presented a certificate the server verified."""
+    sock = environ.get("gunicorn.socket")
+    getpeercert = getattr(sock, "getpeercert", None)
+    return bool(getpeercert()) if getpeercert is not None else False
+
+
 def _drain(stream: Any, length: int) -> bool:
     """Read and discard an oversized body when it is small enough; whether it was read whole."""
     if length > DRAIN_LIMIT:
@@ -76,46 +144,54 @@ def _drain(stream: Any, length: int) -> bool:
     return True
 
 
+def _answer(state: ServerState, phase: Phase, plugin: str | None) -> tuple[Reply, bool]:
+    """Check the HTTP envelope, then let the core answer; also whether to close the connection."""
+    length = request.content_length
+    if state.require_client_cert and not _peer_certificate(request.environ):
+        return bad_request(
+            "a client certificate signed by the configured CA is required", 401
+        ), False
+    if length is not None and length > MAX_BODY:
+        drained = _drain(request.environ["wsgi.input"], length)
+        return bad_request(f"request body larger than {MAX_BODY} bytes", 413), not drained
+    ctype = request.mimetype
+    if ctype and ctype != "application/json":
+        return bad_request(f"content type must be application/json, got {ctype}", 415), False
+    try:
+        body = request.get_data(cache=False)
+    except (TimeoutError, OSError):
+        return bad_request("request body not received in time", 408), True
+    return state.admission.handle(body, (phase,), plugin), False
+
+
+def _account(state: ServerState, endpoint: str, reply: Reply, elapsed: float) -> None:
+    """Metrics and the review log line for one answered request."""
+    decision = _outcome_label(reply)
+    counts = [(REQUESTS, REQUESTS_HELP, (("endpoint", endpoint), ("outcome", decision)))]
+    if reply.outcome is not None:
+        counts.extend(
+            (DECISIONS, DECISIONS_HELP, (("plugin", name), ("decision", "patched")))
+            for name in reply.outcome.changed_by
+        )
+        counts.extend(
+            (DECISIONS, DECISIONS_HELP, (("plugin", name), ("decision", "denied")))
+            for name in reply.outcome.denied_by
+        )
+    state.metrics.record(counts, (("endpoint", endpoint),), elapsed)
+    if state.review_log is not None:
+        state.review_log.write(endpoint, reply, elapsed, decision)
+
+
 def create_app(state: ServerState) -> Flask:
     """Build the WSGI app for one worker around ``state``."""
     app = Flask("webhooks")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
-    metrics = state.metrics
 
     def admit(phase: Phase, plugin: str | None) -> Response:
         started = time.perf_counter()
-        ctype = request.mimetype
-        length = request.content_length
-        close = False
-        if length is not None and length > MAX_BODY:
-            close = not _drain(request.environ["wsgi.input"], length)
-            reply = bad_request(f"request body larger than {MAX_BODY} bytes", 413)
-        elif ctype and ctype != "application/json":
-            reply = bad_request(f"content type must be application/json, got {ctype}", 415)
-        else:
-            body = request.get_data(cache=False)
-            reply = state.admission.handle(body, (phase,), plugin)
-        endpoint = f"/{phase}" + (f"/{plugin}" if plugin else "")
-        outcome = _outcome_label(reply)
-        metrics.inc(
-            "placement_webhooks_requests_total",
-            "Admission reviews answered, by endpoint and outcome.",
-            (("endpoint", endpoint), ("outcome", outcome)),
-        )
-        if reply.outcome is not None:
-            for name in reply.outcome.changed_by:
-                metrics.inc(
-                    "placement_webhooks_plugin_decisions_total",
-                    "Decisions per plugin: patched or denied.",
-                    (("plugin", name), ("decision", "patched")),
-                )
-            for name in reply.outcome.denied_by:
-                metrics.inc(
-                    "placement_webhooks_plugin_decisions_total",
-                    "Decisions per plugin: patched or denied.",
-                    (("plugin", name), ("decision", "denied")),
-                )
-        metrics.observe((("endpoint", endpoint),), time.perf_counter() - started)
+        reply, close = _answer(state, phase, plugin)
+        endpoint = f"/{phase}/{plugin}" if plugin else f"/{phase}"
+        _account(state, endpoint, reply, time.perf_counter() - started)
         response = _reply(reply)
         if close:
             response.headers["Connection"] = "close"
@@ -150,7 +226,9 @@ def create_app(state: ServerState) -> Flask:
 
     @app.get("/metrics")
     def metrics_route() -> Response:
-        return Response(metrics.render(), content_type="text/plain; version=0.0.4; charset=utf-8")
+        return Response(
+            state.metrics.render(), content_type="text/plain; version=0.0.4; charset=utf-8"
+        )
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Any:

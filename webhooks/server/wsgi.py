@@ -18,8 +18,9 @@ from webhooks.certs import CA_FILE, CertError, inspect, load_pair
 from webhooks.configfile import read_config
 from webhooks.core.admission import Admission
 from webhooks.plugins import REGISTRY
-from webhooks.server.app import ServerState, create_app
-from webhooks.server.runner import ServeOptions
+from webhooks.server.app import ReviewLog, ServerState, create_app
+from webhooks.server.metrics import Metrics
+from webhooks.server.runner import ON_WORKER_EXIT, ServeOptions
 
 
 class CertificateWatch:
@@ -103,7 +104,16 @@ def build_state(options: ServeOptions) -> ServerState:
     """Read the config and assemble the worker's state (raises ConfigError when unusable)."""
     config = read_config(options.config_path)
     admission = Admission(REGISTRY, config, None)
-    state = ServerState(admission)
+    metrics = Metrics(options.runtime_dir)
+    metrics.start_writer()
+    ON_WORKER_EXIT.append(metrics.stop_writer)
+    state = ServerState(
+        admission,
+        metrics=metrics,
+        drain_marker=options.drain_marker,
+        require_client_cert=bool(options.client_ca),
+        review_log=ReviewLog() if options.log_reviews else None,
+    )
     watch = CertificateWatch(
         Path(options.certfile), Path(options.keyfile), options.cert_dir / CA_FILE
     )

@@ -1,0 +1,274 @@
+"""HTTP benchmark: the real server against a bare Flask app and a bare WSGI function.
+
+All three run under identical gunicorn settings (those of the real server and the chart)
+over TLS, driven by ``wrk`` side by side in one run, interleaved, median of ``--repeat``.
+Absolute numbers on a shared machine are noise; the ratios are the result.
+
+Usage: python -m bench.http_bench [--duration 5] [--repeat 3] [--connections 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import re
+import shutil
+import signal
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench import payloads
+from webhooks.certs import generate
+
+LUA = """
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+if os.getenv("BENCH_CLOSE") == "1" then wrk.headers["Connection"] = "close" end
+local f = io.open(os.getenv("BENCH_BODY"), "rb")
+wrk.body = f:read("*all")
+f:close()
+"""
+
+KINDS = ("real", "flask", "wsgi")
+SCENARIOS = (
+    ("4 KB pod, keep-alive", "small", False),
+    ("200 KB pod, keep-alive", "large", False),
+    ("4 KB pod, Connection: close", "small", True),
+)
+
+
+@dataclass
+class Run:
+    """One wrk run's figures."""
+
+    rps: float
+    p50_ms: float
+    p99_ms: float
+    errors: int
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _ms(text: str) -> float:
+    value, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", text).groups()  # type: ignore[union-attr]
+    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+
+def parse_wrk(out: str) -> Run:
+    """Requests/s, p50, p99 and error counts from ``wrk --latency`` output."""
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    p50 = _ms(re.search(r"\s50%\s+(\S+)", out).group(1))  # type: ignore[union-attr]
+    p99 = _ms(re.search(r"\s99%\s+(\S+)", out).group(1))  # type: ignore[union-attr]
+    errors = 0
+    for pattern in (
+        r"Non-2xx or 3xx responses: (\d+)",
+        r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)",
+    ):
+        match = re.search(pattern, out)
+        if match:
+            errors += sum(int(g) for g in match.groups())
+    return Run(rps, p50, p99, errors)
+
+
+def _ready(port: int, ca: Path, deadline: float) -> bool:
+    ctx = ssl.create_default_context(cafile=str(ca))
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        try:
+            conn = http.client.HTTPSConnection("localhost", port, context=ctx, timeout=2)
+            conn.request("GET", "/healthz")
+            if conn.getresponse().status == 200:
+                return True
+        except (OSError, http.client.HTTPException):
+            time.sleep(0.02)
+    return False
+
+
+def start(kind: str, certs: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """Start one app under gunicorn; returns the process and its port."""
+    port = _free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bench.serve",
+            kind,
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--cert-dir",
+            str(certs),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    if not _ready(port, certs / "ca.crt", 30):
+        stop(proc)
+        raise SystemExit(f"{kind} server did not start")
+    return proc, port
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a server started by :func:`start`."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def worker_rss_mib(master: int) -> list[float]:
+    """Resident memory of each worker (children of the gunicorn master), in MiB."""
+    out = []
+    children = Path(f"/proc/{master}/task/{master}/children")
+    for pid in children.read_text().split() if children.exists() else []:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                out.append(int(line.split()[1]) / 1024)
+    return out
+
+
+def boot_to_first_200(certs: Path, body: Path) -> float:
+    """Seconds from process start to the first 200 answer on /mutate."""
+    port = _free_port()
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bench.serve",
+            "real",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--cert-dir",
+            str(certs),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    ctx = ssl.create_default_context(cafile=str(certs / "ca.crt"))
+    data = body.read_bytes()
+    try:
+        while time.monotonic() - started < 30:
+            try:
+                conn = http.client.HTTPSConnection("localhost", port, context=ctx, timeout=2)
+                conn.request(
+                    "POST", "/mutate", body=data, headers={"Content-Type": "application/json"}
+                )
+                if conn.getresponse().status == 200:
+                    return time.monotonic() - started
+            except (OSError, http.client.HTTPException):
+                time.sleep(0.005)
+        return float("nan")
+    finally:
+        stop(proc)
+
+
+def main() -> None:
+    """Run every scenario against every app and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--duration", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    if not shutil.which("wrk"):
+        raise SystemExit(
+            "wrk is not installed: run `make bench` (it installs wrk) or apt-get install wrk"
+        )
+    work = Path(tempfile.mkdtemp(prefix="bench-"))
+    certs = work / "certs"
+    generate(certs, hosts=["localhost", "127.0.0.1"])
+    lua = work / "post.lua"
+    lua.write_text(LUA)
+    bodies = {"small": work / "small.json", "large": work / "large.json"}
+    bodies["small"].write_bytes(payloads.small())
+    bodies["large"].write_bytes(payloads.large())
+    print(
+        f"machine: {os.cpu_count()} cores; "
+        f"wrk -t{args.threads} -c{args.connections} -d{args.duration}s, "
+        f"median of {args.repeat}; review sizes: 4 KB = {bodies['small'].stat().st_size} B, "
+        f"200 KB = {bodies['large'].stat().st_size} B"
+    )
+    servers = {kind: start(kind, certs) for kind in KINDS}
+    results: dict[tuple[str, str], list[Run]] = {}
+    try:
+        for label, size, close in SCENARIOS:
+            for _ in range(args.repeat):
+                for kind in KINDS:
+                    _, port = servers[kind]
+                    env = {
+                        **os.environ,
+                        "BENCH_BODY": str(bodies[size]),
+                        "BENCH_CLOSE": "1" if close else "0",
+                    }
+                    out = subprocess.run(
+                        [
+                            "wrk",
+                            f"-t{args.threads}",
+                            f"-c{args.connections}",
+                            f"-d{args.duration}s",
+                            "--latency",
+                            "-s",
+                            str(lua),
+                            f"https://127.0.0.1:{port}/mutate",
+                        ],
+                        capture_output=True,
+                        text=True,
+                        env=env,
+                        check=True,
+                        timeout=args.duration + 60,
+                    ).stdout
+                    results.setdefault((label, kind), []).append(parse_wrk(out))
+        rss = worker_rss_mib(servers["real"][0].pid)
+    finally:
+        for proc, _ in servers.values():
+            stop(proc)
+    boot = statistics.median(boot_to_first_200(certs, bodies["small"]) for _ in range(3))
+
+    def med(label: str, kind: str, attr: str) -> float:
+        return statistics.median(getattr(r, attr) for r in results[(label, kind)])
+
+    print()
+    print(f"{'scenario':30} {'app':6} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7}")
+    for label, _, _ in SCENARIOS:
+        for kind in KINDS:
+            errors = sum(r.errors for r in results[(label, kind)])
+            print(
+                f"{label:30} {kind:6} {med(label, kind, 'rps'):9.0f} "
+                f"{med(label, kind, 'p50_ms'):8.2f} "
+                f"{med(label, kind, 'p99_ms'):8.2f} {errors:7d}"
+            )
+    print()
+    print("ratios (real / bare):")
+    for label, _, _ in SCENARIOS:
+        flask_ratio = med(label, "real", "rps") / med(label, "flask", "rps")
+        wsgi_ratio = med(label, "real", "rps") / med(label, "wsgi", "rps")
+        p99_ratio = med(label, "real", "p99_ms") / med(label, "flask", "p99_ms")
+        print(
+            f"  {label:30} req/s vs Flask {flask_ratio:5.2f}x   vs WSGI {wsgi_ratio:5.2f}x   "
+            f"p99 vs Flask {p99_ratio:5.2f}x"
+        )
+    print()
+    print(f"worker RSS (real server, no cluster source): {', '.join(f'{r:.1f}' for r in rss)} MiB")
+    print(f"boot to first 200 on /mutate: {boot:.2f} s (median of 3)")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""Serve one of the benchmark apps under the exact gunicorn settings of the real server.
+
+Usage: python -m bench.serve {real,flask,wsgi} --bind HOST:PORT --cert-dir DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from webhooks.server.runner import ServeOptions, WebhookServer
+
+
+def factory(kind: str) -> Any:
+    """The app factory for ``kind``."""
+    if kind == "real":
+        from webhooks.server.wsgi import build_app
+
+        return build_app
+    from bench import apps
+
+    return (lambda _o: apps.bare_flask()) if kind == "flask" else (lambda _o: apps.bare_wsgi)
+
+
+def main() -> None:
+    """Parse arguments and run gunicorn in the foreground."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("kind", choices=["real", "flask", "wsgi"])
+    parser.add_argument("--bind", required=True)
+    parser.add_argument("--cert-dir", required=True)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=4)
+    args = parser.parse_args()
+    options = ServeOptions(
+        cert_dir=Path(args.cert_dir),
+        bind=args.bind,
+        workers=args.workers,
+        threads=args.threads,
+        log_level="warning",
+    )
+    WebhookServer(options, factory(args.kind)).run()
+
+
+if __name__ == "__main__":
+    main()

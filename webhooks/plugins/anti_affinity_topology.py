@@ -1,0 +1,127 @@
+"""anti-affinity-topology: the LimitPodHardAntiAffinityTopology admission plugin (spec §7).
+
+Why it exists: a *required* pod anti-affinity term over a wide topology (a zone, a region)
+lets one pod keep every other matching pod out of a whole failure domain, which the
+scheduler must also evaluate against every node in it. Upstream therefore lets such hard
+terms use only ``kubernetes.io/hostname``; preferred terms and pod affinity stay free.
+
+The check is an exact, case-sensitive comparison without trimming; an empty key offends
+too. It re-runs on UPDATE even when affinity did not change, and applies to Pods only: a
+workload's template is not checked, its pods are refused when the controller creates them.
+
+``allowedTopologyKeys`` widens the rule for clusters that accept, say, zone-level hard
+anti-affinity. With one allowed key the denial keeps upstream's sentence exactly (so the
+default gives upstream's text byte for byte); with several it reads
+``... has TopologyKey <key> but only keys <k1>, <k2> are allowed``, keys in configured order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from webhooks.core.plugin import PODS, Context, Half, Plugin
+from webhooks.core.result import Violation
+from webhooks.core.review import AdmissionRequest
+from webhooks.k8s.fielderr import go_quote
+from webhooks.k8s.podspec import dotted
+
+HOSTNAME = "kubernetes.io/hostname"
+
+TERMS_PATH = (
+    "spec",
+    "affinity",
+    "podAntiAffinity",
+    "requiredDuringSchedulingIgnoredDuringExecution",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The topology keys required anti-affinity terms may use (upstream: hostname only)."""
+
+    allowed_topology_keys: tuple[str, ...] = (HOSTNAME,)
+
+    def __post_init__(self) -> None:
+        if not self.allowed_topology_keys:
+            raise ValueError(
+                "allowedTopologyKeys: must list at least one key "
+                f"(omit it for the default {HOSTNAME}); to allow every key, disable the plugin"
+            )
+        if "" in self.allowed_topology_keys:
+            raise ValueError("allowedTopologyKeys: an empty key cannot be allowed")
+
+
+def reason(key: str, allowed: Sequence[str]) -> str:
+    """The denial reason for an offending ``key``: upstream's sentence, naming what is allowed.
+
+    Why one sentence shape: users and scripts already recognise upstream's text, and with
+    the default setting it must match kube-apiserver's exactly.
+    """
+    head = f"affinity.PodAntiAffinity.RequiredDuringScheduling has TopologyKey {key}"
+    if len(allowed) == 1:
+        return f"{head} but only key {allowed[0]} is allowed"
+    return f"{head} but only keys {', '.join(allowed)} are allowed"
+
+
+def forbidden(name: str, detail: str) -> str:
+    """Render upstream's Forbidden status message for a pod called ``name`` (spec §0).
+
+    Why built from the object's name: upstream passes ``pod.Name`` itself, so a pod that only
+    has ``generateName`` gets ``pods is forbidden: ...`` with no name at all.
+    """
+    if not name:
+        return f"pods is forbidden: {detail}"
+    return f"pods {go_quote(name)} is forbidden: {detail}"
+
+
+def offending_term(pod: Mapping[str, Any], allowed: Sequence[str]) -> tuple[int, str] | None:
+    """Index and topology key of the first required anti-affinity term with a disallowed key.
+
+    Why only the first: upstream stops there, and the message names one key.
+    """
+    node: Any = pod
+    for part in TERMS_PATH:
+        node = node.get(part) if isinstance(node, Mapping) else None
+    if not isinstance(node, list):
+        return None
+    for index, term in enumerate(node):
+        if not isinstance(term, Mapping):
+            continue
+        value = term.get("topologyKey")
+        key = "" if value is None else value if isinstance(value, str) else str(value)
+        if not isinstance(value, str) or key not in allowed:
+            return index, key
+    return None
+
+
+def validate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> list[Violation]:
+    """Refuse a pod whose required anti-affinity uses a topology key that is not allowed.
+
+    Why validating only: there is nothing sensible to rewrite a zone-wide term into.
+    """
+    settings: Settings = ctx.settings
+    found = offending_term(pod, settings.allowed_topology_keys)
+    if found is None:
+        return []
+    index, key = found
+    meta = pod.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    return [
+        Violation(
+            forbidden(
+                name if isinstance(name, str) else "", reason(key, settings.allowed_topology_keys)
+            ),
+            field=dotted(TERMS_PATH, index, "topologyKey"),
+        )
+    ]
+
+
+PLUGIN = Plugin(
+    name="anti-affinity-topology",
+    summary="Limits required pod anti-affinity to allowed topology keys (hostname by default).",
+    settings=Settings,
+    validate=Half(validate, frozenset({PODS}), frozenset({"CREATE", "UPDATE"})),
+    wrong_kind="Resource was marked with kind Pod but was unable to be converted",
+)
