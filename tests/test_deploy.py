@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import copy
+import os
+import shutil
 import socket
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,8 @@ from webhooks.deploy import (
     rules,
 )
 from webhooks.plugins import REGISTRY
+
+ROOT = Path(__file__).resolve().parent.parent
 
 TABLE: list[dict[str, Any]] = [
     {"name": "a", "mutate": {"pods": ["CREATE"]}},
@@ -415,3 +419,73 @@ def test_inject_with_an_unusable_kubeconfig_exits_1(chain: certs.CertPaths, tmp_
     result = _invoke("--inject", f"--ca-file={chain.ca}", f"--kubeconfig={kubeconfig}")
     assert result.exit_code == 1
     assert "no usable cluster credentials" in result.stderr
+
+
+def test_inject_watch_repairs_a_reset_bundle_and_follows_a_rotated_ca(
+    chain: certs.CertPaths, tmp_path: Path
+) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    ca_file = tmp_path / "ca.crt"
+    shutil.copy(chain.ca, ca_file)
+    rotated = certs.generate(tmp_path / "rotated", hosts=["pw.placement.svc"])
+    objects = _existing()
+    key = next(iter(objects))
+
+    def bundles(api: Any) -> set[str | None]:
+        with api.lock:
+            hooks = [h for obj in api.objects.values() for h in obj["webhooks"]]
+            return {h["clientConfig"].get("caBundle") for h in hooks}
+
+    def wait_for(predicate: Any, seconds: float = 15) -> bool:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if predicate():
+                return True
+            time.sleep(0.05)
+        return False
+
+    with fake_api(objects) as api:
+        cmd = [
+            sys.executable, "-m", "webhooks", "webhook-config", "--inject", "--name=pw",
+            f"--ca-file={ca_file}", f"--kubeconfig={api.kubeconfig(tmp_path)}", "--watch=0.2",
+        ]  # fmt: skip
+        process = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            text=True,
+        )
+        try:
+            first = base64.b64encode(chain.ca.read_bytes()).decode()
+            assert wait_for(lambda: bundles(api) == {first}), "first injection did not happen"
+            patches = sum(r.method == "PATCH" for r in api.requests)
+            assert wait_for(
+                lambda: sum(r.method == "GET" for r in api.requests) >= 3 * len(objects)
+            )
+            assert sum(r.method == "PATCH" for r in api.requests) == patches, (
+                "wrote without a change"
+            )
+
+            with api.lock:  # what a helm upgrade with a placeholder caBundle would do
+                for hook in api.objects[key]["webhooks"]:
+                    hook["clientConfig"].pop("caBundle", None)
+            assert wait_for(lambda: bundles(api) == {first}), "a reset caBundle was not repaired"
+
+            shutil.copy(rotated.ca, ca_file)
+            second = base64.b64encode(rotated.ca.read_bytes()).decode()
+            assert wait_for(lambda: bundles(api) == {second}), "a rotated CA was not injected"
+        finally:
+            process.send_signal(signal.SIGTERM)
+            try:
+                out, err = process.communicate(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                out, err = process.communicate(timeout=5)
+    assert process.returncode == 0, err
+    # First injection, the repair, the rotation: every write is reported.
+    assert out.count("caBundle updated") == 2 * len(objects) + 1

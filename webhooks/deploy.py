@@ -363,14 +363,20 @@ def api_client(kubeconfig: str | None = None, context: str | None = None) -> Any
 
 
 def inject_ca_bundle(
-    api: Any, ca_bundle: str, targets: Sequence[tuple[str, str]], timeout: float = 10.0
+    api: Any,
+    ca_bundle: str,
+    targets: Sequence[tuple[str, str]],
+    timeout: float = 10.0,
+    *,
+    only_if_different: bool = False,
 ) -> list[Injected]:
     """Write ``ca_bundle`` into every webhook of the existing configurations in ``targets``.
 
     ``targets`` holds (kind, name) pairs. Why read first: server-side apply needs the webhook
     names (the list is keyed by name), and an apply that names only ``caBundle`` leaves every
     other field to its owner (Helm, kubectl). ``force`` takes the field over from whoever set
-    it before, which is the point: one owner from now on.
+    it before, which is the point: one owner from now on. ``only_if_different`` skips the
+    write when every webhook already carries ``ca_bundle`` (a watch loop's periodic check).
     """
     from kubernetes.client import AdmissionregistrationV1Api
     from kubernetes.client.exceptions import ApiException
@@ -387,6 +393,12 @@ def inject_ca_bundle(
             names = tuple(str(hook["name"]) for hook in current.get("webhooks") or [])
             if not names:
                 raise InjectError(f"{kind} {name} has no webhooks to inject a caBundle into")
+            if only_if_different and all(
+                (hook.get("clientConfig") or {}).get("caBundle") == ca_bundle
+                for hook in current.get("webhooks") or []
+            ):
+                results.append(Injected(kind, name, names, False))
+                continue
             body = {
                 "apiVersion": API_VERSION,
                 "kind": kind,

@@ -7,8 +7,11 @@ Why: not every cluster is managed with Helm, and a CA generated or rotated outsi
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from pathlib import Path
+from types import FrameType
 from typing import NoReturn
 
 import click
@@ -16,6 +19,7 @@ import yaml
 
 from webhooks.deploy import (
     DEFAULT_EXCLUDED_NAMESPACES,
+    Injected,
     InjectError,
     WebhookSettings,
     api_client,
@@ -95,6 +99,14 @@ POLICIES = click.Choice(["Ignore", "Fail"])
     help="Write the --ca-file into the existing configurations (server-side apply, "
     "field manager placement-webhooks) instead of printing YAML.",
 )
+@click.option(
+    "--watch",
+    "watch_seconds",
+    default=0.0,
+    type=click.FloatRange(min=0),
+    help="With --inject: keep running, and every SECONDS re-read --ca-file and re-inject "
+    "wherever a caBundle differs (after a helm upgrade or a CA rotation). 0: once.",
+)
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help="For --inject.")
 @click.option("--context", "kube_context", help="Kubeconfig context, for --inject.")
 def webhook_config(
@@ -112,6 +124,7 @@ def webhook_config(
     exclude_namespace: tuple[str, ...],
     no_match_conditions: bool,
     inject: bool,
+    watch_seconds: float,
     kubeconfig: str | None,
     kube_context: str | None,
 ) -> None:
@@ -151,20 +164,19 @@ def webhook_config(
         _fail(str(exc), EXIT_USAGE)
     enabled = [p.name for p in REGISTRY if config.plugins[p.name].enabled]
     objects = configurations(settings, plugin_table(REGISTRY), enabled)
+    if watch_seconds and not inject:
+        _fail("--watch needs --inject", EXIT_USAGE)
     if inject:
         if not ca_bundle:
             _fail("--inject needs --ca-file", EXIT_USAGE)
         targets = [(obj["kind"], obj["metadata"]["name"]) for obj in objects]
         try:
-            results = inject_ca_bundle(api_client(kubeconfig, kube_context), ca_bundle, targets)
+            api = api_client(kubeconfig, kube_context)
+            _report(inject_ca_bundle(api, ca_bundle, targets), quiet=False)
         except InjectError as exc:
             _fail(str(exc), EXIT_CLUSTER)
-        for result in results:
-            state = "updated" if result.changed else "unchanged"
-            click.echo(
-                f"{result.kind} {result.name}: caBundle {state} "
-                f"({len(result.webhooks)} webhook{'s' if len(result.webhooks) != 1 else ''})"
-            )
+        if watch_seconds > 0 and ca_file:
+            _watch(api, Path(ca_file), targets, watch_seconds)
         return
     if not ca_bundle:
         click.echo(
@@ -173,6 +185,44 @@ def webhook_config(
             err=True,
         )
     sys.stdout.write(yaml.safe_dump_all(objects, sort_keys=False, explicit_start=True))
+
+
+def _report(results: list[Injected], *, quiet: bool) -> None:
+    for result in results:
+        if quiet and not result.changed:
+            continue
+        state = "updated" if result.changed else "unchanged"
+        count = len(result.webhooks)
+        click.echo(
+            f"{result.kind} {result.name}: caBundle {state} "
+            f"({count} webhook{'s' if count != 1 else ''})"
+        )
+
+
+def _watch(api: object, ca_file: Path, targets: list[tuple[str, str]], seconds: float) -> None:
+    """Re-inject whenever a caBundle drifts from the CA file, until SIGTERM or SIGINT.
+
+    Why polling: it also notices a changed CA file (a mounted Secret that cert-manager or
+    the chart rotated), and a GET per configuration every few seconds costs the API server
+    nothing; writes happen only when something differs. Errors are reported and retried.
+    """
+    from webhooks.certs import CertError, inspect
+
+    stopping = threading.Event()
+
+    def stop(_signum: int, _frame: FrameType | None) -> None:
+        stopping.set()  # finish the current round, then exit 0
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    click.echo(f"watching every {seconds:g}s; stop with SIGTERM", err=True)
+    while not stopping.wait(seconds):
+        try:
+            inspect(ca_file)  # a half-written file is skipped until it parses
+            bundle = ca_bundle_of(ca_file.read_bytes())
+            _report(inject_ca_bundle(api, bundle, targets, only_if_different=True), quiet=True)
+        except (CertError, OSError, InjectError) as exc:
+            click.echo(f"placement-webhooks: {exc} (retrying)", err=True)
 
 
 def _read_ca(path: Path) -> str:
