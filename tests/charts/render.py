@@ -19,10 +19,14 @@ NAMESPACE = "placement"
 
 
 def render(
-    values: dict[str, Any] | None = None, *, name: str = RELEASE, namespace: str = NAMESPACE
+    values: dict[str, Any] | None = None,
+    *,
+    name: str = RELEASE,
+    namespace: str = NAMESPACE,
+    chart_dir: Path = CHART,
 ) -> list[dict[str, Any]]:
     """Every object the chart renders for ``values`` (NOTES.txt and empty documents dropped)."""
-    with helm.Chart.load(str(CHART)) as chart:
+    with helm.Chart.load(str(chart_dir)) as chart:
         manifests = chart.render(values, name=name, namespace=namespace, is_install=True)
     objects: list[dict[str, Any]] = []
     for path, text in sorted(manifests.items()):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import copy
 import functools
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -667,3 +668,76 @@ def test_webhook_config_renders_what_the_chart_renders(
     cli = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
     assert [(o["kind"], o["webhooks"]) for o in cli] == [(o["kind"], o["webhooks"]) for o in chart]
     assert [o["metadata"]["name"] for o in cli] == [o["metadata"]["name"] for o in chart]
+
+
+# --------------------------------------------------------------------------- upgrades
+
+LOOKUP = 'lookup "v1" "Secret" .Release.Namespace $secretName'
+
+
+def _chart_with_existing_secret(tmp_path: Path, data: dict[str, bytes]) -> Path:
+    """A copy of the chart whose Secret lookup answers with ``data``, as on a live cluster.
+
+    Offline, Helm's ``lookup`` always answers nothing; swapping that one call for a file
+    read lets the real engine run the upgrade branches of the template unchanged otherwise.
+    """
+    copy_dir = tmp_path / "chart"
+    shutil.copytree(CHART, copy_dir)
+    template = copy_dir / "templates" / "webhooks.yaml"
+    text = template.read_text(encoding="utf-8")
+    assert text.count(LOOKUP) == 1
+    template.write_text(text.replace(LOOKUP, '(.Files.Get "existing.yaml" | fromYaml)'))
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": f"{RELEASE}-tls", "namespace": NAMESPACE},
+        "data": {k: base64.b64encode(v).decode() for k, v in data.items()},
+    }
+    (copy_dir / "existing.yaml").write_text(yaml.safe_dump(secret))
+    return copy_dir
+
+
+def _previous_chain(tmp_path: Path) -> dict[str, bytes]:
+    paths = certs.generate(tmp_path / "previous", hosts=certs.service_hosts(RELEASE, NAMESPACE))
+    return {
+        "ca.crt": paths.ca.read_bytes(),
+        "tls.crt": paths.cert.read_bytes(),
+        "tls.key": paths.key.read_bytes(),
+    }
+
+
+def _tls(objects: list[dict[str, Any]]) -> tuple[dict[str, bytes], set[str]]:
+    secret = one(objects, "Secret")
+    data = {k: base64.b64decode(v) for k, v in secret["data"].items()}
+    return data, {hook["clientConfig"]["caBundle"] for _, hook in webhooks_of(objects)}
+
+
+def test_an_upgrade_reuses_the_generated_chain_and_keeps_the_ca_bundle(tmp_path: Path) -> None:
+    previous = _previous_chain(tmp_path)
+    objects = render(chart_dir=_chart_with_existing_secret(tmp_path, previous))
+    data, bundles = _tls(objects)
+    assert data == previous
+    assert bundles == {base64.b64encode(previous["ca.crt"]).decode()}
+
+
+def test_regenerating_trusts_the_old_and_the_new_ca_until_the_pods_reload(tmp_path: Path) -> None:
+    previous = _previous_chain(tmp_path)
+    chart_dir = _chart_with_existing_secret(tmp_path, previous)
+    objects = render({"tls": {"generate": {"regenerate": True}}}, chart_dir=chart_dir)
+    data, bundles = _tls(objects)
+    [bundle] = bundles
+    new_ca, old_ca = _load(base64.b64decode(bundle))
+    assert data["ca.crt"] != previous["ca.crt"]
+    assert old_ca == _load(previous["ca.crt"])[0]
+    assert new_ca == _load(data["ca.crt"])[0]
+    _load(data["tls.crt"])[0].verify_directly_issued_by(new_ca)
+    _load(previous["tls.crt"])[0].verify_directly_issued_by(old_ca)
+
+
+def test_an_incomplete_existing_secret_is_replaced_by_a_new_chain(tmp_path: Path) -> None:
+    previous = _previous_chain(tmp_path)
+    del previous["tls.key"]
+    objects = render(chart_dir=_chart_with_existing_secret(tmp_path, previous))
+    data, bundles = _tls(objects)
+    assert data["ca.crt"] != previous["ca.crt"]
+    assert bundles == {base64.b64encode(data["ca.crt"]).decode()}
