@@ -15,7 +15,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from tests.fakeapi import TOKEN, fake_api
+from tests.fakeadmission import TOKEN, fake_api
 from webhooks import certs
 from webhooks.cli import main
 from webhooks.deploy import (

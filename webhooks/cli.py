@@ -69,6 +69,13 @@ def main() -> None:
     show_default=True,
     help="One JSON line per review on stderr.",
 )
+@click.option(
+    "--io-timeout",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(0.5, 120),
+    help="Longest wait for a client's TLS handshake, headers or body.",
+)
 def serve(
     config_path: str | None,
     bind: str,
@@ -78,6 +85,7 @@ def serve(
     threads: int,
     shutdown_delay: float,
     log_reviews: bool,
+    io_timeout: float,
 ) -> None:
     """Serve the webhooks over HTTPS under gunicorn.
 
@@ -88,7 +96,8 @@ def serve(
     from webhooks.server.runner import ServeOptions, WebhookServer
     from webhooks.server.wsgi import build_app
 
-    _config(config_path)  # fail fast, naming the key, before any worker starts
+    config = _config(config_path)  # fail fast, naming the key, before any worker starts
+    _check_cluster_source(config)
     if cert_dir is None:
         directory = Path("certs")
         ensure_dev_certs(directory)
@@ -108,8 +117,19 @@ def serve(
         threads=threads,
         shutdown_delay=shutdown_delay,
         log_reviews=log_reviews,
+        io_timeout=io_timeout,
     )
     WebhookServer(options, build_app).run()
+
+
+def _check_cluster_source(config: Any) -> None:
+    """Fail fast when the cluster source cannot be configured (every worker would fail)."""
+    from webhooks.cluster import ClusterError, check_source
+
+    try:
+        check_source(config.cluster)
+    except ClusterError as exc:
+        fail(f"cluster: {exc}")
 
 
 def _read_input(source: str) -> bytes:

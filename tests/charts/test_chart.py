@@ -362,8 +362,8 @@ def test_the_chart_table_says_what_the_registry_says_for_every_registered_plugin
     expected = yaml.safe_dump({"plugins": plugin_table(REGISTRY)}, sort_keys=False)
     for row in plugin_table(REGISTRY):
         assert table.get(row["name"]) == row, (
-            f"charts/placement-webhooks/files/plugins.yaml is out of date; the registry says:\n"
-            f"{expected}"
+            f"charts/placement-webhooks/files/plugins.yaml is out of date for {row['name']}; "
+            f"the registry says:\n{expected}"
         )
 
 

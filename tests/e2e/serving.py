@@ -102,9 +102,8 @@ def serving(
     cmd += ["--shutdown-delay", "0", *args] if "--shutdown-delay" not in args else list(args)
     if cert_dir is not None:
         cmd += ["--cert-dir", str(cert_dir)]
-    # This checkout first, absolute: the server runs in ``workdir``, where a relative
-    # PYTHONPATH would fall through to whatever copy of the package is installed.
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    # This checkout first on the path, whatever the cwd: an installed copy must not answer.
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH", "")]))
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
     with log.open("wb") as out:
         process = subprocess.Popen(

@@ -119,3 +119,28 @@ def test_an_unusable_config_stops_startup_with_the_key_named(tmp_path: Path) -> 
     )
     assert run.returncode == 2
     assert "plugins.default-toleration-seconds.notReadySeconds" in run.stderr
+
+
+def test_metrics_add_up_across_workers(server: Server) -> None:
+    import re
+    import time
+
+    def total() -> float:
+        _, body = server.request("GET", "/metrics")
+        pattern = (
+            r"placement_webhooks_requests_total"
+            r'\{endpoint="/validate/anti-affinity-topology",outcome="allowed"\} (\d+)'
+        )
+        match = re.search(pattern, body.decode())
+        return float(match.group(1)) if match else 0.0
+
+    start = total()
+    for i in range(40):  # fresh connections spread over both workers
+        assert (
+            server.request("POST", "/validate/anti-affinity-topology", review(pod(), uid=f"m{i}"))[
+                0
+            ]
+            == 200
+        )
+    time.sleep(1.5)  # each worker snapshots its counters about once a second
+    assert total() - start == 40

@@ -14,6 +14,13 @@ from tests.reviews import container, daemonset, owned_by, pod, tol
 from webhooks.cluster import StaticCluster
 from webhooks.core.plugin import ClusterView, NoCluster
 
+#: A Namespace dedicated to group gpu-team by the default label.
+ML_NAMESPACE: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Namespace",
+    "metadata": {"name": "ml", "labels": {"placement-webhooks.io/dedicated": "gpu-team"}},
+}
+
 #: A RuntimeClass with scheduling but no overhead: its pods get a nodeSelector (the
 #: mutating half acts), and a pod that sets an overhead itself is refused (so does the
 #: validating half).
@@ -27,9 +34,18 @@ SANDBOX = {
 
 #: plugin name → (object that makes the plugin act, the cluster it needs)
 EXAMPLES: dict[str, tuple[dict[str, Any], ClusterView]] = {
+    "dedicated-nodes": (
+        # Mutation pins it to gpu-team; validation denies its toleration of another group.
+        pod(namespace="ml", tolerations=[tol("dedicated", "Equal", "web-team", "NoSchedule")]),
+        StaticCluster([ML_NAMESPACE]),
+    ),
     "default-toleration-seconds": (pod(), NoCluster()),
     "extended-resource-toleration": (
-        pod(containers=[container(requests={"nvidia.com/gpu": "1"})]),
+        # Mutation tolerates the GPU it requests; enforcement denies the FPGA it does not.
+        pod(
+            containers=[container(requests={"nvidia.com/gpu": "1"})],
+            tolerations=[tol("example.com/fpga", "Exists", effect="NoSchedule")],
+        ),
         NoCluster(),
     ),
     "daemonset-tolerations": (daemonset(hostNetwork=True), NoCluster()),
@@ -53,6 +69,11 @@ EXAMPLES: dict[str, tuple[dict[str, Any], ClusterView]] = {
         pod(runtimeClassName="sandbox", overhead={"cpu": "250m"}),
         StaticCluster([SANDBOX]),
     ),
+}
+
+#: Settings a plugin needs for its example to make every half act (others use defaults).
+SETTINGS: dict[str, dict[str, Any]] = {
+    "extended-resource-toleration": {"enforce": True},
 }
 
 #: plugin name → objects of its other resources (same cluster as its EXAMPLES entry)

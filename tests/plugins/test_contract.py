@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.examples import EXAMPLES, MORE_EXAMPLES, example_objects
+from tests.plugins.examples import EXAMPLES, MORE_EXAMPLES, SETTINGS, example_objects
 from tests.reviews import RESOURCES, apply, request
 from webhooks.core.admission import Admission
 from webhooks.core.config import load_config
@@ -27,6 +27,7 @@ HALVES = [
 ]
 IDS = [f"{p.name} {phase}" for p, phase in HALVES]
 CONFIG = load_config(None, REGISTRY)
+EXAMPLE_CONFIG = load_config({"plugins": SETTINGS}, REGISTRY)
 
 
 def _group_resource(obj: dict[str, Any]) -> tuple[str, str]:
@@ -51,7 +52,7 @@ MUTATE_IDS = [i for c, i in zip(CASES, CASE_IDS, strict=True) if c[1] == "mutate
 
 def _decide(plugin: Plugin, phase: Phase, obj: dict[str, Any], **kw: Any) -> Any:
     _, cluster = EXAMPLES[plugin.name]
-    admission = Admission(REGISTRY, CONFIG, cluster)
+    admission = Admission(REGISTRY, EXAMPLE_CONFIG, cluster)
     return admission.decide(request(obj, **kw), (phase,), plugin.name)
 
 

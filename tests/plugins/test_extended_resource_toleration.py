@@ -7,8 +7,11 @@ from typing import Any
 import pytest
 
 from tests.reviews import container, pod, request, tol
+from webhooks.core.admission import Admission
+from webhooks.core.config import load_config
 from webhooks.core.plugin import Context
-from webhooks.plugins.extended_resource_toleration import Settings, mutate
+from webhooks.plugins import REGISTRY
+from webhooks.plugins.extended_resource_toleration import Settings, mutate, validate
 
 EK, DO = "example.com/device-ek", "example.com/device-do"
 
@@ -123,3 +126,122 @@ def test_admit(obj: dict[str, Any], after: list[dict[str, Any]]) -> None:
 def test_ephemeral_containers_are_not_read() -> None:
     obj = pod(ephemeralContainers=[container(requests={EK: "1"})])
     assert mutate(request(obj), obj, Context(Settings())).obj is None
+
+
+# --- enforce: the validating half (beyond upstream, off by default) ----------------------------
+
+GPU = "nvidia.com/gpu"
+ENFORCED = Settings(enforce=True)
+
+ENFORCE: list[tuple[str, dict[str, Any], bool]] = [
+    ("a GPU toleration without a GPU request", pod(tolerations=[T(GPU)]), False),
+    (
+        "a GPU toleration with a GPU request",
+        pod(tolerations=[T(GPU)], containers=[container(requests={GPU: "1"})]),
+        True,
+    ),
+    (
+        "a request in an init container counts",
+        pod(tolerations=[T(GPU)], init_containers=[container(requests={GPU: "1"})]),
+        True,
+    ),
+    (
+        "a resource only under limits counts, as API defaulting copies it",
+        pod(tolerations=[T(GPU)], containers=[container(resources={"limits": {GPU: "1"}})]),
+        True,
+    ),
+    (
+        "an Equal toleration on the resource key with another effect is still denied",
+        pod(tolerations=[tol(GPU, "Equal", "present", "NoExecute")]),
+        False,
+    ),
+    (
+        "a request for another device does not cover the GPU",
+        pod(tolerations=[T(GPU)], containers=[container(requests={EK: "1"})]),
+        False,
+    ),
+    ("a toleration on a native resource key is not judged", pod(tolerations=[T("cpu")]), True),
+    (
+        "a toleration whose key is not a resource name passes",
+        pod(tolerations=[T("dedicated")]),
+        True,
+    ),
+    (
+        "a key under kubernetes.io/ is native and passes",
+        pod(tolerations=[T("example.kubernetes.io/widget")]),
+        True,
+    ),
+    ("a wildcard is left to dedicated-nodes", pod(tolerations=[tol(operator="Exists")]), True),
+    ("a pod without tolerations passes", pod(), True),
+]
+
+
+@pytest.mark.parametrize(
+    ("obj", "allowed"), [(o, a) for _, o, a in ENFORCE], ids=[i for i, _, _ in ENFORCE]
+)
+def test_enforce_denies_unrequested_extended_resource_tolerations(
+    obj: dict[str, Any], allowed: bool
+) -> None:
+    violations = validate(request(obj), obj, Context(ENFORCED))
+    assert (not violations) is allowed
+
+
+def test_enforce_message_names_the_toleration_and_the_missing_request() -> None:
+    obj = pod(tolerations=[tol("spot", "Exists"), T(GPU)])
+    (violation,) = validate(request(obj), obj, Context(ENFORCED))
+    assert violation.message == (
+        "toleration nvidia.com/gpu:NoSchedule (Exists) lets this pod onto nodes reserved for "
+        "nvidia.com/gpu, but no container requests nvidia.com/gpu: request it in "
+        "resources.requests or limits, or remove the toleration"
+    )
+    assert violation.field == "spec.tolerations[1].key"
+
+
+@pytest.mark.parametrize(
+    ("settings", "ns", "allowed"),
+    [
+        (Settings(), "default", True),
+        (ENFORCED, "kube-system", True),
+        (Settings(enforce=True, exempt_namespaces=("gpu-ops",)), "gpu-ops", True),
+        (Settings(enforce=True, exempt_namespaces=()), "kube-system", False),
+    ],
+    ids=[
+        "enforcement is off by default",
+        "kube-system is exempt by default",
+        "exemptNamespaces can name others",
+        "an empty exemption list exempts nobody",
+    ],
+)
+def test_enforce_settings_and_exemptions(settings: Settings, ns: str, allowed: bool) -> None:
+    obj = pod(namespace=ns, tolerations=[T(GPU)])
+    assert (not validate(request(obj), obj, Context(settings))) is allowed
+
+
+def test_enforce_on_update_judges_only_new_tolerations() -> None:
+    old = pod(tolerations=[T(GPU)])
+    new = pod(tolerations=[T(GPU), T(EK)])
+    violations = validate(request(new, operation="UPDATE", old=old), new, Context(ENFORCED))
+    assert [v.field for v in violations] == ["spec.tolerations[1].key"]
+
+
+def test_enforce_is_read_from_config_and_runs_in_the_validating_chain() -> None:
+    config = load_config({"plugins": {"extended-resource-toleration": {"enforce": True}}}, REGISTRY)
+    assert config.settings("extended-resource-toleration") == Settings(enforce=True)
+    obj = pod(tolerations=[T(GPU)])
+    outcome = Admission(REGISTRY, config).decide(request(obj), ("mutate", "validate"))
+    assert not outcome.allowed and outcome.denied_by == ("extended-resource-toleration",)
+    off = Admission(REGISTRY, load_config(None, REGISTRY)).decide(request(obj), ("validate",))
+    assert off.allowed
+
+
+def test_the_mutating_half_is_unchanged_by_enforce() -> None:
+    obj = pod(tolerations=[T(EK)], containers=[container(requests={GPU: "1"})])
+    plain = mutate(request(obj), obj, Context(Settings()))
+    enforced = mutate(request(obj), obj, Context(ENFORCED))
+    assert (plain.obj, plain.patch, plain.audit) == (enforced.obj, enforced.patch, enforced.audit)
+
+
+def test_enforce_skips_mirror_pods() -> None:
+    obj = pod(tolerations=[T(GPU)])
+    obj["metadata"]["annotations"] = {"kubernetes.io/config.mirror": "abc123"}
+    assert validate(request(obj), obj, Context(ENFORCED)) == []

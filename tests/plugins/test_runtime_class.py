@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import dataclasses
 from typing import Any
 
 import pytest
@@ -505,7 +504,7 @@ def test_forbidden_messages_name_the_pod_like_admission_new_forbidden(
 ) -> None:
     obj = pod()
     obj["metadata"] = meta
-    req = dataclasses.replace(request(obj), name=request_name)
+    req = request(obj)._replace(name=request_name)
     violation = forbidden(req, obj, "pod rejected: reason")
     assert violation.message == f'pods "{shown}" is forbidden: pod rejected: reason'
     assert (violation.code, violation.reason) == (403, "Forbidden")

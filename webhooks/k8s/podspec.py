@@ -87,3 +87,17 @@ def resource_names(spec: Mapping[str, Any], *, include_limits: bool = True) -> s
                 if limits and isinstance(limits, dict):
                     names.update(limits)
     return {n for n in names if isinstance(n, str)}
+
+
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+def is_mirror_pod(pod: Mapping[str, Any]) -> bool:
+    """Whether ``pod`` is the kubelet's API mirror of a static pod.
+
+    Why policy skips it: the static pod already runs on its node whatever admission says, so
+    refusing or re-pinning the mirror only hides a running pod from the API.
+    """
+    metadata = pod.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    return isinstance(annotations, Mapping) and MIRROR_POD_ANNOTATION in annotations

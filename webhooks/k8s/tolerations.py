@@ -163,3 +163,16 @@ def tolerations_of(spec: Mapping[str, Any]) -> list[dict[str, Any]] | None:
     if not isinstance(value, list):
         return None
     return value
+
+
+def previous_identities(operation: str, old_object: Any) -> set[tuple[str, str, str, str]]:
+    """On UPDATE, the identities (§1b) of the old pod's tolerations; empty otherwise.
+
+    Why: policy that denies tolerations ratchets on UPDATE, judging only tolerations the pod
+    did not already have, so a pod admitted earlier can still be relabelled or finalised.
+    """
+    if operation != "UPDATE" or not isinstance(old_object, Mapping):
+        return set()
+    spec = old_object.get("spec")
+    old = tolerations_of(spec) if isinstance(spec, Mapping) else None
+    return {identity(t) for t in old or [] if isinstance(t, Mapping)}

@@ -11,6 +11,7 @@ from webhooks.core.plugin import Plugin, Registry
 from webhooks.plugins import (
     anti_affinity_topology,
     daemonset_tolerations,
+    dedicated_nodes,
     default_toleration_seconds,
     extended_resource_toleration,
     runtime_class,
@@ -18,6 +19,7 @@ from webhooks.plugins import (
 )
 
 ORDER: tuple[Plugin, ...] = (
+    dedicated_nodes.PLUGIN,
     default_toleration_seconds.PLUGIN,
     extended_resource_toleration.PLUGIN,
     runtime_class.PLUGIN,

@@ -3,6 +3,14 @@
 Why it exists: operators taint GPU and other device nodes with the resource's name so that
 only pods requesting that resource land there; this plugin gives exactly those pods the
 matching toleration, so users never have to write it by hand.
+
+The taint only keeps pods off if nobody else tolerates it, so ``enforce`` (off by default,
+beyond upstream) adds a validating half: on CREATE and UPDATE it denies a pod with a
+toleration whose key is an extended resource name that none of its containers or init
+containers requests, outside ``exemptNamespaces`` (default ``kube-system``). GPU nodes then
+stay free for GPU pods. Wildcard tolerations have an empty key and are left to
+dedicated-nodes' enforcement. On UPDATE only tolerations the old pod lacked are judged, so
+existing pods can still be relabelled or finalised; mirror pods of static pods are skipped.
 """
 
 from __future__ import annotations
@@ -12,16 +20,26 @@ from typing import Any
 
 from webhooks.core.patch import Editor
 from webhooks.core.plugin import PODS, Context, Half, Plugin
-from webhooks.core.result import UNCHANGED, Result
+from webhooks.core.result import UNCHANGED, Result, Violation
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.names import is_extended_resource_name
-from webhooks.k8s.podspec import resource_names
-from webhooks.k8s.tolerations import NO_SCHEDULE, add_or_update, describe, tolerations_of
+from webhooks.k8s.podspec import is_mirror_pod, resource_names
+from webhooks.k8s.tolerations import (
+    NO_SCHEDULE,
+    add_or_update,
+    describe,
+    identity,
+    previous_identities,
+    tolerations_of,
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """No upstream settings; enforcement beyond upstream is added by its own issue."""
+    """Upstream has no settings; ``enforce`` and ``exemptNamespaces`` drive the validating half."""
+
+    enforce: bool = False
+    exempt_namespaces: tuple[str, ...] = ("kube-system",)
 
 
 def wanted_tolerations(spec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -57,10 +75,44 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
     return Result(editor.obj, editor.patch, audit={PLUGIN.name: summary})
 
 
+def validate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> list[Violation]:
+    """With ``enforce``: deny tolerations of extended-resource taints the pod does not request.
+
+    Why: a device taint keeps other pods off only while nobody tolerates it by hand; a pod
+    that tolerates ``nvidia.com/gpu`` without requesting it can take a GPU node's CPU and
+    memory and leave a GPU pod Pending.
+    """
+    settings: Settings = ctx.settings
+    if not settings.enforce or request.namespace in settings.exempt_namespaces:
+        return []
+    spec = pod.get("spec")
+    if not isinstance(spec, dict) or is_mirror_pod(pod):
+        return []
+    tolerations = tolerations_of(spec) or []
+    requested = resource_names(spec)
+    old = previous_identities(request.operation, request.old_object)
+    violations = []
+    for index, toleration in enumerate(tolerations):
+        if not isinstance(toleration, dict) or identity(toleration) in old:
+            continue
+        key = identity(toleration)[0]
+        if key and key not in requested and is_extended_resource_name(key):
+            violations.append(
+                Violation(
+                    f"toleration {describe(toleration)} lets this pod onto nodes reserved for "
+                    f"{key}, but no container requests {key}: request it in "
+                    "resources.requests or limits, or remove the toleration",
+                    f"spec.tolerations[{index}].key",
+                )
+            )
+    return violations
+
+
 PLUGIN = Plugin(
     name="extended-resource-toleration",
     summary="Tolerates the taint named after each extended resource a pod requests.",
     settings=Settings,
     mutate=Half(mutate, frozenset({PODS}), frozenset({"CREATE", "UPDATE"})),
+    validate=Half(validate, frozenset({PODS}), frozenset({"CREATE", "UPDATE"})),
     wrong_kind="expected *core.Pod but got {kind}",
 )

@@ -18,7 +18,7 @@ from typing import IO, Any
 
 import orjson
 from flask import Flask, Response, request
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import ClientDisconnected, HTTPException
 
 from webhooks.core.admission import Admission, Reply, bad_request
 from webhooks.core.plugin import Phase
@@ -159,7 +159,11 @@ def _answer(state: ServerState, phase: Phase, plugin: str | None) -> tuple[Reply
         return bad_request(f"content type must be application/json, got {ctype}", 415), False
     try:
         body = request.get_data(cache=False)
-    except (TimeoutError, OSError):
+    except (TimeoutError, OSError, ClientDisconnected):
+        body = None
+    if body is None or (length is not None and len(body) < length):
+        # The socket timed out (or the client went away) part-way through the body; the
+        # connection's framing is lost, so it is closed after this answer.
         return bad_request("request body not received in time", 408), True
     return state.admission.handle(body, (phase,), plugin), False
 
@@ -177,7 +181,7 @@ def _account(state: ServerState, endpoint: str, reply: Reply, elapsed: float) ->
             (DECISIONS, DECISIONS_HELP, (("plugin", name), ("decision", "denied")))
             for name in reply.outcome.denied_by
         )
-    state.metrics.record(counts, (("endpoint", endpoint),), elapsed)
+    state.metrics.record(counts, (("endpoint", endpoint), ("outcome", decision)), elapsed)
     if state.review_log is not None:
         state.review_log.write(endpoint, reply, elapsed, decision)
 

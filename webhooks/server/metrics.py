@@ -16,7 +16,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 import orjson
 
@@ -39,6 +39,19 @@ def _esc(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
+class Family(NamedTuple):
+    """One metric family produced at scrape time by a collector (see :meth:`Metrics.collect`).
+
+    Counter families join the worker's snapshot, so they add up across workers like
+    :meth:`Metrics.inc` counters; gauge families describe the worker that answers the scrape.
+    """
+
+    name: str
+    kind: Literal["counter", "gauge"]
+    help: str
+    samples: Sequence[tuple[Labels, float]]
+
+
 class Metrics:
     """Counters, per-interval histogram buckets, and gauges read at scrape time."""
 
@@ -48,6 +61,7 @@ class Metrics:
         self._help: dict[str, str] = {}
         self._hist: dict[Labels, list[float]] = {}
         self._gauges: dict[str, tuple[str, Callable[[], float | None]]] = {}
+        self._collectors: list[Callable[[], Iterable[Family]]] = []
         self.directory = directory
         self._file = directory / f"metrics-{os.getpid()}.json" if directory else None
         self._stop = threading.Event()
@@ -89,10 +103,22 @@ class Metrics:
         """Register a gauge read at scrape time (omitted when ``read`` returns ``None``)."""
         self._gauges[name] = (help_text, read)
 
+    def collect(self, read: Callable[[], Iterable[Family]]) -> None:
+        """Register a collector whose families are read at scrape time.
+
+        Why: some figures are kept by other objects (the cluster caches count their own
+        lists, watches and lookups); reading them when needed costs nothing per request.
+        """
+        self._collectors.append(read)
+
+    def _collected(self, kind: str) -> list[Family]:
+        return [f for read in self._collectors for f in read() if f.kind == kind]
+
     def snapshot(self) -> Snapshot:
-        """This process's counters and histogram as plain JSON-able data."""
+        """This process's counters (collected ones included) and histogram as JSON-able data."""
+        collected = self._collected("counter")
         with self._lock:
-            return {
+            snap: Snapshot = {
                 "help": dict(self._help),
                 "counters": {
                     name: [[list(map(list, lb)), v] for lb, v in series.items()]
@@ -100,6 +126,10 @@ class Metrics:
                 },
                 "hist": [[list(map(list, lb)), list(row)] for lb, row in self._hist.items()],
             }
+        for family in collected:
+            snap["help"][family.name] = family.help
+            snap["counters"][family.name] = [[list(map(list, lb)), v] for lb, v in family.samples]
+        return snap
 
     def write_snapshot(self) -> None:
         """Write this worker's snapshot file atomically (no-op without a directory)."""
@@ -179,4 +209,8 @@ class Metrics:
             out.append(f"# HELP {name} {help_text}")
             out.append(f"# TYPE {name} gauge")
             out.append(f"{name} {value:g}")
+        for family in self._collected("gauge"):
+            out.append(f"# HELP {family.name} {family.help}")
+            out.append(f"# TYPE {family.name} gauge")
+            out.extend(f"{family.name}{_fmt_labels(lb)} {v:g}" for lb, v in family.samples)
         return "\n".join(out) + "\n"

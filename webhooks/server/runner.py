@@ -23,6 +23,7 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
+from webhooks.server import tls
 from webhooks.server.tls import ContextCache, TLSFiles
 
 log = logging.getLogger("webhooks.server")
@@ -34,6 +35,9 @@ class ServeOptions:
 
     cert_dir: Path
     config_path: str | None = None
+    #: The parsed config, read and checked by the master; workers inherit it when forked,
+    #: so a worker started after a bad edit of the file still serves the last good config.
+    config: Any = None
     bind: str = "127.0.0.1:8443"
     client_ca: str = ""
     workers: int = 2
@@ -45,6 +49,7 @@ class ServeOptions:
     shutdown_delay: float = 5.0
     runtime_dir: Path | None = None
     log_reviews: bool = True
+    io_timeout: float = 10.0
 
     @property
     def drain_marker(self) -> Path | None:
@@ -124,14 +129,20 @@ class DrainingArbiter(Arbiter):  # type: ignore[misc]
         """Reload workers only with a usable config."""
         options: ServeOptions = self.app.options
         if options.config_path is not None:
+            from webhooks.cluster import ClusterError, check_source
             from webhooks.configfile import read_config
             from webhooks.core.config import ConfigError
 
             try:
-                read_config(options.config_path)
+                config = read_config(options.config_path)
+                check_source(config.cluster)
             except ConfigError as exc:
                 self.log.error("SIGHUP: config reload refused, keeping workers: %s", exc)
                 return
+            except ClusterError as exc:
+                self.log.error("SIGHUP: config reload refused, keeping workers: cluster: %s", exc)
+                return
+            self.app.options = replace(options, config=config)
         super().handle_hup()
 
 
@@ -146,6 +157,10 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
             options = replace(options, runtime_dir=Path(tempfile.mkdtemp(prefix="pw-")))
         elif options.drain_marker is not None:
             options.drain_marker.unlink(missing_ok=True)
+        if options.config is None:
+            from webhooks.configfile import read_config
+
+            options = replace(options, config=read_config(options.config_path))
         self.options = options
         self.factory = factory
         super().__init__()
@@ -169,7 +184,7 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
         o = self.options
         settings: dict[str, Any] = {
             "bind": [o.bind],
-            "worker_class": "gthread",
+            "worker_class": "webhooks.server.worker.Worker",
             "workers": o.workers,
             "threads": o.threads,
             "keepalive": o.keepalive,
@@ -198,4 +213,5 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
 
     def load(self) -> Any:
         """Build the WSGI app inside the worker (after fork), so threads start per worker."""
+        tls.IO_TIMEOUT = self.options.io_timeout
         return self.factory(self.options)

@@ -15,11 +15,12 @@ from pathlib import Path
 from flask import Flask
 
 from webhooks.certs import CA_FILE, CertError, inspect, load_pair
+from webhooks.cluster import ApiCluster, open_cluster
 from webhooks.configfile import read_config
 from webhooks.core.admission import Admission
 from webhooks.plugins import REGISTRY
-from webhooks.server.app import ReviewLog, ServerState, create_app
-from webhooks.server.metrics import Metrics
+from webhooks.server.app import ReadyCheck, ReviewLog, ServerState, create_app
+from webhooks.server.metrics import Family, Labels, Metrics
 from webhooks.server.runner import ON_WORKER_EXIT, ServeOptions
 
 
@@ -100,10 +101,102 @@ class CertificateWatch:
             return None if self._ca_not_after is None else self._ca_not_after - time.time()
 
 
+def cluster_check(cluster: ApiCluster) -> ReadyCheck:
+    """A readiness check that fails until every cluster cache has completed its first list.
+
+    Why: a pod that took traffic with empty caches would send every lookup to the API
+    server as a live GET at once (a surge on each rollout) and fail reviews if it is slow.
+    Once synced the check stays green: hits are served from the cache even when the API
+    server is away, and misses fail fast with an InternalError status.
+    """
+
+    def check() -> str | None:
+        pending = cluster.unsynced()
+        if not pending:
+            return None
+        parts = []
+        for name in pending:
+            error = cluster.informers[name].last_error
+            parts.append(f"{name} ({error})" if error else name)
+        return "cluster cache not synced: " + ", ".join(parts)
+
+    return check
+
+
+def cluster_families(cluster: ApiCluster) -> list[Family]:
+    """The cluster source's figures as Prometheus families, read at scrape time.
+
+    Why these: an operator needs to see whether the caches are synced and watching, how
+    often they relist or lose their watch, and how many lookups reach the API server or fail.
+    """
+    informers = cluster.informers.items()
+
+    def res(name: str, *more: tuple[str, str]) -> Labels:
+        return (("resource", name), *more)
+
+    lists = [
+        (res(n, ("result", r)), float(i.counts[f"list_{r}"]))
+        for n, i in informers
+        for r in ("ok", "error")
+    ]
+    watches = [
+        (res(n, ("end", e)), float(i.counts[f"watch_{e}"]))
+        for n, i in informers
+        for e in ("ended", "expired", "error")
+    ]
+    lookups = sorted(
+        (res(resource, ("result", result)), float(count))
+        for (resource, result), count in cluster.lookup_counts().items()
+    )
+    return [
+        Family(
+            "placement_webhooks_cluster_cache_synced",
+            "gauge",
+            "1 once the cache of a resource has completed its first list.",
+            [(res(n), float(i.synced)) for n, i in informers],
+        ),
+        Family(
+            "placement_webhooks_cluster_cache_watching",
+            "gauge",
+            "1 while a watch stream of the resource is open.",
+            [(res(n), float(i.watching)) for n, i in informers],
+        ),
+        Family(
+            "placement_webhooks_cluster_cache_objects",
+            "gauge",
+            "Objects held in the cache of a resource.",
+            [(res(n), float(len(i))) for n, i in informers],
+        ),
+        Family(
+            "placement_webhooks_cluster_lists_total",
+            "counter",
+            "List requests (pages) made by the caches, by result.",
+            lists,
+        ),
+        Family(
+            "placement_webhooks_cluster_watches_total",
+            "counter",
+            "Watch streams ended: at the server timeout, expired (410 Gone), or in error.",
+            watches,
+        ),
+        Family(
+            "placement_webhooks_cluster_lookups_total",
+            "counter",
+            "Lookups by result: cache hit, found or not found by a live GET, or error.",
+            lookups,
+        ),
+    ]
+
+
 def build_state(options: ServeOptions) -> ServerState:
-    """Read the config and assemble the worker's state (raises ConfigError when unusable)."""
-    config = read_config(options.config_path)
-    admission = Admission(REGISTRY, config, None)
+    """Read the config and assemble the worker's state (raises ConfigError when unusable).
+
+    Called in each gunicorn worker after fork, so the cluster source's threads and
+    connections belong to the worker that uses them.
+    """
+    config = options.config if options.config is not None else read_config(options.config_path)
+    cluster = open_cluster(config.cluster)
+    admission = Admission(REGISTRY, config, cluster)
     metrics = Metrics(options.runtime_dir)
     metrics.start_writer()
     ON_WORKER_EXIT.append(metrics.stop_writer)
@@ -118,6 +211,10 @@ def build_state(options: ServeOptions) -> ServerState:
         Path(options.certfile), Path(options.keyfile), options.cert_dir / CA_FILE
     )
     state.ready_checks.append(watch.problem)
+    if cluster is not None:
+        ON_WORKER_EXIT.append(cluster.stop)
+        state.ready_checks.append(cluster_check(cluster))
+        metrics.collect(lambda: cluster_families(cluster))
     state.metrics.gauge(
         "placement_webhooks_certificate_expiry_seconds",
         "Seconds until the served certificate expires.",

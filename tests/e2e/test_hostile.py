@@ -1,0 +1,271 @@
+"""Hostile clients against real gunicorn over TLS: each gets its documented answer, and the
+server keeps serving everybody else meanwhile."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import signal
+import socket
+import ssl
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from tests.e2e.serving import Server, serving
+from tests.reviews import pod, review
+
+pytestmark = pytest.mark.e2e
+
+IO_TIMEOUT = 2.0
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    workdir = tmp_path_factory.mktemp("hostile")
+    with serving(workdir, "--io-timeout", str(IO_TIMEOUT), "--workers", "2", "--threads", "4") as s:
+        yield s
+
+
+def _healthy(server: Server) -> None:
+    status, body = server.request("POST", "/mutate", review(pod(), uid="after"))
+    assert status == 200 and orjson.loads(body)["response"]["uid"] == "after"
+
+
+def _raw_http(server: Server, data: bytes, *, read: bool = True) -> bytes:
+    with (
+        socket.create_connection(("127.0.0.1", server.port), timeout=15) as raw,
+        server.context().wrap_socket(raw, server_hostname="localhost") as tls,
+    ):
+        tls.sendall(data)
+        if not read:
+            return b""
+        chunks = []
+        with contextlib.suppress(OSError):
+            while chunk := tls.recv(65536):
+                chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def _review_without(path: str) -> dict[str, Any]:
+    body = review(pod())
+    node = body
+    *parents, last = path.split(".")
+    for part in parents:
+        node = node[part]
+    del node[last]
+    return body
+
+
+TABLE: list[tuple[str, Any, dict[str, str], int, bytes]] = [
+    ("a body that is not JSON", b"<xml/>", {}, 400, b"not valid JSON"),
+    (
+        "the wrong apiVersion",
+        {**review(pod()), "apiVersion": "admission.k8s.io/v1beta1"},
+        {},
+        400,
+        b"apiVersion",
+    ),
+    ("a review without a uid", _review_without("request.uid"), {}, 400, b"uid"),
+    ("a CREATE without an object", _review_without("request.object"), {}, 400, b"object"),
+    ("a 7 MiB body", b"[" + b"0," * (7 * 512 * 1024) + b"0]", {}, 413, b"larger than"),
+    ("the wrong content type", review(pod()), {"Content-Type": "text/yaml"}, 415, b"content type"),
+]
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "status", "reason"), [t[1:] for t in TABLE], ids=[t[0] for t in TABLE]
+)
+def test_a_bad_request_gets_its_answer_and_the_server_keeps_serving(
+    server: Server, body: Any, headers: dict[str, str], status: int, reason: bytes
+) -> None:
+    got, text = server.request("POST", "/mutate", body, headers=headers)
+    assert got == status
+    assert reason in text
+    _healthy(server)
+
+
+def test_a_get_on_an_admission_path_is_405_and_an_unknown_path_404(server: Server) -> None:
+    assert server.request("GET", "/mutate")[0] == 405
+    assert server.request("POST", "/nowhere", review(pod()))[0] == 404
+    _healthy(server)
+
+
+def test_an_http_1_0_client_is_answered_and_the_connection_closed(server: Server) -> None:
+    body = orjson.dumps(review(pod(), uid="old-client"))
+    head = (
+        b"POST /mutate HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n"
+    )
+    answer = _raw_http(server, head + body)
+    assert answer.startswith((b"HTTP/1.0 200", b"HTTP/1.1 200"))
+    assert b'"uid":"old-client"' in answer
+
+
+def test_a_body_that_arrives_too_slowly_gets_408_while_others_are_served(server: Server) -> None:
+    body = orjson.dumps(review(pod()))
+    head = (
+        b"POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n"
+    )
+    with (
+        socket.create_connection(("127.0.0.1", server.port), timeout=15) as raw,
+        server.context().wrap_socket(raw, server_hostname="localhost") as slow,
+    ):
+        slow.sendall(head + body[:100])
+        for _ in range(5):  # others are served while the slow client holds a thread
+            _healthy(server)
+        started = time.monotonic()
+        answer = b""
+        with contextlib.suppress(OSError):
+            answer = slow.recv(65536)
+        waited = time.monotonic() - started
+    assert answer == b"" or answer.startswith(b"HTTP/1.1 408")
+    assert waited < IO_TIMEOUT + 10, "the slow client must be cut off by the I/O timeout"
+    _healthy(server)
+
+
+def test_a_client_that_never_finishes_its_handshake_does_not_block_others(server: Server) -> None:
+    stalled = []
+    try:
+        for _ in range(3):
+            sock = socket.create_connection(("127.0.0.1", server.port), timeout=15)
+            sock.sendall(b"\x16\x03\x01\x00\xc8\x01\x00")  # the start of a ClientHello, no more
+            stalled.append(sock)
+        for _ in range(5):
+            _healthy(server)
+        for sock in stalled:
+            # The server must give up on the handshake: close (b""), alert (0x15) or reset.
+            sock.settimeout(IO_TIMEOUT + 10)
+            try:
+                data = sock.recv(1024)
+            except ConnectionResetError:
+                data = b""
+            except TimeoutError:
+                pytest.fail("the server kept a stalled handshake open past its I/O timeout")
+            assert data == b"" or data[:1] == b"\x15"
+    finally:
+        for sock in stalled:
+            sock.close()
+    _healthy(server)
+
+
+def test_many_idle_connections_do_not_stop_service(server: Server) -> None:
+    idle = []
+    try:
+        for _ in range(64):
+            raw = socket.create_connection(("127.0.0.1", server.port), timeout=15)
+            idle.append(server.context().wrap_socket(raw, server_hostname="localhost"))
+        for _ in range(10):
+            _healthy(server)
+    finally:
+        for sock in idle:
+            sock.close()
+
+
+def test_a_worker_killed_with_sigkill_is_replaced_and_service_continues(server: Server) -> None:
+    children = Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children")
+    workers = children.read_text().split()
+    assert len(workers) == 2
+    os.kill(int(workers[0]), signal.SIGKILL)
+    for _ in range(20):
+        _healthy(server)  # fresh connections: the surviving worker or the replacement
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        now = children.read_text().split()
+        if len(now) == 2 and workers[0] not in now:
+            break
+        time.sleep(0.1)
+    assert len(children.read_text().split()) == 2
+
+
+def test_each_review_is_logged_as_one_json_line_without_the_object(server: Server) -> None:
+    secret = "s3cr3t-value-never-logged"
+    obj = pod(name="logged")
+    obj["spec"]["containers"][0]["env"] = [{"name": "TOKEN", "value": secret}]
+    server.request("POST", "/mutate", review(obj, uid="log-me"))
+    deadline = time.monotonic() + 5
+    line = None
+    while line is None and time.monotonic() < deadline:
+        for text in server.output().splitlines():
+            if '"uid":"log-me"' in text:
+                line = orjson.loads(text)
+        time.sleep(0.05)
+    assert line is not None
+    assert line["msg"] == "review" and line["decision"] == "patched"
+    assert line["kind"] == "Pod" and line["name"] == "logged" and line["operation"] == "CREATE"
+    assert line["changedBy"] == ["default-toleration-seconds"]
+    assert isinstance(line["latencyMs"], float)
+    assert secret not in server.output()
+
+
+def _client_pair(directory: Path) -> tuple[Path, Path, Path]:
+    """A client CA and a client certificate (clientAuth) signed by it."""
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "apiserver client CA")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(False, False, False, False, False, True, True, False, False),
+            critical=True,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    paths = (directory / "client-ca.crt", directory / "client.crt", directory / "client.key")
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return paths
+
+
+def test_with_a_client_ca_only_authenticated_callers_may_review(tmp_path: Path) -> None:
+    client_ca, client_cert, client_key = _client_pair(tmp_path)
+    with serving(tmp_path, "--client-ca", str(client_ca)) as authed:
+        assert authed.request("GET", "/healthz")[0] == 200  # probes carry no certificate
+        status, body = authed.request("POST", "/mutate", review(pod()))
+        assert status == 401 and b"client certificate" in body
+        conn = authed.connect()
+        assert isinstance(conn.sock, ssl.SSLSocket) or conn.sock is None
+        ctx = authed.context()
+        ctx.load_cert_chain(str(client_cert), str(client_key))
+        import http.client
+
+        with_cert = http.client.HTTPSConnection("localhost", authed.port, context=ctx, timeout=10)
+        assert authed.request("POST", "/mutate", review(pod()), conn=with_cert)[0] == 200
+        with_cert.close()
+        conn.close()

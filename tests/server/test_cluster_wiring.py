@@ -1,0 +1,215 @@
+"""The server's use of the cluster source: config file, readiness, metrics, shutdown."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from tests.fakeapi import FakeApiServer, runtime_class
+from webhooks.certs import generate
+from webhooks.cli import main
+from webhooks.cluster import ApiCluster
+from webhooks.configfile import read_config
+from webhooks.core.config import ClusterSettings, ConfigError
+from webhooks.server.app import ServerState, create_app
+from webhooks.server.metrics import Family, Metrics
+from webhooks.server.runner import ON_WORKER_EXIT, DrainingArbiter, ServeOptions, _worker_exit
+from webhooks.server.wsgi import build_state
+
+
+def eventually(predicate: Callable[[], Any], what: str, limit: float = 15.0) -> Any:
+    """Poll ``predicate`` until it is truthy; fail naming ``what`` after ``limit`` seconds."""
+    deadline = time.monotonic() + limit
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for: {what}")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeApiServer]:
+    server = FakeApiServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def cert_dir(tmp_path: Path) -> Path:
+    generate(tmp_path / "certs", hosts=["127.0.0.1"])
+    return tmp_path / "certs"
+
+
+@pytest.fixture
+def states() -> Iterator[list[ServerState]]:
+    """States built by a test; their clusters stop and their exit callbacks go afterwards."""
+    built: list[ServerState] = []
+    registered = len(ON_WORKER_EXIT)
+    try:
+        yield built
+    finally:
+        for state in built:
+            if isinstance(state.admission.cluster, ApiCluster):
+                state.admission.cluster.stop()
+        del ON_WORKER_EXIT[registered:]
+
+
+def write_config(path: Path, text: str) -> str:
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_the_config_file_names_the_cluster_source(tmp_path: Path) -> None:
+    path = write_config(
+        tmp_path / "config.yaml",
+        "cluster:\n"
+        "  source: kubeconfig\n"
+        "  kubeconfig: /etc/placement/kubeconfig\n"
+        "  context: staging\n"
+        "  lookupTimeoutSeconds: 0.75\n",
+    )
+    assert read_config(path).cluster == ClusterSettings(
+        source="kubeconfig",
+        kubeconfig="/etc/placement/kubeconfig",
+        context="staging",
+        lookup_timeout_seconds=0.75,
+    )
+
+
+def test_a_bad_cluster_setting_names_the_file_and_key(tmp_path: Path) -> None:
+    path = write_config(tmp_path / "config.yaml", "cluster:\n  lookupTimeout: 3\n")
+    with pytest.raises(ConfigError, match=r"config\.yaml: cluster\.lookupTimeout: unknown key"):
+        read_config(path)
+
+
+def test_readiness_waits_for_the_caches_and_metrics_show_them(
+    fake: FakeApiServer, tmp_path: Path, cert_dir: Path, states: list[ServerState]
+) -> None:
+    fake.put(runtime_class("gvisor"))
+    fake.fail_lists.add("runtimeclasses")
+    kubeconfig = fake.kubeconfig(tmp_path / "kubeconfig")
+    config = write_config(
+        tmp_path / "config.yaml",
+        f"cluster: {{source: kubeconfig, kubeconfig: '{kubeconfig}', lookupTimeoutSeconds: 1}}\n",
+    )
+    state = build_state(ServeOptions(cert_dir=cert_dir, config_path=config))
+    states.append(state)
+    cluster = state.admission.cluster
+    assert isinstance(cluster, ApiCluster)
+    client = create_app(state).test_client()
+
+    eventually(lambda: cluster.informers["runtimeclasses"].last_error, "a failed list")
+    eventually(lambda: cluster.informers["namespaces"].synced, "the Namespace list")
+    not_ready = client.get("/readyz")
+    assert not_ready.status_code == 503
+    assert not_ready.text == (
+        "not ready: cluster cache not synced: runtimeclasses "
+        "(list runtimeclasses: HTTP 500: Internal error occurred: list unavailable)\n"
+    )
+
+    fake.fail_lists.clear()
+    eventually(lambda: client.get("/readyz").status_code == 200, "readiness")
+    assert cluster.runtime_class("gvisor") is not None
+
+    metrics = client.get("/metrics").text
+    assert 'placement_webhooks_cluster_cache_synced{resource="runtimeclasses"} 1' in metrics
+    assert 'placement_webhooks_cluster_cache_objects{resource="runtimeclasses"} 1' in metrics
+    assert (
+        'placement_webhooks_cluster_lookups_total{resource="runtimeclasses",result="hit"} 1'
+        in metrics
+    )
+    assert "# TYPE placement_webhooks_cluster_lists_total counter" in metrics
+    failed = 'placement_webhooks_cluster_lists_total{resource="runtimeclasses",result="error"}'
+    assert failed in metrics
+
+
+def test_without_a_cluster_source_nothing_is_started(
+    tmp_path: Path, cert_dir: Path, states: list[ServerState]
+) -> None:
+    config = write_config(tmp_path / "config.yaml", "cluster: {source: none}\n")
+    state = build_state(ServeOptions(cert_dir=cert_dir, config_path=config))
+    states.append(state)
+    assert state.admission.cluster is None
+    client = create_app(state).test_client()
+    assert client.get("/readyz").status_code == 200
+    assert "cluster" not in client.get("/metrics").text
+
+
+def test_serve_refuses_an_unusable_kubeconfig_before_starting(tmp_path: Path) -> None:
+    missing = tmp_path / "nope"
+    config = write_config(
+        tmp_path / "config.yaml", f"cluster: {{source: kubeconfig, kubeconfig: '{missing}'}}\n"
+    )
+    result = CliRunner().invoke(main, ["serve", "--config", config, "--cert-dir", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.output.startswith(f"placement-webhooks: cluster: kubeconfig {missing}: ")
+
+
+def test_collected_families_are_read_at_scrape_time_and_counters_add_up(
+    tmp_path: Path,
+) -> None:
+    value = [1.0]
+
+    def families() -> list[Family]:
+        return [
+            Family("demo_things", "gauge", "Things.", [((("kind", "a"),), value[0])]),
+            Family("demo_events_total", "counter", "Events.", [((("kind", "a"),), 2 * value[0])]),
+        ]
+
+    other_worker = Metrics()
+    other_worker.inc("demo_events_total", "Events.", (("kind", "a"),), 5)
+    (tmp_path / "metrics-1.json").write_bytes(orjson.dumps(other_worker.snapshot()))
+    metrics = Metrics(tmp_path)
+    metrics.collect(families)
+    value[0] = 3.0
+    assert metrics.render().splitlines() == [
+        "# HELP demo_events_total Events.",
+        "# TYPE demo_events_total counter",
+        'demo_events_total{kind="a"} 11',
+        "# HELP demo_things Things.",
+        "# TYPE demo_things gauge",
+        'demo_things{kind="a"} 3',
+    ]
+
+
+def test_a_worker_exit_stops_the_cluster_watches(
+    fake: FakeApiServer, tmp_path: Path, cert_dir: Path, states: list[ServerState]
+) -> None:
+    kubeconfig = fake.kubeconfig(tmp_path / "kubeconfig")
+    config = write_config(
+        tmp_path / "config.yaml", f"cluster: {{source: kubeconfig, kubeconfig: '{kubeconfig}'}}\n"
+    )
+    state = build_state(ServeOptions(cert_dir=cert_dir, config_path=config))
+    states.append(state)
+    cluster = state.admission.cluster
+    assert isinstance(cluster, ApiCluster)
+    assert cluster.stop in ON_WORKER_EXIT
+    _worker_exit(None, None)
+    assert not any(i.alive for i in cluster.informers.values())
+
+
+def test_a_reload_with_an_unusable_kubeconfig_keeps_the_workers(tmp_path: Path) -> None:
+    missing = tmp_path / "nope"
+    config = write_config(
+        tmp_path / "config.yaml", f"cluster: {{source: kubeconfig, kubeconfig: '{missing}'}}\n"
+    )
+    errors: list[str] = []
+    log = SimpleNamespace(error=lambda fmt, *args: errors.append(fmt % args))
+    options = ServeOptions(cert_dir=tmp_path, config_path=config)
+    arbiter = SimpleNamespace(app=SimpleNamespace(options=options), log=log)
+    DrainingArbiter.handle_hup(arbiter)  # type: ignore[arg-type]
+    assert len(errors) == 1
+    assert errors[0].startswith(
+        f"SIGHUP: config reload refused, keeping workers: cluster: kubeconfig {missing}: "
+    )
