@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: serve test lint typecheck unit system-deps bench bench-deps clean
+.PHONY: serve test lint typecheck unit system-deps bench bench-deps bench-check clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -32,6 +32,10 @@ unit: $(STAMP) system-deps
 	$(BIN)/pytest
 
 test: lint typecheck unit
+
+# check over 10,000 documents against a plain CSafeLoader parse (target: at most 2x)
+bench-check: $(STAMP)
+	$(BIN)/python bench/check_bench.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis

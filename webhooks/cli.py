@@ -21,6 +21,7 @@ from webhooks.core.config import ConfigError
 from webhooks.core.plugin import PHASES
 from webhooks.core.review import ReviewError, parse_review, response_dict
 from webhooks.deploycmd import webhook_config
+from webhooks.offline.commands import check, mutate
 from webhooks.plugins import REGISTRY
 
 USAGE_ERROR = 2
@@ -43,6 +44,12 @@ def _config(path: str | None) -> Any:
 @click.version_option(package_name="placement-webhooks")
 def main() -> None:
     """Admission webhooks for where pods may run: tolerations, taints, affinity, overhead."""
+
+
+main.add_command(check)
+main.add_command(mutate)
+main.add_command(certs)
+main.add_command(webhook_config)
 
 
 @main.command()
@@ -180,7 +187,3 @@ def review(
         orjson.dumps(response_dict(request.uid, outcome), option=orjson.OPT_INDENT_2)
     )
     sys.stdout.buffer.write(b"\n")
-
-
-main.add_command(certs)
-main.add_command(webhook_config)

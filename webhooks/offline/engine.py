@@ -1,0 +1,413 @@
+"""Run the configured admission chain over manifests and collect findings.
+
+For every request :mod:`~webhooks.offline.expand` builds, the engine calls
+:meth:`Admission.decide` with both phases, exactly as ``review`` and the server do, then runs
+the mutating phase once more on the result: a second pass that changes anything is a
+``convergence`` finding, because the API server may re-invoke webhooks and a suite that
+keeps changing objects makes them drift. Findings carry the field path the plugin reported,
+mapped back to the manifest (Pod paths onto the template) and to the YAML line.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from dataclasses import field as _field
+from typing import Any, Final, Literal, Protocol
+
+import jsonpatch
+
+from webhooks.cluster import StaticCluster
+from webhooks.core.admission import Admission
+from webhooks.core.plugin import PHASES
+from webhooks.core.result import JsonPatch, Violation
+from webhooks.k8s.podspec import POD_SPEC_PATHS, dotted
+from webhooks.k8s.tolerations import describe
+from webhooks.offline.expand import (
+    CONTEXT_KINDS,
+    KINDS,
+    Role,
+    Target,
+    name_of,
+    namespace_of,
+    object_target,
+    pod_target,
+    template_field,
+    template_pointer,
+)
+from webhooks.offline.sources import Document, Problem
+
+FindingType = Literal["violation", "mutation", "convergence", "schema"]
+CONVERGENCE: Final = "convergence"
+SCHEMA: Final = "schema"
+
+#: Field paths upstream reports somewhere other than where manifests write them, per kind;
+#: why: node taint errors are built under ``metadata.taints`` (spec §10), YAML has
+#: ``spec.taints``. Used only to find the line; the reported path stays upstream's.
+FIELD_ALIASES: Mapping[str, tuple[tuple[str, str], ...]] = {
+    "Node": (("metadata.taints", "spec.taints"),),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One thing ``check`` reports about an object.
+
+    ``rule`` is the plugin name, or ``schema`` / ``convergence``; ``field`` is the path in the
+    manifest (a Pod path already mapped onto the template); ``target`` says whether the
+    object itself or the Pods its controller creates were admitted. A mutation lists the
+    plugins that changed the object, one summary each, and the JSON Patch of the chain.
+    """
+
+    type: FindingType
+    rule: str
+    message: str
+    line: int
+    field: str = ""
+    target: Role = "object"
+    plugins: tuple[str, ...] = ()
+    summaries: tuple[str, ...] = ()
+    patch: JsonPatch = _field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Checked:
+    """One manifest object and what admission would do with it."""
+
+    document: Document
+    kind: str
+    namespace: str
+    name: str
+    findings: list[Finding] = _field(default_factory=list)
+    admitted: bool = True
+    patches: dict[Role, JsonPatch] = _field(default_factory=dict)
+
+    @property
+    def subject(self) -> str:
+        """``Kind namespace/name`` (``Kind name`` when cluster-scoped), for messages."""
+        name = self.name or "<unnamed>"
+        return f"{self.kind} {self.namespace}/{name}" if self.namespace else f"{self.kind} {name}"
+
+    @property
+    def failed(self) -> list[Finding]:
+        """Violations, schema errors and convergence failures: what fails a CI run."""
+        return [f for f in self.findings if f.type != "mutation"]
+
+
+@dataclass(slots=True)
+class Report:
+    """Everything one ``check`` run found, in input order."""
+
+    checked: list[Checked] = _field(default_factory=list)
+    problems: list[Problem] = _field(default_factory=list)
+    skipped: Counter[str] = _field(default_factory=Counter)
+    context: Counter[str] = _field(default_factory=Counter)
+    files: int = 0
+
+    def count(self, kind: FindingType) -> int:
+        """How many findings of ``kind``; mutations count once per plugin that made them.
+
+        Why per plugin: that is how the text report lists them, so the totals match the lines.
+        """
+        return sum(
+            len(f.plugins) if kind == "mutation" else 1
+            for c in self.checked
+            for f in c.findings
+            if f.type == kind
+        )
+
+    def exit_code(self, fail_on_mutation: bool = False) -> int:
+        """0 clean; 1 violations (and mutations when asked); 2 unusable input.
+
+        Why 2 wins: a run that could not read part of its input proves nothing about it.
+        """
+        if self.problems:
+            return 2
+        for checked in self.checked:
+            for finding in checked.findings:
+                if finding.type != "mutation" or fail_on_mutation:
+                    return 1
+        return 0
+
+
+class SchemaCheck(Protocol):
+    """Validates objects against the Kubernetes OpenAPI schema (see :mod:`.schema`)."""
+
+    def errors(self, obj: Mapping[str, Any]) -> list[tuple[str, str]] | None:
+        """``(field path, message)`` pairs, or ``None`` when no schema covers the object."""
+
+
+def context_cluster(documents: Iterable[Document], base: StaticCluster) -> StaticCluster:
+    """Add the Namespaces and RuntimeClasses found among the inputs to ``base``.
+
+    Why from the inputs too: a chart that ships its own RuntimeClass or Namespace must be
+    checked against it, as the cluster would see it once applied.
+    """
+    for doc in documents:
+        if isinstance(doc.obj, dict) and doc.obj.get("kind") in CONTEXT_KINDS:
+            base.add(doc.obj)
+    return base
+
+
+_TOLERATIONS = re.compile(r"/tolerations(/(\d+|-))?$")
+
+
+def describe_patch(patch: Sequence[Mapping[str, Any]]) -> str:
+    """A one-line human summary of a JSON Patch: ``adds toleration a:NoSchedule (Exists)``.
+
+    Used when a plugin left no audit summary of its own, so every mutation still reads as a
+    sentence rather than a pointer dump.
+    """
+    parts: list[str] = []
+    for op in patch:
+        path = str(op.get("path", ""))
+        value = op.get("value")
+        raw = value if isinstance(value, list) else [value]
+        tolerations = [t for t in raw if isinstance(t, dict) and ("key" in t or "operator" in t)]
+        is_tolerations = _TOLERATIONS.search(path) is not None and len(tolerations) == len(raw)
+        if op.get("op") in ("add", "replace") and tolerations and is_tolerations:
+            noun = "toleration" if len(tolerations) == 1 else "tolerations"
+            parts.append(f"adds {noun} " + ", ".join(describe(t) for t in tolerations))
+            continue
+        if op.get("op") == "remove":
+            parts.append(f"removes {path}")
+        else:
+            parts.append(f"sets {path}")
+    return "; ".join(parts)
+
+
+def _apply(obj: Any, patch: Sequence[Mapping[str, Any]]) -> tuple[Any, list[str]]:
+    """Apply ``patch`` to a copy of ``obj``, creating missing parent objects for ``add``.
+
+    Returns the result and the pointers that could not be applied. Why parents are created:
+    a patch computed on the admitted view (namespace filled in, defaults applied) may add
+    under a ``metadata`` or template the manifest never wrote.
+    """
+    doc = copy.deepcopy(obj)
+    failed: list[str] = []
+    for op in patch:
+        path = str(op.get("path", ""))
+        parts = path.split("/")[1:]
+        try:
+            if op.get("op") == "add":
+                node = doc
+                for i, raw in enumerate(parts[:-1]):
+                    token = raw.replace("~1", "/").replace("~0", "~")
+                    if isinstance(node, dict):
+                        if not isinstance(node.get(token), dict | list):
+                            node[token] = {}
+                        node = node[token]
+                    elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+                        node = node[int(token)]
+                    else:
+                        raise jsonpatch.JsonPointerException("/".join(parts[: i + 1]))
+            doc = jsonpatch.apply_patch(doc, [dict(op)], in_place=True)
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException):
+            failed.append(path)
+    return doc, failed
+
+
+class Engine:
+    """The configured chain, applied to manifest documents.
+
+    ``namespace`` fills in objects that name none (``--namespace``); ``schema`` is a
+    :class:`SchemaCheck` when ``--schema`` was given.
+    """
+
+    def __init__(
+        self,
+        admission: Admission,
+        namespace: str = "default",
+        schema: SchemaCheck | None = None,
+    ) -> None:
+        self.admission = admission
+        self.namespace = namespace
+        self.schema = schema
+        # Resources some enabled plugin handles on CREATE; a request for any other resource
+        # would run the chain to no effect, so it is not sent (a speed-up, same answers).
+        self._handled = {
+            resource
+            for phase in PHASES
+            for plugin in admission.plugins(phase)
+            for half in (plugin.half(phase),)
+            if half is not None and "CREATE" in half.operations
+            for resource in half.resources
+        }
+
+    def run(self, documents: Iterable[Document], report: Report | None = None) -> Report:
+        """Check every document, in order, into ``report`` (a new one by default).
+
+        Documents are checked one at a time and keep their input order, so reports and
+        ``mutate`` output read in the same order as the manifests.
+        """
+        report = report if report is not None else Report()
+        for doc in documents:
+            checked = self.check(doc, report)
+            if checked is not None:
+                report.checked.append(checked)
+        return report
+
+    def check(self, doc: Document, report: Report | None = None) -> Checked | None:
+        """Admit one document; ``None`` (counted in ``report``) when it is not ours to admit.
+
+        The object is admitted first, and its Pods are built from the object *as stored*,
+        because controllers create Pods from the stored template, mutations included.
+        """
+        obj = doc.obj
+        if obj is None:
+            return None
+        kind = obj.get("kind") if isinstance(obj, dict) else None
+        if not isinstance(obj, dict) or not isinstance(kind, str) or not kind:
+            if report is not None:
+                report.skipped["(not a Kubernetes object)"] += 1
+            return None
+        info = KINDS.get(kind)
+        if info is None:
+            checked = self._schema_only(doc, obj, kind)
+            if report is not None and kind in CONTEXT_KINDS:
+                report.context[kind] += 1
+            elif report is not None and checked is None:
+                report.skipped[kind] += 1
+            return checked
+        namespace = namespace_of(obj, self.namespace) if info.namespaced else ""
+        checked = Checked(doc, kind, namespace, name_of(obj))
+        self._validate_schema(checked, obj, "")
+        target = object_target(obj, kind, namespace)
+        stored = self._admit(checked, target)
+        pods = pod_target(stored, kind, namespace)
+        if pods is not None:
+            self._admit(checked, pods)
+        if self.schema is not None and any(checked.patches.values()):
+            self._validate_schema(checked, self.written(checked), "after mutation: ")
+        return checked
+
+    def _schema_only(self, doc: Document, obj: dict[str, Any], kind: str) -> Checked | None:
+        if self.schema is None:
+            return None
+        checked = Checked(doc, kind, namespace_of(obj, ""), name_of(obj), admitted=False)
+        if not self._validate_schema(checked, obj, ""):
+            return None
+        return checked
+
+    def _validate_schema(self, checked: Checked, obj: Mapping[str, Any], prefix: str) -> bool:
+        if self.schema is None:
+            return False
+        errors = self.schema.errors(obj)
+        if errors is None:
+            return False
+        before = {f.message for f in checked.findings if f.type == SCHEMA}
+        for path, message in errors:
+            if prefix and message in before:
+                continue  # already reported on the manifest as written
+            checked.findings.append(
+                Finding(SCHEMA, SCHEMA, prefix + message, self._line(checked, path), path)
+            )
+        return True
+
+    def _line(self, checked: Checked, path: str) -> int:
+        for upstream, written in FIELD_ALIASES.get(checked.kind, ()):
+            if path == upstream or path.startswith((upstream + ".", upstream + "[")):
+                path = written + path[len(upstream) :]
+        return checked.document.line_of(path)
+
+    def _admit(self, checked: Checked, target: Target) -> dict[str, Any]:
+        """Run the chain for one request; record findings; return the object as stored."""
+        request = target.request
+        if request.group_resource not in self._handled:
+            return request.object or {}
+        admission = self.admission
+        outcome = admission.decide(request, PHASES)
+        if outcome.violations:
+            self._violations(checked, target, outcome.violations)
+        mutation = outcome
+        if not outcome.allowed and outcome.changed_by:
+            # A denial carries no patch; the offline report still wants to show it.
+            mutation = admission.decide(request, ("mutate",))
+        patch, stored = mutation.patch, mutation.obj
+        if patch and stored is not None:
+            checked.patches[target.role] = patch
+            plugins = tuple(dict.fromkeys(mutation.changed_by))
+            audit = mutation.audit_annotations
+            fallback = "" if all(audit.get(p) for p in plugins) else describe_patch(patch)
+            summaries = tuple(audit.get(p) or fallback for p in plugins)
+            checked.findings.append(
+                Finding(
+                    "mutation",
+                    plugins[0] if plugins else "",
+                    "; ".join(summaries),
+                    checked.document.line,
+                    target=target.role,
+                    plugins=plugins,
+                    summaries=summaries,
+                    patch=list(patch),
+                )
+            )
+            again = admission.decide(request._replace(object=stored), ("mutate",))
+            if again.patch:
+                checked.findings.append(
+                    Finding(
+                        CONVERGENCE,
+                        CONVERGENCE,
+                        "a second mutating pass still changes the object ("
+                        + ", ".join(dict.fromkeys(again.changed_by))
+                        + "): "
+                        + describe_patch(again.patch),
+                        checked.document.line,
+                        target=target.role,
+                        plugins=tuple(dict.fromkeys(again.changed_by)),
+                        patch=list(again.patch),
+                    )
+                )
+        return stored if stored is not None else request.object or {}
+
+    def _violations(
+        self, checked: Checked, target: Target, violations: Sequence[Violation]
+    ) -> None:
+        pod_role = target.role == "pod"
+        seen = {(f.rule, f.field, f.message) for f in checked.findings if f.type == "violation"}
+        seen_fields = {(rule, path) for rule, path, _ in seen if path}
+        for violation in violations:
+            path = violation.field
+            if pod_role and path:
+                path = template_field(checked.kind, path)
+            key = (violation.plugin, path, violation.message)
+            if (violation.plugin, path) in seen_fields or key in seen:
+                continue  # the template already reported it at the same place
+            if not path:
+                line = self._template_line(checked) if pod_role else checked.document.line
+            else:
+                line = self._line(checked, path)
+            checked.findings.append(
+                Finding("violation", violation.plugin, violation.message, line, path, target.role)
+            )
+
+    def _template_line(self, checked: Checked) -> int:
+        path = POD_SPEC_PATHS.get(checked.kind)
+        if path is None or checked.kind == "Pod":
+            return checked.document.line
+        return checked.document.line_of(dotted(path[:-1]))
+
+    def written(self, checked: Checked) -> Any:
+        """The manifest as ``mutate`` prints it: as stored, plus what its Pods will receive.
+
+        The object's own patch is applied to the manifest; the Pod patch is mapped onto the
+        pod template (:func:`~webhooks.offline.expand.template_pointer`), so checking the
+        result again finds nothing to change. Operations with no place in a template (a
+        Pod's name, its owner) are left out, because the controller writes those.
+        """
+        obj = checked.document.obj
+        own = checked.patches.get("object")
+        if own:
+            obj, _ = _apply(obj, own)
+        pod_patch = checked.patches.get("pod")
+        if pod_patch:
+            mapped = []
+            for op in pod_patch:
+                pointer = template_pointer(checked.kind, str(op.get("path", "")))
+                if pointer is not None:
+                    mapped.append({**op, "path": pointer})
+            obj, _ = _apply(obj, mapped)
+        return obj

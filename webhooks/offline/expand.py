@@ -1,0 +1,291 @@
+"""From a manifest to the admission requests the cluster would really see for it.
+
+A workload is never admitted alone: its controller later creates Pods from the stored pod
+template, and those Pods go through admission too. So every workload yields two requests:
+the object itself (validators of pod templates, the DaemonSet template mutator) and the Pod
+its controller would create from the object as stored (every Pod plugin). Before a Pod
+reaches admission the API server fills in its namespace and copies container ``limits``
+into missing ``requests`` (spec §0); both are reproduced here because plugins read them.
+
+Mapping back: a Pod's ``spec…`` is the template's pod spec (``POD_SPEC_PATHS``) and its
+``metadata.labels|annotations|finalizers…`` the template's ``metadata…``; nothing else of a
+Pod exists in a template. ``mutate`` writes a Pod patch into the template through that map.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from webhooks.core.patch import escape
+from webhooks.core.review import AdmissionRequest
+from webhooks.k8s.podspec import POD_SPEC_PATHS, dotted
+
+Role = Literal["object", "pod"]
+
+
+@dataclass(frozen=True, slots=True)
+class KindInfo:
+    """How the API serves a kind: group, resource, default version, whether namespaced."""
+
+    group: str
+    resource: str
+    version: str
+    namespaced: bool = True
+
+
+#: Every kind ``check`` admits; anything else is counted and skipped.
+KINDS: Mapping[str, KindInfo] = {
+    "Pod": KindInfo("", "pods", "v1"),
+    "PodTemplate": KindInfo("", "podtemplates", "v1"),
+    "ReplicationController": KindInfo("", "replicationcontrollers", "v1"),
+    "Node": KindInfo("", "nodes", "v1", namespaced=False),
+    "Deployment": KindInfo("apps", "deployments", "v1"),
+    "ReplicaSet": KindInfo("apps", "replicasets", "v1"),
+    "StatefulSet": KindInfo("apps", "statefulsets", "v1"),
+    "DaemonSet": KindInfo("apps", "daemonsets", "v1"),
+    "Job": KindInfo("batch", "jobs", "v1"),
+    "CronJob": KindInfo("batch", "cronjobs", "v1"),
+}
+
+#: Kinds that only supply cluster context (what plugins look up), never admitted here.
+CONTEXT_KINDS = frozenset({"Namespace", "RuntimeClass"})
+
+_SYSTEM_SA = "system:serviceaccount:kube-system:"
+#: Who creates a workload's Pods, as kube-controller-manager's service accounts; why: a
+#: plugin may treat requests from controllers differently from a user's.
+_CONTROLLERS: Mapping[str, tuple[str, str]] = {
+    # workload kind → (owner kind written on the Pod, controller service account)
+    "Deployment": ("ReplicaSet", "replicaset-controller"),
+    "ReplicaSet": ("ReplicaSet", "replicaset-controller"),
+    "StatefulSet": ("StatefulSet", "statefulset-controller"),
+    "DaemonSet": ("DaemonSet", "daemon-set-controller"),
+    "Job": ("Job", "job-controller"),
+    "CronJob": ("Job", "job-controller"),
+    "ReplicationController": ("ReplicationController", "replication-controller"),
+}
+_OWNER_API = {"ReplicaSet": "apps/v1", "StatefulSet": "apps/v1", "DaemonSet": "apps/v1"}
+_OWNER_API.update({"Job": "batch/v1", "ReplicationController": "v1"})
+_TEMPLATE_METADATA = ("labels", "annotations", "finalizers")
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One admission request for a manifest, and whose view it is (the object, its Pods)."""
+
+    role: Role
+    request: AdmissionRequest
+
+
+def name_of(obj: Mapping[str, Any]) -> str:
+    """``metadata.name`` or ``""``; why: manifests are user input and may omit it."""
+    meta = obj.get("metadata")
+    value = meta.get("name") if isinstance(meta, Mapping) else None
+    return value if isinstance(value, str) else ""
+
+
+def namespace_of(obj: Mapping[str, Any], fallback: str) -> str:
+    """The object's own namespace, else ``fallback``; the API server fills it the same way."""
+    meta = obj.get("metadata")
+    value = meta.get("namespace") if isinstance(meta, Mapping) else None
+    return value if isinstance(value, str) and value else fallback
+
+
+def with_namespace(obj: dict[str, Any], namespace: str) -> dict[str, Any]:
+    """``obj`` with ``metadata.namespace`` set (copy-on-write); a no-op when already set.
+
+    Why: admission receives objects whose namespace the API server took from the request
+    path, while manifests commonly leave it to ``kubectl -n``.
+    """
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    if meta.get("namespace") == namespace:
+        return obj
+    return {**obj, "metadata": {**meta, "namespace": namespace}}
+
+
+def default_requests(pod: dict[str, Any]) -> dict[str, Any]:
+    """Copy container and init-container ``limits`` into missing ``requests`` (spec §0).
+
+    Why only this piece of API defaulting: it is the one admission plugins depend on
+    (extended resources requested only through limits); containers are copied only when
+    something is added, so the input is never modified.
+    """
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return pod
+    new_spec: dict[str, Any] | None = None
+    for key in ("containers", "initContainers"):
+        items = spec.get(key)
+        if not isinstance(items, list):
+            continue
+        new_items: list[Any] | None = None
+        for i, container in enumerate(items):
+            resources = container.get("resources") if isinstance(container, dict) else None
+            limits = resources.get("limits") if isinstance(resources, dict) else None
+            if not isinstance(limits, dict) or not limits:
+                continue
+            requests = resources.get("requests")  # type: ignore[union-attr]
+            requests = requests if isinstance(requests, dict) else {}
+            missing = {k: v for k, v in limits.items() if k not in requests}
+            if not missing:
+                continue
+            new_items = new_items if new_items is not None else list(items)
+            new_resources = {**resources, "requests": {**requests, **missing}}  # type: ignore[dict-item]
+            new_items[i] = {**container, "resources": new_resources}
+        if new_items is not None:
+            new_spec = new_spec if new_spec is not None else dict(spec)
+            new_spec[key] = new_items
+    return pod if new_spec is None else {**pod, "spec": new_spec}
+
+
+def pod_from(workload: Mapping[str, Any], kind: str, namespace: str) -> dict[str, Any] | None:
+    """The Pod ``workload``'s controller would create from its template, before admission.
+
+    Template labels, annotations and finalizers are carried over, the namespace is the
+    workload's, the name is generated from the workload's (``web-0`` for a StatefulSet),
+    and a controller ``ownerReference`` names the owner kind the controller writes, which is
+    how plugins recognise, for example, DaemonSet Pods. ``None`` when there is no template.
+    """
+    path = POD_SPEC_PATHS.get(kind)
+    if path is None or kind == "Pod":
+        return None
+    template: Any = workload
+    for part in path[:-1]:
+        template = template.get(part) if isinstance(template, Mapping) else None
+    if not isinstance(template, Mapping):
+        return None
+    spec = template.get("spec")
+    source_meta = template.get("metadata")
+    source_meta = source_meta if isinstance(source_meta, Mapping) else {}
+    name = name_of(workload)
+    meta: dict[str, Any] = {"namespace": namespace}
+    if kind == "StatefulSet":
+        meta["name"] = f"{name}-0"
+    else:
+        meta["generateName"] = f"{name}-"
+    meta.update((k, source_meta[k]) for k in _TEMPLATE_METADATA if k in source_meta)
+    owner = _CONTROLLERS.get(kind)
+    if owner is not None:
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": _OWNER_API[owner[0]],
+                "kind": owner[0],
+                "name": name,
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": spec if isinstance(spec, dict) else {},
+    }
+    return default_requests(pod)
+
+
+def request_for(
+    obj: dict[str, Any], kind: str, namespace: str, user: Mapping[str, Any] | None = None
+) -> AdmissionRequest:
+    """A CREATE request for ``obj`` as the API server would send it to the webhooks.
+
+    Plugins filter on group and resource, so those come from :data:`KINDS`, not the kind.
+    """
+    info = KINDS[kind]
+    api_version = obj.get("apiVersion")
+    version = info.version
+    if isinstance(api_version, str):
+        group, _, ver = api_version.rpartition("/")
+        if group == info.group and ver:
+            version = ver
+    meta = obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return AdmissionRequest(
+        uid="offline-check",
+        operation="CREATE",
+        group=info.group,
+        version=version,
+        kind=kind,
+        resource=info.resource,
+        sub_resource="",
+        namespace=namespace if info.namespaced else "",
+        name=name if isinstance(name, str) else "",
+        object=obj,
+        user=dict(user or {}),
+    )
+
+
+def controller_user(kind: str) -> dict[str, Any]:
+    """The controller's identity when it creates ``kind``'s Pods (empty for PodTemplates).
+
+    Plugins may treat requests from kube-controller-manager differently from a user's.
+    """
+    owner = _CONTROLLERS.get(kind)
+    if owner is None:
+        return {}
+    return {
+        "username": _SYSTEM_SA + owner[1],
+        "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system"],
+    }
+
+
+def object_target(obj: dict[str, Any], kind: str, namespace: str) -> Target:
+    """The request for the manifest itself (namespace filled in; Pods defaulted).
+
+    Validators of pod templates and the DaemonSet template mutator act on this one.
+    """
+    view = with_namespace(obj, namespace) if KINDS[kind].namespaced else obj
+    if kind == "Pod":
+        view = default_requests(view)
+    return Target("object", request_for(view, kind, namespace))
+
+
+def pod_target(stored: dict[str, Any], kind: str, namespace: str) -> Target | None:
+    """The request for the Pod created from ``stored`` (the workload as admission kept it).
+
+    Every Pod plugin acts on this one; ``None`` for kinds that create no Pods.
+    """
+    pod = pod_from(stored, kind, namespace)
+    if pod is None:
+        return None
+    return Target("pod", request_for(pod, "Pod", namespace, controller_user(kind)))
+
+
+def template_field(kind: str, pod_field: str) -> str:
+    """Map a Pod field path onto ``kind``'s template: ``spec.x`` → ``spec.template.spec.x``.
+
+    Why: validators on the expanded Pod report Pod paths, while the user must be pointed at
+    the template line they wrote. Paths with no template counterpart map to the template.
+    """
+    path = POD_SPEC_PATHS.get(kind)
+    if path is None or kind == "Pod":
+        return pod_field
+    template = dotted(path[:-1])
+    head, sep, rest = pod_field.partition(".")
+    head_only = head.split("[", 1)[0]
+    if head_only == "spec":
+        return dotted(path) + pod_field[len("spec") :]
+    if head_only == "metadata" and rest.split("[", 1)[0].split(".", 1)[0] in _TEMPLATE_METADATA:
+        return f"{template}.{pod_field}" if sep else template
+    return template
+
+
+def template_pointer(kind: str, pod_pointer: str) -> str | None:
+    """Map a Pod JSON Pointer onto ``kind``'s template, or ``None`` when it has no place.
+
+    ``/spec/…`` → ``<pod spec path>/…``; ``/metadata/labels|annotations|finalizers…`` →
+    ``<template>/metadata/…``. Anything else (name, ownerReferences, status) is the
+    controller's or the API server's business, not the template's.
+    """
+    path = POD_SPEC_PATHS.get(kind)
+    if path is None or kind == "Pod":
+        return pod_pointer
+    spec = "".join("/" + escape(p) for p in path)
+    parts = pod_pointer.split("/")
+    if len(parts) >= 2 and parts[1] == "spec":
+        return spec + pod_pointer[len("/spec") :]
+    if len(parts) >= 3 and parts[1] == "metadata" and parts[2] in _TEMPLATE_METADATA:
+        return spec[: -len("/spec")] + pod_pointer
+    return None
