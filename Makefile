@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: serve test lint typecheck unit bench bench-deps bench-check clean
+.PHONY: serve test lint typecheck unit system-deps bench bench-deps bench-check clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -24,7 +24,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+# Debian packages the tests use: openssl (certificate chains are checked with `openssl verify`).
+system-deps:
+	@command -v openssl >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq openssl; }
+
+unit: $(STAMP) system-deps
 	$(BIN)/pytest
 
 test: lint typecheck unit

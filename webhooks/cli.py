@@ -13,12 +13,14 @@ from typing import Any, NoReturn
 import click
 import orjson
 
+from webhooks.certcmd import certs
 from webhooks.cluster import ObjectsError, StaticCluster, read_objects
 from webhooks.configfile import read_config
 from webhooks.core.admission import Admission
 from webhooks.core.config import ConfigError
 from webhooks.core.plugin import PHASES
 from webhooks.core.review import ReviewError, parse_review, response_dict
+from webhooks.deploycmd import webhook_config
 from webhooks.offline.commands import check, mutate
 from webhooks.plugins import REGISTRY
 
@@ -46,6 +48,8 @@ def main() -> None:
 
 main.add_command(check)
 main.add_command(mutate)
+main.add_command(certs)
+main.add_command(webhook_config)
 
 
 @main.command()

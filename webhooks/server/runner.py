@@ -79,6 +79,24 @@ def cached_ssl_context(conf: Any, _default: Callable[[], ssl.SSLContext]) -> ssl
     return cache.get()
 
 
+def prime_ssl_context(files: TLSFiles) -> None:
+    """Build the cached context in the master, before any worker forks.
+
+    Why: a worker inherits it, so even its first connection has a known-good context to
+    fall back on when the Secret is caught half-way through an update; and a pair that
+    cannot be used at all stops start-up with a clear message instead of failing every
+    handshake. Raises ``RuntimeError`` naming the files.
+    """
+    if files in _CACHE:
+        return
+    try:
+        _CACHE[files] = ContextCache(files)
+    except (OSError, ssl.SSLError) as exc:
+        raise RuntimeError(
+            f"cannot serve TLS with {files.certfile} and {files.keyfile}: {exc}"
+        ) from None
+
+
 #: Called in a worker as it exits (after its last request); set by the app factory.
 ON_WORKER_EXIT: list[Callable[[], None]] = []
 
@@ -150,6 +168,9 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
     def run(self) -> None:
         """Run the draining master in the foreground until it stops."""
         try:
+            prime_ssl_context(
+                TLSFiles(self.cfg.certfile, self.cfg.keyfile, self.cfg.ca_certs or "")
+            )
             DrainingArbiter(self).run()
         except RuntimeError as exc:
             print(f"placement-webhooks: {exc}", file=sys.stderr)

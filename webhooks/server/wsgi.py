@@ -6,12 +6,15 @@ readiness checks (certificate usable, caches synced) belong next to what they wa
 
 from __future__ import annotations
 
+import datetime as dt
+import os
+import threading
 import time
 from pathlib import Path
 
 from flask import Flask
 
-from webhooks.certs import CertError, load_pair
+from webhooks.certs import CA_FILE, CertError, inspect, load_pair
 from webhooks.cluster import ApiCluster, open_cluster
 from webhooks.configfile import read_config
 from webhooks.core.admission import Admission
@@ -21,26 +24,81 @@ from webhooks.server.metrics import Family, Labels, Metrics
 from webhooks.server.runner import ON_WORKER_EXIT, ServeOptions
 
 
-def certificate_check(certfile: Path, keyfile: Path, state: dict[str, float]) -> ReadyCheck:
-    """A readiness check that fails when the served pair is unreadable, mismatched or expired.
+class CertificateWatch:
+    """The serving pair and CA of a cert directory, parsed again only when a file changes.
 
-    Why: a pod serving a broken certificate must leave the Service before the API server's
-    calls start failing; the expiry is also exported for alerting.
+    Why: readiness probes and metric scrapes both ask about the certificate, a mounted
+    Secret can be swapped under the running server at any time, and parsing PEM on every
+    probe is wasted work. A file's identity (inode, mtime, size; ``os.stat`` follows the
+    ``..data`` symlinks of a Secret volume) says when to parse again.
     """
 
-    def check() -> str | None:
-        try:
-            pair = load_pair(certfile, keyfile)
-        except CertError as exc:
-            return str(exc)
-        state["not_after"] = pair.not_after.timestamp()
-        if not pair.matches_key:
-            return f"{certfile} does not match {keyfile}"
-        if pair.not_after.timestamp() <= time.time():
-            return f"{certfile} expired at {pair.not_after.isoformat()}"
-        return None
+    def __init__(self, certfile: Path, keyfile: Path, cafile: Path | None = None) -> None:
+        self.certfile = certfile
+        self.keyfile = keyfile
+        self.cafile = cafile
+        self._lock = threading.Lock()
+        self._stamp: tuple[object, ...] | None = None
+        self._problem: str | None = None
+        self._leaf_not_after: float | None = None
+        self._ca_not_after: float | None = None
 
-    return check
+    def _identity(self) -> tuple[object, ...]:
+        out: list[object] = []
+        for path in (self.certfile, self.keyfile, self.cafile):
+            try:
+                st = os.stat(path) if path is not None else None
+            except OSError:
+                st = None
+            out.append(None if st is None else (st.st_ino, st.st_mtime_ns, st.st_size))
+        return tuple(out)
+
+    def _refresh(self) -> None:
+        stamp = self._identity()
+        if stamp == self._stamp:
+            return
+        self._stamp = stamp
+        self._problem = None
+        self._leaf_not_after = None
+        try:
+            pair = load_pair(self.certfile, self.keyfile)
+        except CertError as exc:
+            self._problem = str(exc)
+        else:
+            self._leaf_not_after = pair.not_after.timestamp()
+            if not pair.matches_key:
+                self._problem = f"{self.certfile} does not match {self.keyfile}"
+        self._ca_not_after = None
+        if self.cafile is not None and stamp[2] is not None:
+            try:
+                infos = inspect(self.cafile)
+            except CertError:
+                pass  # the CA file is informational; the pair decides readiness
+            else:
+                self._ca_not_after = min(info.not_after.timestamp() for info in infos)
+
+    def problem(self) -> str | None:
+        """Why the served pair is unusable (unreadable, mismatched, expired), else ``None``."""
+        with self._lock:
+            self._refresh()
+            if self._problem:
+                return self._problem
+            if self._leaf_not_after is not None and self._leaf_not_after <= time.time():
+                expired = dt.datetime.fromtimestamp(self._leaf_not_after, dt.UTC)
+                return f"{self.certfile} expired at {expired.isoformat()}"
+            return None
+
+    def leaf_seconds(self) -> float | None:
+        """Seconds until the serving certificate expires (negative once expired)."""
+        with self._lock:
+            self._refresh()
+            return None if self._leaf_not_after is None else self._leaf_not_after - time.time()
+
+    def ca_seconds(self) -> float | None:
+        """Seconds until the first certificate in ``ca.crt`` expires, if there is one."""
+        with self._lock:
+            self._refresh()
+            return None if self._ca_not_after is None else self._ca_not_after - time.time()
 
 
 def cluster_check(cluster: ApiCluster) -> ReadyCheck:
@@ -139,7 +197,6 @@ def build_state(options: ServeOptions) -> ServerState:
     config = options.config if options.config is not None else read_config(options.config_path)
     cluster = open_cluster(config.cluster)
     admission = Admission(REGISTRY, config, cluster)
-    cert_state: dict[str, float] = {}
     metrics = Metrics(options.runtime_dir)
     metrics.start_writer()
     ON_WORKER_EXIT.append(metrics.stop_writer)
@@ -150,9 +207,10 @@ def build_state(options: ServeOptions) -> ServerState:
         require_client_cert=bool(options.client_ca),
         review_log=ReviewLog() if options.log_reviews else None,
     )
-    state.ready_checks.append(
-        certificate_check(Path(options.certfile), Path(options.keyfile), cert_state)
+    watch = CertificateWatch(
+        Path(options.certfile), Path(options.keyfile), options.cert_dir / CA_FILE
     )
+    state.ready_checks.append(watch.problem)
     if cluster is not None:
         ON_WORKER_EXIT.append(cluster.stop)
         state.ready_checks.append(cluster_check(cluster))
@@ -160,7 +218,12 @@ def build_state(options: ServeOptions) -> ServerState:
     state.metrics.gauge(
         "placement_webhooks_certificate_expiry_seconds",
         "Seconds until the served certificate expires.",
-        lambda: cert_state["not_after"] - time.time() if "not_after" in cert_state else None,
+        watch.leaf_seconds,
+    )
+    state.metrics.gauge(
+        "placement_webhooks_ca_expiry_seconds",
+        "Seconds until the first CA certificate in the cert directory's ca.crt expires.",
+        watch.ca_seconds,
     )
     return state
 

@@ -1,0 +1,58 @@
+{{/* The chart name, shortened for label values. */}}
+{{- define "placement-webhooks.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The release's full name: names every namespaced and cluster-scoped object. */}}
+{{- define "placement-webhooks.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "placement-webhooks.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "placement-webhooks.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "placement-webhooks.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "placement-webhooks.labels" -}}
+helm.sh/chart: {{ include "placement-webhooks.chart" . }}
+{{ include "placement-webhooks.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "placement-webhooks.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "placement-webhooks.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret holding tls.crt and tls.key that the pods mount. */}}
+{{- define "placement-webhooks.tlsSecretName" -}}
+{{- if eq .Values.tls.mode "secret" }}
+{{- required "tls.secret.name is required when tls.mode is secret" .Values.tls.secret.name }}
+{{- else }}
+{{- printf "%s-tls" (include "placement-webhooks.fullname" .) }}
+{{- end }}
+{{- end }}
+
+{{/* Every DNS name the Service answers to inside the cluster. */}}
+{{- define "placement-webhooks.dnsNames" -}}
+{{- $svc := include "placement-webhooks.fullname" . }}
+{{- $ns := .Release.Namespace }}
+{{- toYaml (list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.cluster.local" $svc $ns)) }}
+{{- end }}

@@ -1,0 +1,491 @@
+"""Webhook configurations: rules from the registry, safe defaults, CEL conditions, injection."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import os
+import shutil
+import socket
+from pathlib import Path
+from typing import Any
+
+import celpy
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from tests.fakeadmission import TOKEN, fake_api
+from webhooks import certs
+from webhooks.cli import main
+from webhooks.deploy import (
+    FIELD_MANAGER,
+    WebhookSettings,
+    configurations,
+    match_conditions,
+    plugin_table,
+    rules,
+)
+from webhooks.plugins import REGISTRY
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TABLE: list[dict[str, Any]] = [
+    {"name": "a", "mutate": {"pods": ["CREATE"]}},
+    {"name": "b", "mutate": {"pods": ["UPDATE", "CREATE"], "apps/daemonsets": ["CREATE"]}},
+    {"name": "c", "validate": {"nodes": ["CREATE", "UPDATE"], "pods": ["CREATE", "UPDATE"]}},
+    {"name": "d", "validate": {"batch/jobs": ["UPDATE"], "apps/deployments": ["CREATE"]}},
+]
+
+
+def _rule(group: str, ops: list[str], resources: list[str]) -> dict[str, Any]:
+    return {"apiGroups": [group], "apiVersions": ["v1"], "operations": ops, "resources": resources}
+
+
+@pytest.mark.parametrize(
+    ("phase", "names", "expected"),
+    [
+        ("mutate", ["a"], [_rule("", ["CREATE"], ["pods"])]),
+        (
+            "mutate",
+            ["a", "b"],
+            [_rule("apps", ["CREATE"], ["daemonsets"]), _rule("", ["CREATE", "UPDATE"], ["pods"])],
+        ),
+        ("validate", ["c"], [_rule("", ["CREATE", "UPDATE"], ["nodes", "pods"])]),
+        (
+            "validate",
+            ["c", "d"],
+            [
+                _rule("apps", ["CREATE"], ["deployments"]),
+                _rule("batch", ["UPDATE"], ["jobs"]),
+                _rule("", ["CREATE", "UPDATE"], ["nodes", "pods"]),
+            ],
+        ),
+        ("mutate", ["c", "d"], []),
+        ("validate", [], []),
+    ],
+    ids=[
+        "one plugin gives one rule",
+        "a resource two plugins handle is listed once with the union of operations",
+        "resources of a group with the same operations share a rule",
+        "each API group gets its own rule",
+        "plugins without a half for the phase add nothing",
+        "no enabled plugin gives no rules",
+    ],
+)
+def test_rules_cover_exactly_what_the_plugins_handle(
+    phase: str, names: list[str], expected: list[dict[str, Any]]
+) -> None:
+    assert rules(TABLE, phase, names) == expected  # type: ignore[arg-type]
+
+
+def test_an_api_group_without_a_known_version_is_an_error() -> None:
+    table = [{"name": "x", "mutate": {"example.com/widgets": ["CREATE"]}}]
+    with pytest.raises(ValueError, match=r"example\.com"):
+        rules(table, "mutate", ["x"])
+
+
+def test_the_table_comes_from_the_plugin_halves() -> None:
+    table = plugin_table(REGISTRY)
+    assert [row["name"] for row in table] == list(REGISTRY.names)
+    for plugin, row in zip(REGISTRY, table, strict=True):
+        for phase in ("mutate", "validate"):
+            half = plugin.half(phase)  # type: ignore[arg-type]
+            if half is None:
+                assert phase not in row
+                continue
+            assert set(row[phase]) == {r if not g else f"{g}/{r}" for g, r in half.resources}
+            assert all(set(ops) == set(half.operations) for ops in row[phase].values())
+
+
+# --------------------------------------------------------------------------- settings
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"url": "http://hooks.example:8443"}, "https"),
+        ({"url": "https://hooks.example/?x=1"}, "query"),
+        ({"url": "https://user@hooks.example"}, "user info"),
+        ({"timeout_seconds": 31}, "30 seconds"),
+        ({"timeout_seconds": 0}, "30 seconds"),
+        ({"port": 0}, "port"),
+    ],
+    ids=[
+        "a plain-http URL is refused: the API server only calls HTTPS",
+        "a URL with a query is refused, as the API server does",
+        "a URL with user info is refused, as the API server does",
+        "a timeout above 30 s is refused",
+        "a timeout below 1 s is refused",
+        "port 0 is refused",
+    ],
+)
+def test_settings_the_api_server_would_reject_are_refused(
+    kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        WebhookSettings(**kwargs)
+
+
+def test_a_url_replaces_the_service_reference() -> None:
+    settings = WebhookSettings(url="https://hooks.example:8443/", ca_bundle="Q0E=")
+    [mutating] = configurations(settings, TABLE, ["a"])
+    config = mutating["webhooks"][0]["clientConfig"]
+    assert config == {"url": "https://hooks.example:8443/mutate", "caBundle": "Q0E="}
+
+
+def test_labels_are_set_on_both_configurations() -> None:
+    settings = WebhookSettings(labels={"team": "platform"})
+    objects = configurations(settings, TABLE, ["a", "c"])
+    assert [o["kind"] for o in objects] == [
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ]
+    assert all(
+        o["metadata"] == {"name": "placement-webhooks", "labels": {"team": "platform"}}
+        for o in objects
+    )
+
+
+# --------------------------------------------------------------------------- CEL
+
+
+def _request(
+    resource: str = "pods",
+    namespace: str = "default",
+    groups: tuple[str, ...] = ("system:authenticated",),
+    username: str = "alice",
+) -> dict[str, Any]:
+    group = {"deployments": "apps", "daemonsets": "apps"}.get(resource, "")
+    return {
+        "uid": "0b7e5b8c-1f0e-4c57-a7b8-3c3f7cf1b2a0",
+        "kind": {"group": group, "version": "v1", "kind": resource[:-1].title()},
+        "resource": {"group": group, "version": "v1", "resource": resource},
+        "requestKind": {"group": group, "version": "v1", "kind": resource[:-1].title()},
+        "requestResource": {"group": group, "version": "v1", "resource": resource},
+        "name": "x",
+        "namespace": namespace,
+        "operation": "CREATE",
+        "userInfo": {"username": username, "groups": list(groups)},
+        "dryRun": False,
+    }
+
+
+def _object(
+    annotations: dict[str, str] | None = None, labels: dict[str, str] | None = None
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "x"}
+    if annotations is not None:
+        meta["annotations"] = annotations
+    if labels is not None:
+        meta["labels"] = labels
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": []}}
+
+
+KUBELET = ("system:nodes", "system:authenticated")
+MIRROR = {"kubernetes.io/config.mirror": "d41d8cd98f00b204e9800998ecf8427e"}
+OWN = {"app.kubernetes.io/name": "placement-webhooks", "app.kubernetes.io/instance": "pw"}
+
+
+@pytest.mark.parametrize(
+    ("request_", "obj", "sent"),
+    [
+        (_request(), _object(), True),
+        (_request(), _object(annotations={"team": "a"}, labels={"app": "web"}), True),
+        (_request(), _object(annotations=MIRROR), False),
+        (_request(groups=KUBELET, username="system:node:n1"), _object(annotations=MIRROR), False),
+        (_request(resource="nodes", namespace="", groups=KUBELET), _object(), False),
+        (_request(resource="nodes", namespace="", username="admin"), _object(), True),
+        (_request(namespace="placement-webhooks"), _object(labels=OWN), False),
+        (
+            _request(resource="deployments", namespace="placement-webhooks"),
+            _object(labels=OWN),
+            False,
+        ),
+        (_request(namespace="shop"), _object(labels=OWN), True),
+        (_request(namespace="placement-webhooks"), _object(labels={"app": "other"}), True),
+        (_request(resource="daemonsets"), _object(annotations=MIRROR), True),
+    ],
+    ids=[
+        "an ordinary pod is sent",
+        "a pod with other annotations and labels is sent",
+        "a mirror pod is skipped: the kubelet owns it and it cannot change",
+        "a kubelet creating a mirror pod is skipped",
+        "a kubelet updating its Node is skipped, so nodes register while the suite is down",
+        "an administrator's Node change is sent",
+        "the suite's own pod is skipped",
+        "the suite's own Deployment is skipped",
+        "a pod that only borrows the suite's label elsewhere is sent",
+        "another pod in the suite's namespace passes the conditions (the selector excludes it)",
+        "the mirror annotation matters only on pods",
+    ],
+)
+def test_match_conditions_decide_what_the_api_server_sends(
+    request_: dict[str, Any], obj: dict[str, Any], sent: bool
+) -> None:
+    env = celpy.Environment()
+    activation = {"request": celpy.json_to_cel(request_), "object": celpy.json_to_cel(obj)}
+    results = [
+        bool(env.program(env.compile(c["expression"])).evaluate(activation))
+        for c in match_conditions(WebhookSettings())
+    ]
+    assert all(results) is sent
+
+
+def test_match_condition_names_are_unique_qualified_names() -> None:
+    names = [c["name"] for c in match_conditions(WebhookSettings())]
+    assert len(names) == len(set(names))
+    assert all(n.replace("-", "").isalnum() and n.islower() and len(n) <= 63 for n in names)
+
+
+# --------------------------------------------------------------------------- CLI rendering
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory: pytest.TempPathFactory) -> certs.CertPaths:
+    directory = tmp_path_factory.mktemp("deploy-ca")
+    return certs.generate(directory, hosts=certs.service_hosts("pw", "placement"))
+
+
+def _invoke(*args: str) -> Any:
+    return CliRunner().invoke(main, ["webhook-config", *args])
+
+
+def test_webhook_config_prints_applyable_yaml_with_the_ca_bundle(chain: certs.CertPaths) -> None:
+    result = _invoke("--namespace=placement", "--service=pw", f"--ca-file={chain.ca}")
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    docs = list(yaml.safe_load_all(result.stdout))
+    assert result.stdout.startswith("---\n")
+    bundle = base64.b64encode(chain.ca.read_bytes()).decode()
+    for doc in docs:
+        for hook in doc["webhooks"]:
+            assert hook["clientConfig"]["caBundle"] == bundle
+            assert hook["clientConfig"]["service"] == {
+                "name": "pw",
+                "namespace": "placement",
+                "path": "/" + hook["name"].split(".")[0],
+                "port": 443,
+            }
+
+
+def test_without_a_ca_file_the_bundle_is_left_out_and_that_is_said(chain: certs.CertPaths) -> None:
+    result = _invoke()
+    assert result.exit_code == 0
+    assert "caBundle left out" in result.stderr
+    for doc in yaml.safe_load_all(result.stdout):
+        assert all("caBundle" not in h["clientConfig"] for h in doc["webhooks"])
+
+
+def test_a_config_file_with_a_plugin_disabled_drops_its_rules(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "plugins:\n" + "".join(f"  {n}: {{enabled: false}}\n" for n in REGISTRY.names)
+    )
+    result = _invoke(f"--config={config}")
+    assert result.exit_code == 0, result.output
+    assert list(yaml.safe_load_all(result.stdout)) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--ca-file=/nonexistent/ca.crt"], "not found"),
+        (["--url=http://x.example"], "https"),
+        (["--inject"], "--inject needs --ca-file"),
+        (["--config=/nonexistent.yaml"], "cannot read config"),
+    ],
+    ids=[
+        "a missing CA file is named",
+        "a non-HTTPS URL is refused",
+        "--inject without a CA is refused",
+        "an unreadable config is named",
+    ],
+)
+def test_unusable_input_exits_2(args: list[str], message: str) -> None:
+    result = _invoke(*args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
+def test_a_serving_certificate_given_as_ca_is_warned_about(chain: certs.CertPaths) -> None:
+    result = _invoke(f"--ca-file={chain.cert}")
+    assert result.exit_code == 0
+    assert "holds no CA certificate" in result.stderr
+
+
+# --------------------------------------------------------------------------- --inject
+
+
+def _existing() -> dict[tuple[str, str], dict[str, Any]]:
+    """The configurations ``webhook-config`` would register, as Helm created them: no caBundle."""
+    settings = WebhookSettings(name="pw", namespace="placement", service="pw")
+    objects = configurations(settings, plugin_table(REGISTRY), list(REGISTRY.names))
+    plural = {
+        "MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration": "validatingwebhookconfigurations",
+    }
+    return {(plural[o["kind"]], "pw"): o for o in objects}
+
+
+def test_inject_writes_only_the_ca_bundle_with_server_side_apply(
+    chain: certs.CertPaths, tmp_path: Path
+) -> None:
+    objects = _existing()
+    assert objects
+    before = copy.deepcopy(objects)
+    with fake_api(objects) as api:
+        kubeconfig = api.kubeconfig(tmp_path)
+        args = ["--inject", "--name=pw", f"--ca-file={chain.ca}", f"--kubeconfig={kubeconfig}"]
+        result = _invoke(*args)
+        again = _invoke(*args)
+        stored = copy.deepcopy(api.objects)
+        requests = list(api.requests)
+
+    assert result.exit_code == 0, result.output
+    bundle = base64.b64encode(chain.ca.read_bytes()).decode()
+    patches = [r for r in requests if r.method == "PATCH"]
+    assert len(patches) == 2 * len(objects)
+    for patch in patches:
+        assert patch.headers["content-type"] == "application/apply-patch+yaml"
+        assert patch.headers["authorization"] == f"Bearer {TOKEN}"
+        assert patch.query["fieldManager"] == [FIELD_MANAGER]
+        assert patch.query["force"] == ["true"]
+        assert set(patch.body) == {"apiVersion", "kind", "metadata", "webhooks"}
+        assert patch.body["metadata"] == {"name": "pw"}
+        for hook in patch.body["webhooks"]:
+            assert hook == {"name": hook["name"], "clientConfig": {"caBundle": bundle}}
+    for key, obj in stored.items():
+        original = before[key]
+        assert [h["name"] for h in obj["webhooks"]] == [h["name"] for h in original["webhooks"]]
+        for hook, old in zip(obj["webhooks"], original["webhooks"], strict=True):
+            assert hook["clientConfig"]["caBundle"] == bundle
+            unchanged = {
+                k: v for k, v in hook.items() if k not in ("clientConfig", "objectSelector")
+            }
+            assert unchanged == {k: v for k, v in old.items() if k != "clientConfig"} | {
+                "rules": [dict(r, scope="*") for r in old["rules"]]
+            }
+    assert "MutatingWebhookConfiguration pw: caBundle updated" in result.stdout
+    assert again.exit_code == 0, again.output
+    assert "caBundle unchanged" in again.stdout
+    assert "updated" not in again.stdout
+
+
+def test_inject_into_a_missing_configuration_exits_1_with_the_servers_message(
+    chain: certs.CertPaths, tmp_path: Path
+) -> None:
+    with fake_api({}) as api:
+        result = _invoke(
+            "--inject",
+            "--name=pw",
+            f"--ca-file={chain.ca}",
+            f"--kubeconfig={api.kubeconfig(tmp_path)}",
+        )
+    assert result.exit_code == 1
+    assert (
+        'mutatingwebhookconfigurations.admissionregistration.k8s.io "pw" not found' in result.stderr
+    )
+    assert "HTTP 404" in result.stderr
+
+
+def test_inject_with_an_unreachable_api_server_exits_1(
+    chain: certs.CertPaths, tmp_path: Path
+) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    result = _invoke("--inject", f"--ca-file={chain.ca}", f"--kubeconfig={kubeconfig}")
+    assert result.exit_code == 1
+    assert "unreachable" in result.stderr
+
+
+def test_inject_with_an_unusable_kubeconfig_exits_1(chain: certs.CertPaths, tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\n")
+    result = _invoke("--inject", f"--ca-file={chain.ca}", f"--kubeconfig={kubeconfig}")
+    assert result.exit_code == 1
+    assert "no usable cluster credentials" in result.stderr
+
+
+def test_inject_watch_repairs_a_reset_bundle_and_follows_a_rotated_ca(
+    chain: certs.CertPaths, tmp_path: Path
+) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    ca_file = tmp_path / "ca.crt"
+    shutil.copy(chain.ca, ca_file)
+    rotated = certs.generate(tmp_path / "rotated", hosts=["pw.placement.svc"])
+    objects = _existing()
+    key = next(iter(objects))
+
+    def bundles(api: Any) -> set[str | None]:
+        with api.lock:
+            hooks = [h for obj in api.objects.values() for h in obj["webhooks"]]
+            return {h["clientConfig"].get("caBundle") for h in hooks}
+
+    def wait_for(predicate: Any, seconds: float = 15) -> bool:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if predicate():
+                return True
+            time.sleep(0.05)
+        return False
+
+    with fake_api(objects) as api:
+        cmd = [
+            sys.executable, "-m", "webhooks", "webhook-config", "--inject", "--name=pw",
+            f"--ca-file={ca_file}", f"--kubeconfig={api.kubeconfig(tmp_path)}", "--watch=0.2",
+        ]  # fmt: skip
+        process = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            text=True,
+        )
+        try:
+            first = base64.b64encode(chain.ca.read_bytes()).decode()
+            assert wait_for(lambda: bundles(api) == {first}), "first injection did not happen"
+            patches = sum(r.method == "PATCH" for r in api.requests)
+            assert wait_for(
+                lambda: sum(r.method == "GET" for r in api.requests) >= 3 * len(objects)
+            )
+            assert sum(r.method == "PATCH" for r in api.requests) == patches, (
+                "wrote without a change"
+            )
+
+            with api.lock:  # what a helm upgrade with a placeholder caBundle would do
+                for hook in api.objects[key]["webhooks"]:
+                    hook["clientConfig"].pop("caBundle", None)
+            assert wait_for(lambda: bundles(api) == {first}), "a reset caBundle was not repaired"
+
+            shutil.copy(rotated.ca, ca_file)
+            second = base64.b64encode(rotated.ca.read_bytes()).decode()
+            assert wait_for(lambda: bundles(api) == {second}), "a rotated CA was not injected"
+        finally:
+            process.send_signal(signal.SIGTERM)
+            try:
+                out, err = process.communicate(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                out, err = process.communicate(timeout=5)
+    assert process.returncode == 0, err
+    # First injection, the repair, the rotation: every write is reported.
+    assert out.count("caBundle updated") == 2 * len(objects) + 1

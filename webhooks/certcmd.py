@@ -1,0 +1,184 @@
+"""``placement-webhooks certs``: make a CA and serving certificate for a Service, and inspect them.
+
+Why in the CLI: users without Helm or cert-manager still need a chain whose SANs match the
+Service the API server dials, and "which names, which CA, when does it expire, does the key
+fit" should be one command, not four ``openssl`` invocations.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+import click
+
+if TYPE_CHECKING:
+    from cryptography import x509
+
+EXIT_PROBLEM = 1
+EXIT_USAGE = 2
+
+
+@click.group()
+def certs() -> None:
+    """Generate and inspect webhook TLS certificates."""
+
+
+@certs.command()
+@click.option("--service", required=True, help="Service name the API server dials.")
+@click.option("--namespace", required=True, help="Namespace of that Service.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    help="Directory to write ca.crt, tls.crt, tls.key [default: certs/SERVICE.NAMESPACE].",
+)
+@click.option("--ca-days", default=3650, show_default=True, type=click.IntRange(1, 36500))
+@click.option("--days", default=365, show_default=True, type=click.IntRange(1, 36500))
+@click.option(
+    "--key-type",
+    type=click.Choice(["ec", "rsa"]),
+    default="ec",
+    show_default=True,
+    help="ECDSA P-256 or RSA 2048.",
+)
+@click.option("--host", "extra_hosts", multiple=True, help="Extra SAN (name or IP); repeatable.")
+def generate(
+    service: str,
+    namespace: str,
+    out: str | None,
+    ca_days: int,
+    days: int,
+    key_type: str,
+    extra_hosts: tuple[str, ...],
+) -> None:
+    """Write a new CA and a serving certificate for SERVICE in NAMESPACE.
+
+    The certificate covers SERVICE, SERVICE.NAMESPACE, SERVICE.NAMESPACE.svc and
+    SERVICE.NAMESPACE.svc.cluster.local (plus any --host). tls.key is written mode 0600; the
+    CA key is not kept, so renewing means generating a new chain and a new caBundle.
+    """
+    from webhooks.certs import generate as make_chain
+    from webhooks.certs import inspect, service_hosts
+
+    directory = Path(out) if out else Path("certs") / f"{service}.{namespace}"
+    hosts = [*service_hosts(service, namespace), *extra_hosts]
+    try:
+        paths = make_chain(
+            directory,
+            hosts=hosts,
+            ca_days=ca_days,
+            days=days,
+            key_type="rsa" if key_type == "rsa" else "ec",
+        )
+    except (OSError, ValueError) as exc:
+        _fail(f"certs generate: {exc}")
+    leaf = inspect(paths.cert)[0]
+    click.echo(f"wrote {paths.ca}, {paths.cert} and {paths.key} (mode 0600)")
+    click.echo(f"SANs: {', '.join(leaf.sans)}")
+    click.echo(f"expires: {leaf.not_after.isoformat()}")
+    click.echo("next, for example:")
+    click.echo(
+        f"  kubectl -n {namespace} create secret generic {service}-tls "
+        f"--from-file={paths.ca} --from-file={paths.cert} --from-file={paths.key}"
+    )
+    click.echo(
+        f"  placement-webhooks webhook-config --namespace {namespace} --service {service} "
+        f"--ca-file {paths.ca}"
+    )
+
+
+@certs.command(name="inspect")
+@click.argument("paths", nargs=-1, type=click.Path())
+def inspect_command(paths: tuple[str, ...]) -> None:
+    """Print subjects, SANs and expiry of PEM certificates (files or cert directories).
+
+    A directory is read as a mounted Secret: ca.crt (when present) and tls.crt are shown,
+    and the command checks that tls.key belongs to tls.crt and that tls.crt was issued by
+    ca.crt. With no PATH, certs/ is inspected. Exit 1 when a certificate has expired or a
+    check fails, 2 when a file cannot be read.
+    """
+    from webhooks.certs import CertError, format_inspect, inspect, seconds_to_expiry
+
+    targets = [Path(p) for p in paths] or [Path("certs")]
+    now = dt.datetime.now(dt.UTC)
+    problems: list[str] = []
+    first = True
+    for target in targets:
+        files = _cert_files(target)
+        for file in files:
+            try:
+                infos = inspect(file)
+            except CertError as exc:
+                _fail(str(exc))
+            if not first:
+                click.echo()
+            first = False
+            click.echo(f"{file}:")
+            click.echo(format_inspect(infos, now=now))
+            problems += [
+                f"{file}: certificate {i} ({info.subject}) expired at {info.not_after.isoformat()}"
+                for i, info in enumerate(infos, start=1)
+                if seconds_to_expiry(info.not_after, now) <= 0
+            ]
+        if target.is_dir():
+            problems += _check_directory(target)
+    if problems:
+        click.echo()
+        for problem in problems:
+            click.echo(f"problem: {problem}")
+        sys.exit(EXIT_PROBLEM)
+
+
+def _cert_files(target: Path) -> list[Path]:
+    if not target.exists():
+        _fail(f"{target}: no such file or directory")
+    if not target.is_dir():
+        return [target]
+    files = [target / name for name in ("ca.crt", "tls.crt") if (target / name).is_file()]
+    if not files:
+        _fail(f"{target}: neither ca.crt nor tls.crt found")
+    return files
+
+
+def _check_directory(directory: Path) -> list[str]:
+    from cryptography import x509
+
+    from webhooks.certs import CertError, load_pair
+
+    cert, key, ca = directory / "tls.crt", directory / "tls.key", directory / "ca.crt"
+    problems: list[str] = []
+    if not cert.is_file():
+        return problems
+    if key.is_file():
+        try:
+            pair = load_pair(cert, key)
+        except CertError as exc:
+            return [str(exc)]
+        click.echo(f"{key}: {'matches' if pair.matches_key else 'DOES NOT MATCH'} {cert}")
+        if not pair.matches_key:
+            problems.append(f"{key} does not belong to {cert}")
+    if ca.is_file():
+        leaf = x509.load_pem_x509_certificates(cert.read_bytes())[0]
+        issuers = x509.load_pem_x509_certificates(ca.read_bytes())
+        issued = any(_issued_by(leaf, issuer) for issuer in issuers)
+        click.echo(f"{cert}: {'issued by' if issued else 'NOT issued by'} {ca}")
+        if not issued:
+            problems.append(f"{cert} was not issued by any certificate in {ca}")
+    return problems
+
+
+def _issued_by(leaf: x509.Certificate, issuer: x509.Certificate) -> bool:
+    from cryptography.exceptions import InvalidSignature
+
+    try:
+        leaf.verify_directly_issued_by(issuer)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"placement-webhooks: {message}", err=True)
+    sys.exit(EXIT_USAGE)

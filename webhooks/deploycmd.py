@@ -1,0 +1,253 @@
+"""``placement-webhooks webhook-config``: webhook configurations without Helm; caBundle injection.
+
+Why: not every cluster is managed with Helm, and a CA generated or rotated outside the chart
+(``certs generate``, a Secret from another tool) has to reach ``caBundle``. Rendering uses
+:mod:`webhooks.deploy`, the same rules and defaults as the chart.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import NoReturn
+
+import click
+import yaml
+
+from webhooks.deploy import (
+    DEFAULT_EXCLUDED_NAMESPACES,
+    Injected,
+    InjectError,
+    WebhookSettings,
+    api_client,
+    ca_bundle_of,
+    configurations,
+    inject_ca_bundle,
+    plugin_table,
+)
+
+EXIT_CLUSTER = 1
+EXIT_USAGE = 2
+
+POLICIES = click.Choice(["Ignore", "Fail"])
+
+
+@click.command(name="webhook-config")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    help="Config YAML: only enabled plugins are registered.",
+)
+@click.option(
+    "--name",
+    default="placement-webhooks",
+    show_default=True,
+    help="Name of both configurations and stem of the webhook names.",
+)
+@click.option(
+    "--namespace",
+    default="placement-webhooks",
+    show_default=True,
+    help="Namespace the suite runs in (never sent to it).",
+)
+@click.option(
+    "--service",
+    default="placement-webhooks",
+    show_default=True,
+    help="Service in front of the suite.",
+)
+@click.option("--port", default=443, show_default=True, type=click.IntRange(1, 65535))
+@click.option(
+    "--url",
+    default="",
+    help="https://HOST[:PORT] of a server outside the cluster "
+    "(replaces the Service reference; /mutate and /validate are appended).",
+)
+@click.option(
+    "--ca-file",
+    type=click.Path(dir_okay=False),
+    help="PEM CA that signed the serving certificate; becomes caBundle.",
+)
+@click.option(
+    "--per-plugin",
+    is_flag=True,
+    help="One webhook per plugin (/mutate/<plugin>) instead of one per phase.",
+)
+@click.option(
+    "--timeout", "timeout_seconds", default=5, show_default=True, type=click.IntRange(1, 30)
+)
+@click.option("--mutating-failure-policy", default="Ignore", show_default=True, type=POLICIES)
+@click.option("--validating-failure-policy", default="Fail", show_default=True, type=POLICIES)
+@click.option(
+    "--exclude-namespace",
+    multiple=True,
+    help="Another namespace never sent to the suite; repeatable. Its own namespace, "
+    f"{' and '.join(DEFAULT_EXCLUDED_NAMESPACES)} are always excluded.",
+)
+@click.option(
+    "--no-match-conditions",
+    is_flag=True,
+    help="Leave out the CEL conditions (mirror pods, kubelets, the suite itself).",
+)
+@click.option(
+    "--inject",
+    is_flag=True,
+    help="Write the --ca-file into the existing configurations (server-side apply, "
+    "field manager placement-webhooks) instead of printing YAML.",
+)
+@click.option(
+    "--watch",
+    "watch_seconds",
+    default=0.0,
+    type=click.FloatRange(min=0),
+    help="With --inject: keep running, and every SECONDS re-read --ca-file and re-inject "
+    "wherever a caBundle differs (after a helm upgrade or a CA rotation). 0: once.",
+)
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), help="For --inject.")
+@click.option("--context", "kube_context", help="Kubeconfig context, for --inject.")
+def webhook_config(
+    config_path: str | None,
+    name: str,
+    namespace: str,
+    service: str,
+    port: int,
+    url: str,
+    ca_file: str | None,
+    per_plugin: bool,
+    timeout_seconds: int,
+    mutating_failure_policy: str,
+    validating_failure_policy: str,
+    exclude_namespace: tuple[str, ...],
+    no_match_conditions: bool,
+    inject: bool,
+    watch_seconds: float,
+    kubeconfig: str | None,
+    kube_context: str | None,
+) -> None:
+    """Print the Mutating- and ValidatingWebhookConfiguration, or --inject a caBundle.
+
+    The defaults are the Helm chart's: one webhook per phase, failurePolicy Ignore for
+    mutating and Fail for validating, sideEffects None, timeout 5 s, reinvocation
+    IfNeeded, rules for exactly what the enabled plugins handle. Exit 1 when --inject
+    fails at the API server, 2 on unusable input.
+    """
+    from webhooks.configfile import read_config
+    from webhooks.core.config import ConfigError
+    from webhooks.plugins import REGISTRY
+
+    try:
+        config = read_config(config_path)
+    except ConfigError as exc:
+        _fail(f"config: {exc}", EXIT_USAGE)
+    ca_bundle = _read_ca(Path(ca_file)) if ca_file else ""
+    excluded = tuple(dict.fromkeys([*DEFAULT_EXCLUDED_NAMESPACES, *exclude_namespace]))
+    try:
+        settings = WebhookSettings(
+            name=name,
+            namespace=namespace,
+            service=service,
+            port=port,
+            url=url,
+            ca_bundle=ca_bundle,
+            per_plugin=per_plugin,
+            timeout_seconds=timeout_seconds,
+            mutating_failure_policy="Fail" if mutating_failure_policy == "Fail" else "Ignore",
+            validating_failure_policy="Ignore" if validating_failure_policy == "Ignore" else "Fail",
+            exclude_namespaces=excluded,
+            match_conditions=not no_match_conditions,
+        )
+    except ValueError as exc:
+        _fail(str(exc), EXIT_USAGE)
+    enabled = [p.name for p in REGISTRY if config.plugins[p.name].enabled]
+    objects = configurations(settings, plugin_table(REGISTRY), enabled)
+    if watch_seconds and not inject:
+        _fail("--watch needs --inject", EXIT_USAGE)
+    if inject:
+        if not ca_bundle:
+            _fail("--inject needs --ca-file", EXIT_USAGE)
+        targets = [(obj["kind"], obj["metadata"]["name"]) for obj in objects]
+        try:
+            api = api_client(kubeconfig, kube_context)
+            _report(inject_ca_bundle(api, ca_bundle, targets), quiet=False)
+        except InjectError as exc:
+            _fail(str(exc), EXIT_CLUSTER)
+        if watch_seconds > 0 and ca_file:
+            _watch(api, Path(ca_file), targets, watch_seconds)
+        return
+    if not ca_bundle:
+        click.echo(
+            "placement-webhooks: no --ca-file: caBundle left out (inject it with --inject "
+            "or cert-manager's CA injector)",
+            err=True,
+        )
+    sys.stdout.write(yaml.safe_dump_all(objects, sort_keys=False, explicit_start=True))
+
+
+def _report(results: list[Injected], *, quiet: bool) -> None:
+    for result in results:
+        if quiet and not result.changed:
+            continue
+        state = "updated" if result.changed else "unchanged"
+        count = len(result.webhooks)
+        click.echo(
+            f"{result.kind} {result.name}: caBundle {state} "
+            f"({count} webhook{'s' if count != 1 else ''})"
+        )
+
+
+def _watch(api: object, ca_file: Path, targets: list[tuple[str, str]], seconds: float) -> None:
+    """Re-inject whenever a caBundle drifts from the CA file, until SIGTERM or SIGINT.
+
+    Why polling: it also notices a changed CA file (a mounted Secret that cert-manager or
+    the chart rotated), and a GET per configuration every few seconds costs the API server
+    nothing; writes happen only when something differs. Errors are reported and retried.
+    """
+    from webhooks.certs import CertError, inspect
+
+    stopping = threading.Event()
+
+    def stop(_signum: int, _frame: FrameType | None) -> None:
+        stopping.set()  # finish the current round, then exit 0
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    click.echo(f"watching every {seconds:g}s; stop with SIGTERM", err=True)
+    while not stopping.wait(seconds):
+        try:
+            inspect(ca_file)  # a half-written file is skipped until it parses
+            bundle = ca_bundle_of(ca_file.read_bytes())
+            _report(inject_ca_bundle(api, bundle, targets, only_if_different=True), quiet=True)
+        except (CertError, OSError, InjectError) as exc:
+            click.echo(f"placement-webhooks: {exc} (retrying)", err=True)
+
+
+def _read_ca(path: Path) -> str:
+    from webhooks.certs import CertError, inspect, seconds_to_expiry
+
+    try:
+        infos = inspect(path)
+    except CertError as exc:
+        _fail(str(exc), EXIT_USAGE)
+    if not any(info.is_ca for info in infos):
+        click.echo(
+            f"placement-webhooks: warning: {path} holds no CA certificate; the API server "
+            "will trust it only if the server presents this very certificate",
+            err=True,
+        )
+    for info in infos:
+        if seconds_to_expiry(info.not_after) <= 0:
+            click.echo(
+                f"placement-webhooks: warning: {path}: {info.subject} expired at "
+                f"{info.not_after.isoformat()}",
+                err=True,
+            )
+    return ca_bundle_of(path.read_bytes())
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    click.echo(f"placement-webhooks: {message}", err=True)
+    sys.exit(code)
