@@ -26,7 +26,7 @@ typecheck: $(STAMP)
 
 # Debian packages the tests use: openssl (certificate chains are checked with `openssl verify`).
 system-deps:
-	@command -v openssl >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq openssl; }
+	@command -v openssl >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq openssl; }
 
 unit: $(STAMP) system-deps
 	$(BIN)/pytest
