@@ -17,9 +17,12 @@ from webhooks.core.result import Outcome
 from webhooks.core.review import AdmissionRequest, ReviewError, parse_review, response_bytes
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Reply:
-    """What to send back: HTTP status, body, content type; plus the decision for logs."""
+    """What to send back: HTTP status, body, content type; plus the decision for logs.
+
+    Not frozen for the same reason as :class:`~webhooks.core.result.Outcome`: one per review.
+    """
 
     status: int
     body: bytes

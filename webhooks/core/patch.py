@@ -9,6 +9,7 @@ pod-update validation see only the additions.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,6 +32,13 @@ def escape(token: PathPart) -> str:
 
 def pointer(path: Sequence[PathPart]) -> str:
     """Render a path tuple as a JSON Pointer."""
+    return _pointer(tuple(path)) if len(path) <= 8 else "".join("/" + escape(p) for p in path)
+
+
+@functools.lru_cache(maxsize=4096)
+def _pointer(path: tuple[PathPart, ...]) -> str:
+    # Plugins write the same few paths on every review; rendering them once is measurably
+    # cheaper on the request path. Long, user-shaped paths bypass the cache.
     return "".join("/" + escape(part) for part in path)
 
 

@@ -51,13 +51,15 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
     tolerations = tolerations_of(spec) if isinstance(spec, dict) else []
     if tolerations is None:
         return UNCHANGED
-    missing = [
-        (toleration, text)
-        for key, toleration, text in _defaults(
-            settings.not_ready_seconds, settings.unreachable_seconds
-        )
-        if not any(isinstance(t, dict) and covers_no_execute(t, key) for t in tolerations)
-    ]
+    missing = []
+    for key, toleration, text in _defaults(
+        settings.not_ready_seconds, settings.unreachable_seconds
+    ):
+        for t in tolerations:
+            if isinstance(t, dict) and covers_no_execute(t, key):
+                break
+        else:
+            missing.append((toleration, text))
     if not missing:
         return UNCHANGED
     editor = Editor(pod)
