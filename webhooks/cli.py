@@ -20,6 +20,7 @@ from webhooks.core.config import ConfigError
 from webhooks.core.plugin import PHASES
 from webhooks.core.review import ReviewError, parse_review, response_dict
 from webhooks.offline.commands import check, mutate
+from webhooks.offline.explain_command import explain
 from webhooks.plugins import REGISTRY
 
 USAGE_ERROR = 2
@@ -46,6 +47,7 @@ def main() -> None:
 
 main.add_command(check)
 main.add_command(mutate)
+main.add_command(explain)
 
 
 @main.command()
