@@ -592,10 +592,18 @@ class Placement:
 
     @property
     def closest(self) -> Fit | None:
-        """The node with the fewest unmet requirements, when no node fits (first on a tie)."""
+        """The node with the fewest unmet requirements, when no node fits.
+
+        On a tie, the node with fewer resource shortfalls wins, then the first listed. Why:
+        a missing toleration or label is fixed in the manifest, while a node without the
+        GPUs or memory asked for cannot be made to fit by editing the pod.
+        """
         if not self.fits or self.nodes:
             return None
-        return min(self.fits, key=lambda f: len(f.unmet))
+        return min(
+            self.fits,
+            key=lambda f: (len(f.unmet), sum(u.rule == "resources" for u in f.unmet)),
+        )
 
 
 def place(pod: PodView, nodes: Sequence[Node]) -> Placement:
