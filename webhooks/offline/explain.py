@@ -140,7 +140,7 @@ class Taint:
     source: str = ""
 
     def as_dict(self) -> dict[str, str]:
-        """The taint as the API writes it, for toleration matching."""
+        """The taint as the API writes it; why: scheduler matching reads plain dicts."""
         return {"key": self.key, "value": self.value, "effect": self.effect}
 
     def __str__(self) -> str:
@@ -164,12 +164,17 @@ class Node:
 
     @property
     def control_plane(self) -> bool:
-        """Whether the node carries a control-plane role label (shown, never special-cased)."""
+        """Whether the node has a control-plane role label; shown only, since upstream counts
+        such nodes in zone health like any other."""
         return any(label in self.labels for label in CONTROL_PLANE_LABELS)
 
     @property
     def controller_taint(self) -> Taint:
-        """The NoExecute taint the node lifecycle controller gives this node when not Ready."""
+        """The NoExecute taint the controller gives this node when not Ready.
+
+        Why two keys: Ready False means not-ready, Ready Unknown means unreachable, and pods
+        tolerate the two separately.
+        """
         key = NOT_READY if self.ready == "False" else UNREACHABLE
         return Taint(key, "", NO_EXECUTE, f"node lifecycle controller: Ready is {self.ready}")
 
@@ -313,18 +318,18 @@ class PodView:
 
     @property
     def tolerations(self) -> list[Mapping[str, Any]]:
-        """The pod's tolerations that can be read (anything else tolerates nothing)."""
+        """The pod's tolerations that can be read; why: a malformed entry tolerates nothing."""
         raw = self.spec.get("tolerations")
         return [t for t in raw if isinstance(t, Mapping)] if isinstance(raw, list) else []
 
     @property
     def node_name(self) -> str:
-        """``spec.nodeName``: when set, the scheduler is bypassed and only that node counts."""
+        """``spec.nodeName`` or ``""``; why: when set, the scheduler is bypassed for that node."""
         value = self.spec.get("nodeName")
         return value if isinstance(value, str) else ""
 
     def was_added(self, toleration: Mapping[str, Any]) -> bool:
-        """Whether admission added ``toleration`` (the manifest did not have it)."""
+        """Whether admission added ``toleration``; why: the report credits the chain for it."""
         return _toleration_key(toleration) in self.added
 
 
@@ -422,7 +427,10 @@ _BINARY = (("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10))
 
 
 def show_quantity(name: str, amount: Decimal) -> str:
-    """A quantity as people write it: ``500m`` CPU, ``32Gi`` memory, ``2`` GPUs."""
+    """A quantity as people write it: ``500m`` CPU, ``32Gi`` memory, ``2`` GPUs.
+
+    Why not the exact decimal: ``34359738368`` bytes is not how anyone sizes a node.
+    """
     if name == "cpu" and amount != amount.to_integral_value():
         return f"{amount * 1000:f}".rstrip("0").rstrip(".") + "m"
     if name in ("memory", "ephemeral-storage") or name.startswith("hugepages-"):
@@ -518,7 +526,7 @@ class Fit:
 
     @property
     def fits(self) -> bool:
-        """No requirement is unmet."""
+        """No requirement is unmet; why a property: the unmet list is the single truth."""
         return not self.unmet
 
 
@@ -587,7 +595,7 @@ class Placement:
 
     @property
     def nodes(self) -> list[str]:
-        """Names of the nodes the pod fits."""
+        """Names of the nodes the pod fits, in inventory order; why: the report leads with it."""
         return [f.node for f in self.fits if f.fits]
 
     @property
@@ -607,7 +615,10 @@ class Placement:
 
 
 def place(pod: PodView, nodes: Sequence[Node]) -> Placement:
-    """Check ``pod`` against every node, in inventory order."""
+    """Check ``pod`` against every node, in inventory order.
+
+    Why inventory order: ties for the closest node go to the first listed, predictably.
+    """
     return Placement(pod, tuple(fit(pod, node) for node in nodes))
 
 
@@ -635,7 +646,7 @@ class Zone:
 
     @property
     def stopped(self) -> bool:
-        """Whether not-Ready nodes here are never tainted (evictions stop)."""
+        """Whether evictions stop here (rate 0); why: that is what the report must warn about."""
         return self.rate <= 0
 
 

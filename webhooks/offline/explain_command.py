@@ -215,6 +215,7 @@ def explain(
     namespace: str | None,
     stdin_name: str,
 ) -> None:
+    """Load, admit, place, simulate, render; the help text is :data:`HELP`."""
     if STDIN in node_paths and STDIN in paths:
         fail("--nodes - and PATH - cannot both read stdin")
     stdin = sys.stdin.buffer.read() if STDIN in node_paths else None

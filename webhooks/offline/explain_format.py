@@ -46,7 +46,10 @@ def _zone_name(name: str) -> str:
 
 
 def no_execute_text(verdict: NoExecuteVerdict) -> str:
-    """What a NoExecute verdict means for a running pod, as one sentence."""
+    """What a NoExecute verdict means for a running pod, as one sentence.
+
+    Why for running pods: NoExecute acts on pods already there, unlike NoSchedule.
+    """
     if verdict.outcome == "at-once":
         return f"NoExecute: a running pod is evicted at once ({verdict.reason})"
     if verdict.outcome == "after":
@@ -174,7 +177,10 @@ def _simulation_text(sim: Simulation) -> Iterator[str]:
 
 
 def text(explanation: Explanation) -> str:
-    """The human report: nodes, then each pod's placement, then the failure simulation."""
+    """The human report: nodes, then each pod's placement, then the failure simulation.
+
+    Why that order: each part reads with what comes before it in mind.
+    """
     nodes = explanation.nodes
     zones = {n.zone for n in nodes}
     out = [f"Nodes: {len(nodes)} in {len(zones)} zone{'s' if len(zones) != 1 else ''}"]
@@ -296,7 +302,10 @@ def _simulation(sim: Simulation) -> dict[str, Any]:
 
 
 def json(explanation: Explanation) -> str:
-    """Every node for every pod, and the whole simulation, as one JSON document."""
+    """Every node for every pod, and the whole simulation, as one JSON document.
+
+    Why no grouping here: scripts look nodes up by name and must not parse sentences.
+    """
     data = {
         "nodes": [_node(n) for n in explanation.nodes],
         "pods": [_placement(p) for p in explanation.placements],
