@@ -22,6 +22,7 @@ from webhooks.core.plugin import PHASES
 from webhooks.core.review import ReviewError, parse_review, response_dict
 from webhooks.deploycmd import webhook_config
 from webhooks.offline.commands import check, mutate
+from webhooks.offline.explain_command import explain
 from webhooks.plugins import REGISTRY
 
 USAGE_ERROR = 2
@@ -50,6 +51,7 @@ main.add_command(check)
 main.add_command(mutate)
 main.add_command(certs)
 main.add_command(webhook_config)
+main.add_command(explain)
 
 
 @main.command()

@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 
 from webhooks.k8s.affinity import (
+    EMPTY_TERM,
+    affinity_failures,
     and_requirement,
     describe_expression,
     expression_matches,
@@ -14,7 +16,9 @@ from webhooks.k8s.affinity import (
     node_matches,
     parse_int64,
     required_terms,
+    selector_failures,
     term_conflict,
+    term_failures,
     term_has,
     term_matches,
     with_requirement,
@@ -451,3 +455,78 @@ def test_malformed_required_affinity_shapes() -> None:
     assert required_terms(junk_required) == []
     assert not node_matches({}, junk_required)
     assert and_requirement({"nodeSelectorTerms": "x"}, "k", "v") == {"nodeSelectorTerms": "x"}
+
+
+FAILURES: list[tuple[str, Any, dict[str, str], str, list[str]]] = [
+    ("a matching term has no failure", term(ex("a", "In", "1")), {"a": "1"}, "", []),
+    (
+        "every failing expression of a term is named",
+        term(ex("a", "In", "1"), ex("b", "Exists"), ex("c", "DoesNotExist")),
+        {"a": "2", "c": "x"},
+        "",
+        [
+            "a In [1]: the node has a=2",
+            "b Exists: the node has no label b",
+            "c DoesNotExist: the node has c=x",
+        ],
+    ),
+    (
+        "Gt says when the node's label is no integer",
+        term(ex("cores", "Gt", "4")),
+        {"cores": "lots"},
+        "",
+        ["cores Gt 4: the node's cores=lots is not an integer"],
+    ),
+    ("an empty term says it matches nothing", {}, {}, "", [EMPTY_TERM]),
+    (
+        "a malformed expression voids the term, and only that is said",
+        term(ex("a", "Exists"), ex("b", "In")),
+        {},
+        "",
+        ["b In is not a valid requirement, so the whole term matches no node"],
+    ),
+    (
+        "matchFields names the node",
+        term(fields=[ex("metadata.name", "In", "n1")]),
+        {},
+        "n2",
+        ["matchFields metadata.name In [n1]: the node is named n2"],
+    ),
+    (
+        "matchFields on another field says it is no node field",
+        term(fields=[ex("spec.unschedulable", "In", "true")]),
+        {},
+        "n2",
+        ["matchFields spec.unschedulable In [true]: spec.unschedulable is not a node field"],
+    ),
+    (
+        "a malformed matchFields entry is named",
+        term(fields=[ex("metadata.name", "Exists")]),
+        {},
+        "n1",
+        ["matchFields metadata.name Exists is not valid (In or NotIn with one value)"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("t", "labels", "name", "want"), [c[1:] for c in FAILURES], ids=[c[0] for c in FAILURES]
+)
+def test_term_failures_name_each_unmet_requirement(
+    t: Any, labels: dict[str, str], name: str, want: list[str]
+) -> None:
+    assert term_failures(t, labels, name) == want
+
+
+def test_selector_failures_name_every_missing_pair() -> None:
+    spec = {"nodeSelector": {"disk": "ssd", "arch": "arm64", "os": "linux"}}
+    assert selector_failures({"disk": "hdd", "os": "linux"}, spec) == [
+        "nodeSelector disk=ssd: the node has disk=hdd",
+        "nodeSelector arch=arm64: the node has no label arch",
+    ]
+
+
+def test_affinity_failures_are_per_term_and_none_without_required_affinity() -> None:
+    assert affinity_failures({}, {}) is None
+    spec = spec_with(term(ex("a", "Exists")), term(ex("b", "Exists")))
+    assert affinity_failures({"b": "1"}, spec) == [["a Exists: the node has no label a"], []]

@@ -125,6 +125,14 @@ def test_the_daemonset_template_is_mutated_and_its_pods_are_built_from_the_store
     assert "example.com/nic:NoSchedule (Exists)" in " ".join(by_target["pod"].summaries)
 
 
+def test_the_engine_keeps_each_object_as_stored_for_explain() -> None:
+    checked = _one(_run(DAEMONSET, fakes.admission()))
+    keys = [t["key"] for t in checked.stored["pod"]["spec"]["tolerations"]]
+    assert "node.kubernetes.io/unreachable" in keys and "example.com/nic" in keys
+    template = checked.stored["object"]["spec"]["template"]["spec"]
+    assert "example.com/nic" not in [t["key"] for t in template["tolerations"]]
+
+
 def test_the_expanded_daemonset_pod_carries_a_controller_owner_reference() -> None:
     seen: list[dict[str, Any]] = []
 

@@ -136,21 +136,73 @@ def is_empty_term(term: Any) -> bool:
     return not term.get("matchExpressions") and not term.get("matchFields")
 
 
-def _fields_match(fields: list[Any], node_name: str) -> bool:
+def _field_failures(fields: list[Any], node_name: str) -> list[str]:
     selectors: list[tuple[str, str, str]] = []
     for expr in fields:
-        if not isinstance(expr, Mapping):
-            return False
-        operator, values, key = expr.get("operator"), _values(expr), expr.get("key")
-        if operator not in (IN, NOT_IN) or values is None or len(values) != 1:
-            return False
-        selectors.append((key if isinstance(key, str) else "", operator, values[0]))
+        values = _values(expr) if isinstance(expr, Mapping) else None
+        if (
+            not isinstance(expr, Mapping)
+            or expr.get("operator") not in (IN, NOT_IN)
+            or values is None
+            or len(values) != 1
+        ):
+            return [f"matchFields {_shown(expr)} is not valid (In or NotIn with one value)"]
+        key = expr.get("key")
+        selectors.append((key if isinstance(key, str) else "", str(expr["operator"]), values[0]))
     if not node_name:
-        return True  # upstream only applies field selectors when the node has fields
+        return []  # upstream only applies field selectors when the node has fields
     known = {NODE_NAME_FIELD: node_name}
-    return all(
-        (known.get(key, "") == value) == (operator == IN) for key, operator, value in selectors
+    return [
+        f"matchFields {key} {operator} [{value}]: "
+        + (f"the node is named {node_name}" if key in known else f"{key} is not a node field")
+        for key, operator, value in selectors
+        if (known.get(key, "") == value) != (operator == IN)
+    ]
+
+
+def _shown(expr: Any) -> str:
+    return describe_expression(expr) if isinstance(expr, Mapping) else repr(expr)
+
+
+def _why_not(expr: Expression, labels: Mapping[str, str]) -> str:
+    key = expr["key"]
+    if key not in labels:
+        return f"the node has no label {key}"
+    if expr["operator"] in (GT, LT) and parse_int64(labels[key]) is None:
+        return f"the node's {key}={labels[key]} is not an integer"
+    return f"the node has {key}={labels[key]}"
+
+
+#: Why an empty term fails, as :func:`term_failures` says it.
+EMPTY_TERM = "the term is empty, and an empty term matches no node"
+
+
+def term_failures(term: Any, labels: Mapping[str, str], node_name: str = "") -> list[str]:
+    """Why one nodeSelectorTerm does not match a node: one reason per unmet requirement.
+
+    Empty when the term matches. Why reasons and not a yes/no: ``explain`` must say which
+    expression failed; :func:`term_matches` is defined by this function, so they never
+    disagree. A term with a malformed expression reports only that: upstream records a
+    parse error for the whole term and skips it, whatever the node's labels.
+    """
+    if is_empty_term(term) or not isinstance(term, Mapping):
+        return [EMPTY_TERM]
+    expressions, fields = _list(term, "matchExpressions"), _list(term, "matchFields")
+    if expressions is None or fields is None:
+        return ["the term cannot be read: matchExpressions and matchFields must be lists"]
+    invalid = [e for e in expressions if not (isinstance(e, Mapping) and expression_is_valid(e))]
+    if invalid:
+        return [
+            f"{_shown(e)} is not a valid requirement, so the whole term matches no node"
+            for e in invalid
+        ]
+    failures = _field_failures(fields, node_name)
+    failures.extend(
+        f"{describe_expression(e)}: {_why_not(e, labels)}"
+        for e in expressions
+        if not expression_matches(e, labels)
     )
+    return failures
 
 
 def term_matches(term: Any, labels: Mapping[str, str], node_name: str = "") -> bool:
@@ -159,16 +211,7 @@ def term_matches(term: Any, labels: Mapping[str, str], node_name: str = "") -> b
     Why a term with one malformed expression matches nothing: upstream records a parse error
     for the whole term and skips it.
     """
-    if is_empty_term(term) or not isinstance(term, Mapping):
-        return False
-    expressions, fields = _list(term, "matchExpressions"), _list(term, "matchFields")
-    if expressions is None or fields is None:
-        return False
-    if not all(isinstance(e, Mapping) and expression_is_valid(e) for e in expressions):
-        return False
-    if not _fields_match(fields, node_name):
-        return False
-    return all(expression_matches(e, labels) for e in expressions)
+    return not term_failures(term, labels, node_name)
 
 
 def required_terms(spec: Mapping[str, Any]) -> list[Any] | None:
@@ -207,6 +250,40 @@ def node_matches(
     if terms is None:
         return True
     return any(term_matches(t, node_labels, node_name) for t in terms)
+
+
+def selector_failures(node_labels: Mapping[str, str], pod_spec: Mapping[str, Any]) -> list[str]:
+    """The pod's nodeSelector pairs a node does not carry, each with what the node has.
+
+    Why one reason per pair: an operator fixing a label needs to know every missing one.
+    """
+    selector = pod_spec.get("nodeSelector")
+    if not isinstance(selector, Mapping):
+        return []
+    return [
+        f"nodeSelector {key}={value}: "
+        + (
+            f"the node has {key}={node_labels[key]}"
+            if key in node_labels
+            else f"the node has no label {key}"
+        )
+        for key, value in selector.items()
+        if node_labels.get(key) != value
+    ]
+
+
+def affinity_failures(
+    node_labels: Mapping[str, str], pod_spec: Mapping[str, Any], node_name: str = ""
+) -> list[list[str]] | None:
+    """Per required nodeSelectorTerm, why it does not match (``[]`` for a term that does).
+
+    ``None`` when the pod has no required node affinity. Why per term: terms are ORed, so
+    the node fits when any list is empty, and the shortest list is what is closest to fit.
+    """
+    terms = required_terms(pod_spec)
+    if terms is None:
+        return None
+    return [term_failures(t, node_labels, node_name) for t in terms]
 
 
 def term_conflict(term: Any, key: str, value: str) -> tuple[int, Expression] | None:

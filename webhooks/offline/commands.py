@@ -30,7 +30,8 @@ from webhooks.plugins import REGISTRY
 USAGE_ERROR = 2
 
 
-def _fail(message: str) -> NoReturn:
+def fail(message: str) -> NoReturn:
+    """Print ``message`` on stderr and exit 2; the offline commands share one usage error."""
     click.echo(f"placement-webhooks: {message}", err=True)
     sys.exit(USAGE_ERROR)
 
@@ -44,7 +45,7 @@ class Run:
     report: Report
 
 
-def _prepare(
+def prepare(
     paths: Sequence[str],
     config_path: str | None,
     objects: Sequence[str],
@@ -52,16 +53,20 @@ def _prepare(
     stdin_name: str,
     schema: SchemaCheck | None = None,
 ) -> Run:
+    """Read the config, the cluster objects and every input into an :class:`Engine` run.
+
+    Why shared: ``check``, ``mutate`` and ``explain`` must admit manifests identically.
+    """
     if not paths:
-        _fail("no input: give files, directories, or - for stdin")
+        fail("no input: give files, directories, or - for stdin")
     try:
         config = read_config(config_path)
     except ConfigError as exc:
-        _fail(f"config: {exc}")
+        fail(f"config: {exc}")
     try:
         cluster = read_objects(objects)
     except ObjectsError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     stdin = sys.stdin.buffer.read() if STDIN in paths else None
     sources, problems = read(paths, stdin, stdin_name)
     documents: list[Document] = []
@@ -88,12 +93,12 @@ def _outputs(specs: Sequence[str]) -> list[tuple[str, str | None]]:
         name, sep, target = spec.partition("=")
         if name not in formats.FORMATS:
             known = ", ".join(formats.FORMATS)
-            _fail(f"--output {spec}: unknown format {name!r} (known: {known})")
+            fail(f"--output {spec}: unknown format {name!r} (known: {known})")
         if sep and not target:
-            _fail(f"--output {spec}: missing file name after '='")
+            fail(f"--output {spec}: missing file name after '='")
         outputs.append((name, None if not sep or target == "-" else target))
     if sum(target is None for _, target in outputs) > 1:
-        _fail("--output: at most one format can go to stdout; give the others a file (FORMAT=FILE)")
+        fail("--output: at most one format can go to stdout; give the others a file (FORMAT=FILE)")
     return outputs
 
 
@@ -104,27 +109,27 @@ def _color(mode: str) -> bool:
 
 
 _input = click.argument("paths", nargs=-1, metavar="PATH... | -")
-_config = click.option(
+config_option = click.option(
     "--config", "config_path", type=click.Path(dir_okay=False), help="Config YAML."
 )
-_objects = click.option(
+objects_option = click.option(
     "--objects",
     multiple=True,
     help="Cluster objects (RuntimeClass, Namespace) as YAML/JSON; repeatable.",
 )
-_namespace = click.option(
+namespace_option = click.option(
     "-n", "--namespace", help="Namespace for objects that name none [default: default]."
 )
-_stdin_name = click.option(
+stdin_name_option = click.option(
     "--stdin-name", default=STDIN_NAME, show_default=True, help="File name to report for stdin."
 )
 
 
 @click.command()
 @_input
-@_config
-@_objects
-@_namespace
+@config_option
+@objects_option
+@namespace_option
 @click.option(
     "-o",
     "--output",
@@ -157,7 +162,7 @@ _stdin_name = click.option(
     show_default=True,
     help="Colour text output (auto: only on a terminal, and not under NO_COLOR).",
 )
-@_stdin_name
+@stdin_name_option
 def check(
     paths: tuple[str, ...],
     config_path: str | None,
@@ -178,7 +183,7 @@ def check(
     """
     targets = _outputs(outputs)
     if kubernetes_version and not use_schema:
-        _fail("--kubernetes-version needs --schema")
+        fail("--kubernetes-version needs --schema")
     schema: SchemaCheck | None = None
     if use_schema:
         from webhooks.offline.schema import KubernetesSchema, SchemaUnavailable
@@ -186,8 +191,8 @@ def check(
         try:
             schema = KubernetesSchema(kubernetes_version)
         except SchemaUnavailable as exc:
-            _fail(str(exc))
-    run = _prepare(paths, config_path, objects, namespace, stdin_name, schema)
+            fail(str(exc))
+    run = prepare(paths, config_path, objects, namespace, stdin_name, schema)
     report = run.engine.run(run.documents, run.report)
     for problem in report.problems:
         click.echo(str(problem), err=True)
@@ -206,7 +211,7 @@ def check(
             try:
                 Path(target).write_text(rendered, encoding="utf-8")
             except OSError as exc:
-                _fail(f"{target}: cannot write: {exc.strerror}")
+                fail(f"{target}: cannot write: {exc.strerror}")
     sys.exit(report.exit_code(fail_on_mutation))
 
 
@@ -216,10 +221,10 @@ def _dumper() -> Any:
 
 @click.command()
 @_input
-@_config
-@_objects
-@_namespace
-@_stdin_name
+@config_option
+@objects_option
+@namespace_option
+@stdin_name_option
 def mutate(
     paths: tuple[str, ...],
     config_path: str | None,
@@ -235,7 +240,7 @@ def mutate(
     printed when an input cannot be read (exit 2), so a pipe into `kubectl apply` never
     applies half a stream.
     """
-    run = _prepare(paths, config_path, objects, namespace, stdin_name)
+    run = prepare(paths, config_path, objects, namespace, stdin_name)
     engine, report = run.engine, run.report
     if report.problems:
         for problem in report.problems:

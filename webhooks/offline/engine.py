@@ -84,6 +84,8 @@ class Checked:
     findings: list[Finding] = _field(default_factory=list)
     admitted: bool = True
     patches: dict[Role, JsonPatch] = _field(default_factory=dict)
+    #: The object as admission would store it, per request (``explain`` reads the Pod).
+    stored: dict[Role, dict[str, Any]] = _field(default_factory=dict)
 
     @property
     def subject(self) -> str:
@@ -317,7 +319,8 @@ class Engine:
         """Run the chain for one request; record findings; return the object as stored."""
         request = target.request
         if request.group_resource not in self._handled:
-            return request.object or {}
+            checked.stored[target.role] = request.object or {}
+            return checked.stored[target.role]
         admission = self.admission
         outcome = admission.decide(request, PHASES)
         if outcome.violations:
@@ -361,7 +364,8 @@ class Engine:
                         patch=list(again.patch),
                     )
                 )
-        return stored if stored is not None else request.object or {}
+        checked.stored[target.role] = stored if stored is not None else request.object or {}
+        return checked.stored[target.role]
 
     def _violations(
         self, checked: Checked, target: Target, violations: Sequence[Violation]
