@@ -259,7 +259,7 @@ def test_a_watch_ended_by_the_server_resumes_without_a_relist(
     fake.put(runtime_class("later"))
     eventually(lambda: cached(cluster, "runtimeclasses", "later"), "the event after re-watching")
     assert fake.count("list", "runtimeclasses") == 1
-    watches = [q for k, p, _, q, _ in fake.requests if k == "watch" and p == "runtimeclasses"]
+    watches = fake.queries("watch", "runtimeclasses")
     assert int(watches[-1]["resourceVersion"]) >= int(watches[0]["resourceVersion"])
 
 
