@@ -14,8 +14,6 @@ import json
 import os
 import shlex
 import shutil
-import signal
-import ssl
 import subprocess
 import sys
 import time
@@ -24,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.serving import free_port
+from tests.e2e.serving import Server, free_port, launch, stop
 from webhooks import certs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -226,16 +224,8 @@ def test_the_wheel_in_a_fresh_virtualenv_runs_the_images_command(tmp_path: Path)
         "TMPDIR": str(scratch),
     }
     log = tmp_path / "server.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            command,
-            cwd=workdir,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    ctx = ssl.create_default_context(cafile=str(secret / certs.CA_FILE))
+    process = launch(command, cwd=workdir, env=env, log=log)
+    server = Server(process, port, secret / certs.CA_FILE, log)
     try:
         statuses: dict[str, int] = {}
         deadline = time.monotonic() + 30
@@ -243,22 +233,11 @@ def test_the_wheel_in_a_fresh_virtualenv_runs_the_images_command(tmp_path: Path)
             assert process.poll() is None, log.read_text(errors="replace")
             for path in ("/healthz", "/readyz"):
                 with contextlib.suppress(OSError, http.client.HTTPException):
-                    conn = http.client.HTTPSConnection("localhost", port, context=ctx, timeout=5)
-                    try:
-                        conn.request("GET", path)
-                        statuses[path] = conn.getresponse().status
-                    finally:
-                        conn.close()
+                    statuses[path] = server.request("GET", path)[0]
             time.sleep(0.2)
         assert statuses == {"/healthz": 200, "/readyz": 200}, log.read_text(errors="replace")
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=5)
+        stop(process, grace=20)
     assert list(workdir.iterdir()) == [], "the server wrote into its working directory"
     assert list(scratch.iterdir()) == [], "the server left files in TMPDIR"
     assert str(venv) in (venv / "bin" / entrypoint).read_text().splitlines()[0]
