@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
-import os
 import shlex
 import shutil
 import subprocess
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.certfiles import SecretVolume
 from tests.e2e.serving import Server, free_port, launch, stop
 from webhooks import certs
 
@@ -163,11 +163,8 @@ def _run(cmd: list[str], cwd: Path, timeout: float) -> None:
 
 def _secret_dir(root: Path) -> Path:
     """A Kubernetes Secret volume layout (``..data`` symlinks) with a fresh chain."""
-    root.mkdir()
-    certs.generate(root / "..2026_01_01", hosts=certs.DEV_HOSTS)
-    os.symlink("..2026_01_01", root / "..data")
-    for name in (certs.CA_FILE, certs.CERT_FILE, certs.KEY_FILE):
-        os.symlink(f"..data/{name}", root / name)
+    volume = SecretVolume(root)
+    volume.publish(certs.generate(root.parent / "chain", hosts=certs.DEV_HOSTS).ca.parent)
     return root
 
 
