@@ -20,6 +20,7 @@ from webhooks import certs
 from webhooks.cli import main
 from webhooks.deploy import (
     FIELD_MANAGER,
+    PLURALS,
     WebhookSettings,
     configurations,
     match_conditions,
@@ -321,11 +322,7 @@ def _existing() -> dict[tuple[str, str], dict[str, Any]]:
     """The configurations ``webhook-config`` would register, as Helm created them: no caBundle."""
     settings = WebhookSettings(name="pw", namespace="placement", service="pw")
     objects = configurations(settings, plugin_table(REGISTRY), list(REGISTRY.names))
-    plural = {
-        "MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
-        "ValidatingWebhookConfiguration": "validatingwebhookconfigurations",
-    }
-    return {(plural[o["kind"]], "pw"): o for o in objects}
+    return {(PLURALS[o["kind"]], "pw"): o for o in objects}
 
 
 def test_inject_writes_only_the_ca_bundle_with_server_side_apply(
