@@ -13,26 +13,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 import yaml
 
-from webhooks.cluster import ObjectsError, read_objects
-from webhooks.configfile import read_config
+from webhooks.clicommon import (
+    USAGE_ERROR,
+    config_option,
+    fail,
+    load_config,
+    load_objects,
+    objects_option,
+)
 from webhooks.core.admission import Admission
-from webhooks.core.config import ConfigError
 from webhooks.offline import formats
 from webhooks.offline.engine import Engine, Report, SchemaCheck, context_cluster
 from webhooks.offline.sources import STDIN, STDIN_NAME, Document, read, split
 from webhooks.plugins import REGISTRY
-
-USAGE_ERROR = 2
-
-
-def _fail(message: str) -> NoReturn:
-    click.echo(f"placement-webhooks: {message}", err=True)
-    sys.exit(USAGE_ERROR)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,15 +51,9 @@ def _prepare(
     schema: SchemaCheck | None = None,
 ) -> Run:
     if not paths:
-        _fail("no input: give files, directories, or - for stdin")
-    try:
-        config = read_config(config_path)
-    except ConfigError as exc:
-        _fail(f"config: {exc}")
-    try:
-        cluster = read_objects(objects)
-    except ObjectsError as exc:
-        _fail(str(exc))
+        fail("no input: give files, directories, or - for stdin")
+    config = load_config(config_path)
+    cluster = load_objects(objects)
     stdin = sys.stdin.buffer.read() if STDIN in paths else None
     sources, problems = read(paths, stdin, stdin_name)
     documents: list[Document] = []
@@ -88,12 +80,12 @@ def _outputs(specs: Sequence[str]) -> list[tuple[str, str | None]]:
         name, sep, target = spec.partition("=")
         if name not in formats.FORMATS:
             known = ", ".join(formats.FORMATS)
-            _fail(f"--output {spec}: unknown format {name!r} (known: {known})")
+            fail(f"--output {spec}: unknown format {name!r} (known: {known})")
         if sep and not target:
-            _fail(f"--output {spec}: missing file name after '='")
+            fail(f"--output {spec}: missing file name after '='")
         outputs.append((name, None if not sep or target == "-" else target))
     if sum(target is None for _, target in outputs) > 1:
-        _fail("--output: at most one format can go to stdout; give the others a file (FORMAT=FILE)")
+        fail("--output: at most one format can go to stdout; give the others a file (FORMAT=FILE)")
     return outputs
 
 
@@ -104,14 +96,6 @@ def _color(mode: str) -> bool:
 
 
 _input = click.argument("paths", nargs=-1, metavar="PATH... | -")
-_config = click.option(
-    "--config", "config_path", type=click.Path(dir_okay=False), help="Config YAML."
-)
-_objects = click.option(
-    "--objects",
-    multiple=True,
-    help="Cluster objects (RuntimeClass, Namespace) as YAML/JSON; repeatable.",
-)
 _namespace = click.option(
     "-n", "--namespace", help="Namespace for objects that name none [default: default]."
 )
@@ -122,8 +106,8 @@ _stdin_name = click.option(
 
 @click.command()
 @_input
-@_config
-@_objects
+@config_option()
+@objects_option
 @_namespace
 @click.option(
     "-o",
@@ -178,7 +162,7 @@ def check(
     """
     targets = _outputs(outputs)
     if kubernetes_version and not use_schema:
-        _fail("--kubernetes-version needs --schema")
+        fail("--kubernetes-version needs --schema")
     schema: SchemaCheck | None = None
     if use_schema:
         from webhooks.offline.schema import KubernetesSchema, SchemaUnavailable
@@ -186,7 +170,7 @@ def check(
         try:
             schema = KubernetesSchema(kubernetes_version)
         except SchemaUnavailable as exc:
-            _fail(str(exc))
+            fail(str(exc))
     run = _prepare(paths, config_path, objects, namespace, stdin_name, schema)
     report = run.engine.run(run.documents, run.report)
     for problem in report.problems:
@@ -206,7 +190,7 @@ def check(
             try:
                 Path(target).write_text(rendered, encoding="utf-8")
             except OSError as exc:
-                _fail(f"{target}: cannot write: {exc.strerror}")
+                fail(f"{target}: cannot write: {exc.strerror}")
     sys.exit(report.exit_code(fail_on_mutation))
 
 
@@ -216,8 +200,8 @@ def _dumper() -> Any:
 
 @click.command()
 @_input
-@_config
-@_objects
+@config_option()
+@objects_option
 @_namespace
 @_stdin_name
 def mutate(
