@@ -146,9 +146,9 @@ def _cert_files(target: Path) -> list[Path]:
 def _check_directory(directory: Path) -> list[str]:
     from cryptography import x509
 
-    from webhooks.certs import CertError, load_pair
+    from webhooks.certs import CA_FILE, CERT_FILE, KEY_FILE, CertError, load_pair
 
-    cert, key, ca = directory / "tls.crt", directory / "tls.key", directory / "ca.crt"
+    cert, key, ca = directory / CERT_FILE, directory / KEY_FILE, directory / CA_FILE
     problems: list[str] = []
     if not cert.is_file():
         return problems

@@ -82,7 +82,7 @@ def serve(
     With no --cert-dir a development CA and certificate are generated into certs/ when
     missing; a --cert-dir must already hold tls.crt and tls.key (a mounted Secret).
     """
-    from webhooks.certs import ensure_dev_certs
+    from webhooks.certs import CERT_FILE, KEY_FILE, ensure_dev_certs
     from webhooks.server.runner import ServeOptions, WebhookServer
     from webhooks.server.wsgi import build_app
 
@@ -93,7 +93,7 @@ def serve(
         ensure_dev_certs(directory)
     else:
         directory = Path(cert_dir)
-        missing = [n for n in ("tls.crt", "tls.key") if not (directory / n).is_file()]
+        missing = [n for n in (CERT_FILE, KEY_FILE) if not (directory / n).is_file()]
         if missing:
             fail(f"--cert-dir {directory}: missing {', '.join(missing)}")
     if client_ca and not Path(client_ca).is_file():
