@@ -173,7 +173,7 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: tests read :attr:`FakeApiServer.requests` instead."""
 
-    def _accept(self, body: Any) -> tuple[str, str | None, str | None, dict[str, str]] | None:
+    def _accept(self, body: Any) -> tuple[str, str, str | None, dict[str, str]] | None:
         """Record the request; ``None`` when it has been answered (stalled or refused)."""
         fake = self.server.fake
         url = urlsplit(self.path)
@@ -206,7 +206,6 @@ class _Handler(BaseHTTPRequestHandler):
             return
         kind, plural, name, query = accepted
         fake = self.server.fake
-        assert plural is not None
         if kind == "get":
             self._json(*fake.get(plural, name or ""))
         elif kind == "watch":
@@ -222,7 +221,6 @@ class _Handler(BaseHTTPRequestHandler):
         if accepted is None:
             return
         _, plural, name, query = accepted
-        assert plural is not None
         if self.headers.get("Content-Type") != "application/apply-patch+yaml":
             self._json(415, status(415, "UnsupportedMediaType", "unsupported patch type"))
         elif not query.get("fieldManager"):
