@@ -83,24 +83,9 @@ def parse_wrk(out: str) -> Run:
     return Run(rps, p50, p99, errors)
 
 
-def _ready(port: int, ca: Path, deadline: float) -> bool:
-    ctx = ssl.create_default_context(cafile=str(ca))
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        try:
-            conn = http.client.HTTPSConnection("localhost", port, context=ctx, timeout=2)
-            conn.request("GET", "/healthz")
-            if conn.getresponse().status == 200:
-                return True
-        except (OSError, http.client.HTTPException):
-            time.sleep(0.02)
-    return False
-
-
-def start(kind: str, certs: Path) -> tuple[subprocess.Popen[bytes], int]:
-    """Start one app under gunicorn; returns the process and its port."""
-    port = _free_port()
-    proc = subprocess.Popen(
+def _spawn(kind: str, port: int, certs: Path) -> subprocess.Popen[bytes]:
+    """``python -m bench.serve KIND`` on ``port``, in a session of its own for :func:`stop`."""
+    return subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -115,7 +100,40 @@ def start(kind: str, certs: Path) -> tuple[subprocess.Popen[bytes], int]:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    if not _ready(port, certs / "ca.crt", 30):
+
+
+def _first_200(
+    port: int,
+    ca: Path,
+    until: float,
+    request: tuple[str, str, bytes | None] = ("GET", "/healthz", None),
+    pause: float = 0.02,
+) -> float | None:
+    """When (``time.monotonic()``) ``request`` over TLS first answered 200; ``None`` at ``until``.
+
+    Why here and not shared with the tests: bench must not import tests, and a polling
+    client has no place in the shipped package; ``pause`` is short because the boot figure
+    is measured with it.
+    """
+    ctx = ssl.create_default_context(cafile=str(ca))
+    method, path, body = request
+    headers = {"Content-Type": "application/json"} if body is not None else {}
+    while time.monotonic() < until:
+        try:
+            conn = http.client.HTTPSConnection("localhost", port, context=ctx, timeout=2)
+            conn.request(method, path, body=body, headers=headers)
+            if conn.getresponse().status == 200:
+                return time.monotonic()
+        except (OSError, http.client.HTTPException):
+            time.sleep(pause)
+    return None
+
+
+def start(kind: str, certs: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """Start one app under gunicorn; returns the process and its port."""
+    port = _free_port()
+    proc = _spawn(kind, port, certs)
+    if _first_200(port, certs / "ca.crt", time.monotonic() + 30) is None:
         stop(proc)
         raise SystemExit(f"{kind} server did not start")
     return proc, port
@@ -146,35 +164,11 @@ def boot_to_first_200(certs: Path, body: Path) -> float:
     """Seconds from process start to the first 200 answer on /mutate."""
     port = _free_port()
     started = time.monotonic()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "bench.serve",
-            "real",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--cert-dir",
-            str(certs),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    ctx = ssl.create_default_context(cafile=str(certs / "ca.crt"))
-    data = body.read_bytes()
+    proc = _spawn("real", port, certs)
     try:
-        while time.monotonic() - started < 30:
-            try:
-                conn = http.client.HTTPSConnection("localhost", port, context=ctx, timeout=2)
-                conn.request(
-                    "POST", "/mutate", body=data, headers={"Content-Type": "application/json"}
-                )
-                if conn.getresponse().status == 200:
-                    return time.monotonic() - started
-            except (OSError, http.client.HTTPException):
-                time.sleep(0.005)
-        return float("nan")
+        request = ("POST", "/mutate", body.read_bytes())
+        answered = _first_200(port, certs / "ca.crt", started + 30, request, pause=0.005)
+        return float("nan") if answered is None else answered - started
     finally:
         stop(proc)
 

@@ -1,12 +1,19 @@
 """A small fake Kubernetes API server on 127.0.0.1 that speaks the API's real JSON shapes.
 
-It serves RuntimeClasses (``node.k8s.io/v1``) and Namespaces (``v1``): paginated lists with
+Why one fake: the cluster source and ``webhook-config --inject`` both go through the real
+``kubernetes`` client (kubeconfig loading, bearer token, content types, query parameters),
+and the only way to see what they put on the wire is to be the server.
+
+It serves RuntimeClasses (``node.k8s.io/v1``), Namespaces (``v1``) and the two webhook
+configurations (``admissionregistration.k8s.io/v1``): paginated lists with
 ``metadata.resourceVersion``, chunked newline-delimited watch streams from a resourceVersion
-(with BOOKMARK events and a 410 ``ERROR`` event for a compacted version), GETs, and ``Status``
-objects for errors. Faults are switches: lists or GETs answering 500, every request stalling
-(accepted, never answered), bodies stalling after the headers, watches going silent or
-failing with an ``ERROR`` event; :meth:`FakeApiServer.stop` drops every open
-connection and :meth:`FakeApiServer.start` brings the server back on the same port.
+(with BOOKMARK events and a 410 ``ERROR`` event for a compacted version), GETs, ``Status``
+objects for errors and 401 for any token but :data:`TOKEN`. A PATCH is a server-side apply
+of the one field a client may send (``webhooks[name=...].clientConfig.caBundle``); anything
+else in it is recorded and makes the test fail. Faults are switches: lists or GETs answering
+500, every request stalling (accepted, never answered), bodies stalling after the headers,
+watches going silent or failing with an ``ERROR`` event; :meth:`FakeApiServer.stop` drops
+every open connection and :meth:`FakeApiServer.start` brings the server back on the same port.
 """
 
 from __future__ import annotations
@@ -19,10 +26,14 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qs, urlsplit
 
-#: URL prefix → (plural, group, apiVersion, kind) for the two collections served.
+import yaml
+
+ADMISSION = "admissionregistration.k8s.io"
+
+#: URL prefix → (plural, group, apiVersion, kind) for the collections served.
 COLLECTIONS = {
     "/apis/node.k8s.io/v1/runtimeclasses": (
         "runtimeclasses",
@@ -31,8 +42,23 @@ COLLECTIONS = {
         "RuntimeClass",
     ),
     "/api/v1/namespaces": ("namespaces", "", "v1", "Namespace"),
+    f"/apis/{ADMISSION}/v1/mutatingwebhookconfigurations": (
+        "mutatingwebhookconfigurations",
+        ADMISSION,
+        f"{ADMISSION}/v1",
+        "MutatingWebhookConfiguration",
+    ),
+    f"/apis/{ADMISSION}/v1/validatingwebhookconfigurations": (
+        "validatingwebhookconfigurations",
+        ADMISSION,
+        f"{ADMISSION}/v1",
+        "ValidatingWebhookConfiguration",
+    ),
 }
 KINDS = {kind: plural for plural, _, _, kind in COLLECTIONS.values()}
+
+#: The bearer token every kubeconfig written here carries; any other is refused with 401.
+TOKEN = "fake-token"
 
 
 def runtime_class(name: str, handler: str = "runc", **extra: Any) -> dict[str, Any]:
@@ -76,6 +102,42 @@ def status(code: int, reason: str, message: str, **details: Any) -> dict[str, An
     return body
 
 
+def write_kubeconfig(path: Path, server: str, token: str = TOKEN) -> Path:
+    """Write a kubeconfig for ``server`` with a bearer token; returns ``path``.
+
+    Why a function of its own: a test of an unreachable API server needs a kubeconfig that
+    names a port nothing listens on, with no fake behind it.
+    """
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "fake", "cluster": {"server": server}}],
+                "users": [{"name": "tester", "user": {"token": token}}],
+                "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "tester"}}],
+                "current-context": "fake",
+            }
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+class Request(NamedTuple):
+    """One request the fake received; ``auth`` (the Authorization header) comes last."""
+
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    body: Any
+    kind: str
+    plural: str | None
+    name: str | None
+    auth: str
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
@@ -111,30 +173,61 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: tests read :attr:`FakeApiServer.requests` instead."""
 
-    def do_GET(self) -> None:
+    def _accept(self, body: Any) -> tuple[str, str, str | None, dict[str, str]] | None:
+        """Record the request; ``None`` when it has been answered (stalled or refused)."""
         fake = self.server.fake
         url = urlsplit(self.path)
-        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        query = parse_qs(url.query)
+        flat = {k: v[-1] for k, v in query.items()}
         kind, plural, name = fake.route(url.path)
-        if kind == "list" and query.get("watch") in ("1", "true"):
+        if self.command == "PATCH":
+            kind = "patch"
+        elif kind == "list" and flat.get("watch") in ("1", "true"):
             kind = "watch"
-        fake.record(kind, plural, name, query, self.headers.get("Authorization", ""))
+        auth = self.headers.get("Authorization", "")
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        fake.record(Request(self.command, url.path, query, headers, body, kind, plural, name, auth))
         if fake.stall.is_set():
             fake.released.wait()  # accepted, never answered, until the server stops
             self.close_connection = True
-            return
+            return None
+        if auth != f"Bearer {TOKEN}":
+            self._json(401, status(401, "Unauthorized", "Unauthorized"))
+            return None
         if plural is None:
-            self._json(
-                404, status(404, "NotFound", "the server could not find the requested resource")
-            )
-        elif kind == "get":
-            code, body = fake.get(plural, name or "")
-            self._json(code, body)
+            message = "the server could not find the requested resource"
+            self._json(404, status(404, "NotFound", message))
+            return None
+        return kind, plural, name, flat
+
+    def do_GET(self) -> None:
+        accepted = self._accept(None)
+        if accepted is None:
+            return
+        kind, plural, name, query = accepted
+        fake = self.server.fake
+        if kind == "get":
+            self._json(*fake.get(plural, name or ""))
         elif kind == "watch":
             self._watch(plural, query)
         else:
-            code, body = fake.list(plural, query)
-            self._json(code, body)
+            self._json(*fake.list(plural, query))
+
+    def do_PATCH(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        body = yaml.safe_load(raw) if raw else None
+        accepted = self._accept(body)
+        if accepted is None:
+            return
+        _, plural, name, query = accepted
+        if self.headers.get("Content-Type") != "application/apply-patch+yaml":
+            self._json(415, status(415, "UnsupportedMediaType", "unsupported patch type"))
+        elif not query.get("fieldManager"):
+            message = "fieldManager is required for apply requests"
+            self._json(422, status(422, "Invalid", message))
+        else:
+            self._json(*self.server.fake.apply(plural, name or "", body))
 
     def _json(self, code: int, body: dict[str, Any]) -> None:
         fake = self.server.fake
@@ -175,15 +268,19 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class FakeApiServer:
-    """The fake API server; thread-safe; start with :meth:`start`, always :meth:`stop`."""
+    """The fake API server; thread-safe; start with :meth:`start`, always :meth:`stop`.
+
+    :attr:`objects` maps (plural, name) to the stored object; hold :attr:`lock` to read or
+    change it from a test.
+    """
 
     def __init__(self) -> None:
-        self.cond = threading.Condition()
+        self.lock = threading.Condition()
         self.rv = 1
-        self.objects: dict[str, dict[str, dict[str, Any]]] = {p: {} for p in KINDS.values()}
+        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
         self.history: dict[str, list[tuple[int, dict[str, Any]]]] = {p: [] for p in KINDS.values()}
         self.compacted: dict[str, int] = dict.fromkeys(KINDS.values(), 0)
-        self.requests: list[tuple[str, str | None, str | None, dict[str, str], str]] = []
+        self.requests: list[Request] = []
         self.fail_lists: set[str] = set()
         self.fail_gets: set[str] = set()
         self.stall = threading.Event()
@@ -221,8 +318,8 @@ class FakeApiServer:
             return
         self.running = False
         self.released.set()
-        with self.cond:
-            self.cond.notify_all()
+        with self.lock:
+            self.lock.notify_all()
         self._server.shutdown()
         self._server.drop_connections()
         self._server.server_close()
@@ -230,23 +327,20 @@ class FakeApiServer:
             self._thread.join(5)
         self._server = None
 
-    def kubeconfig(self, path: Path, token: str = "fake-token") -> Path:
-        """Write a kubeconfig pointing at this server with a bearer token; returns ``path``."""
-        path.write_text(
-            json.dumps(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Config",
-                    "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
-                    "users": [{"name": "tester", "user": {"token": token}}],
-                    "contexts": [
-                        {"name": "fake", "context": {"cluster": "fake", "user": "tester"}}
-                    ],
-                    "current-context": "fake",
-                }
-            ),
-            encoding="utf-8",
-        )
+    def kubeconfig(self, path: Path) -> Path:
+        """Write a kubeconfig pointing at this server with :data:`TOKEN`; returns ``path``."""
+        return write_kubeconfig(path, self.url)
+
+    def cluster_config(self, directory: Path, **settings: Any) -> Path:
+        """Write ``config.yaml`` whose ``cluster`` section reads this server; returns its path.
+
+        Why: the server finds the API through its config file, so every test of that path
+        writes a kubeconfig (next to it, in ``directory``) and a config naming it.
+        """
+        kubeconfig = self.kubeconfig(directory / "kubeconfig")
+        cluster = {"source": "kubeconfig", "kubeconfig": str(kubeconfig), **settings}
+        path = directory / "config.yaml"
+        path.write_text(json.dumps({"cluster": cluster}), encoding="utf-8")  # JSON is YAML
         return path
 
     # -- changing the cluster --------------------------------------------------------------
@@ -259,32 +353,34 @@ class FakeApiServer:
         """
         plural = KINDS[obj["kind"]]
         name = obj["metadata"]["name"]
-        with self.cond:
+        with self.lock:
             self.rv += 1
             stored = json.loads(json.dumps(obj))
             stored["metadata"]["resourceVersion"] = str(self.rv)
             stored["metadata"].setdefault("uid", f"uid-{plural}-{name}")
-            kind = "MODIFIED" if name in self.objects[plural] else "ADDED"
-            self.objects[plural][name] = stored
+            if (plural, name) not in self.objects:
+                _created(stored)
+            kind = "MODIFIED" if (plural, name) in self.objects else "ADDED"
+            self.objects[plural, name] = stored
             if announce:
                 self.history[plural].append((self.rv, {"type": kind, "object": stored}))
-            self.cond.notify_all()
+            self.lock.notify_all()
         return stored
 
     def delete(self, plural: str, name: str) -> None:
         """Delete an object and announce it to watchers."""
-        with self.cond:
-            obj = self.objects[plural].pop(name)
+        with self.lock:
+            obj = self.objects.pop((plural, name))
             self.rv += 1
             gone = json.loads(json.dumps(obj))
             gone["metadata"]["resourceVersion"] = str(self.rv)
             self.history[plural].append((self.rv, {"type": "DELETED", "object": gone}))
-            self.cond.notify_all()
+            self.lock.notify_all()
 
     def bookmark(self, plural: str) -> str:
         """Send a BOOKMARK at a new resourceVersion to watchers that allow them."""
         _, _, api_version, kind = next(c for c in COLLECTIONS.values() if c[0] == plural)
-        with self.cond:
+        with self.lock:
             self.rv += 1
             obj = {
                 "kind": kind,
@@ -292,16 +388,16 @@ class FakeApiServer:
                 "metadata": {"resourceVersion": str(self.rv)},
             }
             self.history[plural].append((self.rv, {"type": "BOOKMARK", "object": obj}))
-            self.cond.notify_all()
+            self.lock.notify_all()
             return str(self.rv)
 
     def compact(self, plural: str) -> None:
         """Forget history: watches from an older resourceVersion now get 410 Gone."""
-        with self.cond:
+        with self.lock:
             self.rv += 1
             self.compacted[plural] = self.rv
             self.history[plural] = []
-            self.cond.notify_all()
+            self.lock.notify_all()
 
     # -- serving ---------------------------------------------------------------------------
 
@@ -314,16 +410,23 @@ class FakeApiServer:
                 return "get", plural, path[len(prefix) + 1 :]
         return "get", None, None
 
-    def record(
-        self, kind: str, plural: str | None, name: str | None, query: dict[str, str], auth: str
-    ) -> None:
-        with self.cond:
-            self.requests.append((kind, plural, name, query, auth))
+    def record(self, request: Request) -> None:
+        with self.lock:
+            self.requests.append(request)
 
     def count(self, kind: str, plural: str) -> int:
-        """How many ``kind`` (list, watch, get) requests ``plural`` received."""
-        with self.cond:
-            return sum(1 for k, p, *_ in self.requests if k == kind and p == plural)
+        """How many ``kind`` (list, watch, get, patch) requests ``plural`` received."""
+        with self.lock:
+            return sum(1 for r in self.requests if r.kind == kind and r.plural == plural)
+
+    def queries(self, kind: str, plural: str) -> list[dict[str, str]]:
+        """The query parameters (last value of each) of every ``kind`` request on ``plural``."""
+        with self.lock:
+            return [
+                {k: v[-1] for k, v in r.query.items()}
+                for r in self.requests
+                if r.kind == kind and r.plural == plural
+            ]
 
     def get(self, plural: str, name: str) -> tuple[int, dict[str, Any]]:
         group = next(c[1] for c in COLLECTIONS.values() if c[0] == plural)
@@ -335,8 +438,8 @@ class FakeApiServer:
                 "Internal error occurred: etcdserver: request timed out",
                 causes=[{"message": "etcdserver: request timed out"}],
             )
-        with self.cond:
-            obj = self.objects[plural].get(name)
+        with self.lock:
+            obj = self.objects.get((plural, name))
         if obj is None:
             return 404, status(
                 404,
@@ -348,12 +451,31 @@ class FakeApiServer:
             )
         return 200, obj
 
+    def apply(self, plural: str, name: str, patch: Any) -> tuple[int, dict[str, Any]]:
+        """Server-side apply of ``webhooks[name=...].clientConfig.caBundle``, and nothing else.
+
+        An unchanged object keeps its resourceVersion, as with the real server.
+        """
+        with self.lock:
+            code, current = self.get(plural, name)
+            if code != 200:
+                return code, current
+            updated = json.loads(json.dumps(current))
+            hooks = {h["name"]: h for h in updated.get("webhooks", [])}
+            for applied in patch.get("webhooks", []):
+                hook = hooks.get(applied["name"])
+                if hook is None:
+                    message = f"webhooks[name={applied['name']}]: required fields missing"
+                    return 422, status(422, "Invalid", message)
+                hook["clientConfig"]["caBundle"] = applied["clientConfig"]["caBundle"]
+            return 200, self.put(updated) if updated != current else current
+
     def list(self, plural: str, query: dict[str, str]) -> tuple[int, dict[str, Any]]:
         _, _, api_version, kind = next(c for c in COLLECTIONS.values() if c[0] == plural)
         if plural in self.fail_lists:
             return 500, status(500, "InternalError", "Internal error occurred: list unavailable")
-        with self.cond:
-            items = [self.objects[plural][n] for n in sorted(self.objects[plural])]
+        with self.lock:
+            items = [obj for (p, _), obj in sorted(self.objects.items()) if p == plural]
             rv = self.rv
         start = int(query.get("continue") or 0)
         limit = int(query.get("limit") or 0) or len(items) or 1
@@ -380,13 +502,13 @@ class FakeApiServer:
         if self.watch_error is not None:
             yield {"type": "ERROR", "object": self.watch_error}
             return
-        with self.cond:
+        with self.lock:
             if after < self.compacted[plural]:
                 message = f"too old resource version: {after} ({self.compacted[plural]})"
                 yield {"type": "ERROR", "object": status(410, "Expired", message)}
                 return
         while self.running:
-            with self.cond:
+            with self.lock:
                 ready = [
                     event
                     for rv, event in self.history[plural]
@@ -396,8 +518,51 @@ class FakeApiServer:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0 and not self.silent_watches:
                         return
-                    self.cond.wait(min(max(remaining, 0.05), 0.2))
+                    self.lock.wait(min(max(remaining, 0.05), 0.2))
                     continue
             for event in ready:
                 after = int(event["object"]["metadata"]["resourceVersion"])
                 yield event
+
+
+def _created(obj: dict[str, Any]) -> None:
+    """Fill in what the API server adds to a webhook configuration it creates.
+
+    That is its defaults (each webhook's ``objectSelector``, each rule's ``scope``) and the
+    metadata of an object Helm created (``managedFields`` included), so a client that reads
+    them and writes them back is caught.
+    """
+    if "webhooks" not in obj:
+        return
+    meta = obj["metadata"]
+    meta.setdefault("creationTimestamp", "2026-01-01T00:00:00Z")
+    meta.setdefault("generation", 1)
+    meta.setdefault(
+        "managedFields",
+        [
+            {
+                "manager": "helm",
+                "operation": "Update",
+                "apiVersion": obj["apiVersion"],
+                "time": meta["creationTimestamp"],
+                "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:webhooks": {}},
+            }
+        ],
+    )
+    for hook in obj["webhooks"]:
+        hook.setdefault("objectSelector", {})
+        for rule in hook.get("rules", []):
+            rule.setdefault("scope", "*")
+
+
+@contextlib.contextmanager
+def running(*objects: dict[str, Any]) -> Iterator[FakeApiServer]:
+    """A started fake holding ``objects``, stopped when the block ends however it ends."""
+    fake = FakeApiServer().start()
+    try:
+        for obj in objects:
+            fake.put(obj)
+        yield fake
+    finally:
+        fake.stop()

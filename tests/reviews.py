@@ -8,19 +8,14 @@ from typing import Any
 
 import jsonpatch
 
+from webhooks.core.plugin import RESOURCE_KINDS
 from webhooks.core.review import AdmissionRequest, parse_review
+from webhooks.deploy import GROUP_VERSIONS
 
+#: kind → (group, version, resource): every kind a plugin may handle, in the version its
+#: webhook is registered for (the version the API server then sends), and two it never does.
 RESOURCES: dict[str, tuple[str, str, str]] = {
-    "Pod": ("", "v1", "pods"),
-    "Node": ("", "v1", "nodes"),
-    "PodTemplate": ("", "v1", "podtemplates"),
-    "ReplicationController": ("", "v1", "replicationcontrollers"),
-    "Deployment": ("apps", "v1", "deployments"),
-    "ReplicaSet": ("apps", "v1", "replicasets"),
-    "StatefulSet": ("apps", "v1", "statefulsets"),
-    "DaemonSet": ("apps", "v1", "daemonsets"),
-    "Job": ("batch", "v1", "jobs"),
-    "CronJob": ("batch", "v1", "cronjobs"),
+    **{kind: (g, GROUP_VERSIONS[g], r) for (g, r), kind in RESOURCE_KINDS.items()},
     "Namespace": ("", "v1", "namespaces"),
     "ConfigMap": ("", "v1", "configmaps"),
 }

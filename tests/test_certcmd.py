@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import shutil
 import stat
 import subprocess
@@ -11,17 +10,17 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.x509.oid import NameOID
 
+from tests.certfiles import write_expired_pair
 from webhooks import certs
 from webhooks.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 SANS = ["pw", "pw.placement", "pw.placement.svc", "pw.placement.svc.cluster.local"]
 OPENSSL = shutil.which("openssl")
+GENERATE = ["certs", "generate", "--service", "pw", "--namespace", "placement"]
 
 
 def _openssl(*args: str) -> subprocess.CompletedProcess[str]:
@@ -31,17 +30,7 @@ def _openssl(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_generate_as_a_new_user_gives_a_chain_openssl_accepts(tmp_path: Path) -> None:
     run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "webhooks",
-            "certs",
-            "generate",
-            "--service",
-            "pw",
-            "--namespace",
-            "placement",
-        ],
+        [sys.executable, "-m", "webhooks", *GENERATE],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -76,20 +65,7 @@ def test_generate_as_a_new_user_gives_a_chain_openssl_accepts(tmp_path: Path) ->
 def test_generate_options(
     tmp_path: Path, args: list[str], key_class: type, days: int, ca_days: int
 ) -> None:
-    result = CliRunner().invoke(
-        main,
-        [
-            "certs",
-            "generate",
-            "--service",
-            "pw",
-            "--namespace",
-            "placement",
-            "--out",
-            str(tmp_path),
-            *args,
-        ],
-    )
+    result = CliRunner().invoke(main, [*GENERATE, "--out", str(tmp_path), *args])
     assert result.exit_code == 0, result.output
     key = serialization.load_pem_private_key((tmp_path / "tls.key").read_bytes(), password=None)
     assert isinstance(key, key_class)
@@ -157,31 +133,6 @@ def test_inspect_a_single_file(chain: Path) -> None:
     assert "matches" not in result.stdout
 
 
-def _expired(directory: Path) -> None:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "old")])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(1)
-        .not_valid_before(now - dt.timedelta(days=30))
-        .not_valid_after(now - dt.timedelta(days=2))
-        .sign(key, hashes.SHA256())
-    )
-    directory.mkdir()
-    (directory / "tls.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (directory / "tls.key").write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-
-
 @pytest.mark.parametrize(
     ("breakage", "problem"),
     [
@@ -206,7 +157,7 @@ def test_inspect_reports_problems_and_exits_1(
         shutil.copy(other.ca, chain / "ca.crt")
     else:
         target = tmp_path / "expired"
-        _expired(target)
+        write_expired_pair(target)
     result = CliRunner().invoke(main, ["certs", "inspect", str(target)])
     assert result.exit_code == 1, result.output
     assert "problem: " in result.stdout and problem in result.stdout

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.fakeapi import FakeApiServer, namespace, runtime_class, status
+from tests.waiting import eventually
 from webhooks.cluster import (
     ApiCluster,
     ClusterError,
@@ -41,27 +42,6 @@ FAST = Timing(
 )
 
 OpenApi = Callable[..., ApiCluster]
-
-
-def eventually(predicate: Callable[[], Any], what: str, limit: float = 10.0) -> Any:
-    """Poll ``predicate`` until it is truthy; fail naming ``what`` after ``limit`` seconds."""
-    deadline = time.monotonic() + limit
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for: {what}")
-        time.sleep(0.01)
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeApiServer]:
-    server = FakeApiServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
@@ -259,7 +239,7 @@ def test_a_watch_ended_by_the_server_resumes_without_a_relist(
     fake.put(runtime_class("later"))
     eventually(lambda: cached(cluster, "runtimeclasses", "later"), "the event after re-watching")
     assert fake.count("list", "runtimeclasses") == 1
-    watches = [q for k, p, _, q, _ in fake.requests if k == "watch" and p == "runtimeclasses"]
+    watches = fake.queries("watch", "runtimeclasses")
     assert int(watches[-1]["resourceVersion"]) >= int(watches[0]["resourceVersion"])
 
 

@@ -6,7 +6,6 @@ import base64
 import copy
 import os
 import shutil
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +14,13 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from tests.fakeadmission import TOKEN, fake_api
+from tests.e2e.serving import free_port
+from tests.fakeapi import TOKEN, running, write_kubeconfig
 from webhooks import certs
 from webhooks.cli import main
 from webhooks.deploy import (
     FIELD_MANAGER,
+    PLURALS,
     WebhookSettings,
     configurations,
     match_conditions,
@@ -321,11 +322,7 @@ def _existing() -> dict[tuple[str, str], dict[str, Any]]:
     """The configurations ``webhook-config`` would register, as Helm created them: no caBundle."""
     settings = WebhookSettings(name="pw", namespace="placement", service="pw")
     objects = configurations(settings, plugin_table(REGISTRY), list(REGISTRY.names))
-    plural = {
-        "MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
-        "ValidatingWebhookConfiguration": "validatingwebhookconfigurations",
-    }
-    return {(plural[o["kind"]], "pw"): o for o in objects}
+    return {(PLURALS[o["kind"]], "pw"): o for o in objects}
 
 
 def test_inject_writes_only_the_ca_bundle_with_server_side_apply(
@@ -334,8 +331,8 @@ def test_inject_writes_only_the_ca_bundle_with_server_side_apply(
     objects = _existing()
     assert objects
     before = copy.deepcopy(objects)
-    with fake_api(objects) as api:
-        kubeconfig = api.kubeconfig(tmp_path)
+    with running(*objects.values()) as api:
+        kubeconfig = api.kubeconfig(tmp_path / "kubeconfig")
         args = ["--inject", "--name=pw", f"--ca-file={chain.ca}", f"--kubeconfig={kubeconfig}"]
         result = _invoke(*args)
         again = _invoke(*args)
@@ -375,12 +372,12 @@ def test_inject_writes_only_the_ca_bundle_with_server_side_apply(
 def test_inject_into_a_missing_configuration_exits_1_with_the_servers_message(
     chain: certs.CertPaths, tmp_path: Path
 ) -> None:
-    with fake_api({}) as api:
+    with running() as api:
         result = _invoke(
             "--inject",
             "--name=pw",
             f"--ca-file={chain.ca}",
-            f"--kubeconfig={api.kubeconfig(tmp_path)}",
+            f"--kubeconfig={api.kubeconfig(tmp_path / 'kubeconfig')}",
         )
     assert result.exit_code == 1
     assert (
@@ -392,22 +389,7 @@ def test_inject_into_a_missing_configuration_exits_1_with_the_servers_message(
 def test_inject_with_an_unreachable_api_server_exits_1(
     chain: certs.CertPaths, tmp_path: Path
 ) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "c",
-            }
-        )
-    )
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{free_port()}")
     result = _invoke("--inject", f"--ca-file={chain.ca}", f"--kubeconfig={kubeconfig}")
     assert result.exit_code == 1
     assert "unreachable" in result.stderr
@@ -448,10 +430,11 @@ def test_inject_watch_repairs_a_reset_bundle_and_follows_a_rotated_ca(
             time.sleep(0.05)
         return False
 
-    with fake_api(objects) as api:
+    with running(*objects.values()) as api:
         cmd = [
             sys.executable, "-m", "webhooks", "webhook-config", "--inject", "--name=pw",
-            f"--ca-file={ca_file}", f"--kubeconfig={api.kubeconfig(tmp_path)}", "--watch=0.2",
+            f"--ca-file={ca_file}", f"--kubeconfig={api.kubeconfig(tmp_path / 'kubeconfig')}",
+            "--watch=0.2",
         ]  # fmt: skip
         process = subprocess.Popen(
             cmd,

@@ -11,11 +11,8 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
-import os
 import shlex
 import shutil
-import signal
-import ssl
 import subprocess
 import sys
 import time
@@ -24,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.serving import free_port
+from tests.certfiles import SecretVolume
+from tests.e2e.serving import Server, free_port, launch, stop
 from webhooks import certs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -165,11 +163,8 @@ def _run(cmd: list[str], cwd: Path, timeout: float) -> None:
 
 def _secret_dir(root: Path) -> Path:
     """A Kubernetes Secret volume layout (``..data`` symlinks) with a fresh chain."""
-    root.mkdir()
-    certs.generate(root / "..2026_01_01", hosts=certs.DEV_HOSTS)
-    os.symlink("..2026_01_01", root / "..data")
-    for name in (certs.CA_FILE, certs.CERT_FILE, certs.KEY_FILE):
-        os.symlink(f"..data/{name}", root / name)
+    volume = SecretVolume(root)
+    volume.publish(certs.generate(root.parent / "chain", hosts=certs.DEV_HOSTS).ca.parent)
     return root
 
 
@@ -226,16 +221,8 @@ def test_the_wheel_in_a_fresh_virtualenv_runs_the_images_command(tmp_path: Path)
         "TMPDIR": str(scratch),
     }
     log = tmp_path / "server.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            command,
-            cwd=workdir,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    ctx = ssl.create_default_context(cafile=str(secret / certs.CA_FILE))
+    process = launch(command, cwd=workdir, env=env, log=log)
+    server = Server(process, port, secret / certs.CA_FILE, log)
     try:
         statuses: dict[str, int] = {}
         deadline = time.monotonic() + 30
@@ -243,22 +230,11 @@ def test_the_wheel_in_a_fresh_virtualenv_runs_the_images_command(tmp_path: Path)
             assert process.poll() is None, log.read_text(errors="replace")
             for path in ("/healthz", "/readyz"):
                 with contextlib.suppress(OSError, http.client.HTTPException):
-                    conn = http.client.HTTPSConnection("localhost", port, context=ctx, timeout=5)
-                    try:
-                        conn.request("GET", path)
-                        statuses[path] = conn.getresponse().status
-                    finally:
-                        conn.close()
+                    statuses[path] = server.request("GET", path)[0]
             time.sleep(0.2)
         assert statuses == {"/healthz": 200, "/readyz": 200}, log.read_text(errors="replace")
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=5)
+        stop(process, grace=20)
     assert list(workdir.iterdir()) == [], "the server wrote into its working directory"
     assert list(scratch.iterdir()) == [], "the server left files in TMPDIR"
     assert str(venv) in (venv / "bin" / entrypoint).read_text().splitlines()[0]

@@ -10,15 +10,16 @@ from __future__ import annotations
 import datetime as dt
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 import click
+
+from webhooks.clicommon import fail
 
 if TYPE_CHECKING:
     from cryptography import x509
 
 EXIT_PROBLEM = 1
-EXIT_USAGE = 2
 
 
 @click.group()
@@ -73,7 +74,7 @@ def generate(
             key_type="rsa" if key_type == "rsa" else "ec",
         )
     except (OSError, ValueError) as exc:
-        _fail(f"certs generate: {exc}")
+        fail(f"certs generate: {exc}")
     leaf = inspect(paths.cert)[0]
     click.echo(f"wrote {paths.ca}, {paths.cert} and {paths.key} (mode 0600)")
     click.echo(f"SANs: {', '.join(leaf.sans)}")
@@ -111,7 +112,7 @@ def inspect_command(paths: tuple[str, ...]) -> None:
             try:
                 infos = inspect(file)
             except CertError as exc:
-                _fail(str(exc))
+                fail(str(exc))
             if not first:
                 click.echo()
             first = False
@@ -133,21 +134,21 @@ def inspect_command(paths: tuple[str, ...]) -> None:
 
 def _cert_files(target: Path) -> list[Path]:
     if not target.exists():
-        _fail(f"{target}: no such file or directory")
+        fail(f"{target}: no such file or directory")
     if not target.is_dir():
         return [target]
     files = [target / name for name in ("ca.crt", "tls.crt") if (target / name).is_file()]
     if not files:
-        _fail(f"{target}: neither ca.crt nor tls.crt found")
+        fail(f"{target}: neither ca.crt nor tls.crt found")
     return files
 
 
 def _check_directory(directory: Path) -> list[str]:
     from cryptography import x509
 
-    from webhooks.certs import CertError, load_pair
+    from webhooks.certs import CA_FILE, CERT_FILE, KEY_FILE, CertError, load_pair
 
-    cert, key, ca = directory / "tls.crt", directory / "tls.key", directory / "ca.crt"
+    cert, key, ca = directory / CERT_FILE, directory / KEY_FILE, directory / CA_FILE
     problems: list[str] = []
     if not cert.is_file():
         return problems
@@ -177,8 +178,3 @@ def _issued_by(leaf: x509.Certificate, issuer: x509.Certificate) -> bool:
     except (ValueError, TypeError, InvalidSignature):
         return False
     return True
-
-
-def _fail(message: str) -> NoReturn:
-    click.echo(f"placement-webhooks: {message}", err=True)
-    sys.exit(EXIT_USAGE)

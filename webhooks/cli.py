@@ -8,37 +8,20 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 import orjson
 
 from webhooks.certcmd import certs
-from webhooks.cluster import ObjectsError, StaticCluster, read_objects
-from webhooks.configfile import read_config
+from webhooks.clicommon import config_option, fail, load_config, load_objects, objects_option
 from webhooks.core.admission import Admission
-from webhooks.core.config import ConfigError
 from webhooks.core.plugin import PHASES
 from webhooks.core.review import ReviewError, parse_review, response_dict
 from webhooks.deploycmd import webhook_config
 from webhooks.offline.commands import check, mutate
 from webhooks.offline.explain_command import explain
 from webhooks.plugins import REGISTRY
-
-USAGE_ERROR = 2
-
-
-def fail(message: str) -> NoReturn:
-    """Print ``message`` to stderr and exit 2 (unusable input)."""
-    click.echo(f"placement-webhooks: {message}", err=True)
-    sys.exit(USAGE_ERROR)
-
-
-def _config(path: str | None) -> Any:
-    try:
-        return read_config(path)
-    except ConfigError as exc:
-        fail(f"config: {exc}")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -55,7 +38,7 @@ main.add_command(explain)
 
 
 @main.command()
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Config YAML.")
+@config_option()
 @click.option("--bind", default="127.0.0.1:8443", show_default=True, help="HOST:PORT to serve.")
 @click.option(
     "--cert-dir",
@@ -101,18 +84,18 @@ def serve(
     With no --cert-dir a development CA and certificate are generated into certs/ when
     missing; a --cert-dir must already hold tls.crt and tls.key (a mounted Secret).
     """
-    from webhooks.certs import ensure_dev_certs
+    from webhooks.certs import CERT_FILE, KEY_FILE, ensure_dev_certs
     from webhooks.server.runner import ServeOptions, WebhookServer
     from webhooks.server.wsgi import build_app
 
-    config = _config(config_path)  # fail fast, naming the key, before any worker starts
+    config = load_config(config_path)  # fail fast, naming the key, before any worker starts
     _check_cluster_source(config)
     if cert_dir is None:
         directory = Path("certs")
         ensure_dev_certs(directory)
     else:
         directory = Path(cert_dir)
-        missing = [n for n in ("tls.crt", "tls.key") if not (directory / n).is_file()]
+        missing = [n for n in (CERT_FILE, KEY_FILE) if not (directory / n).is_file()]
         if missing:
             fail(f"--cert-dir {directory}: missing {', '.join(missing)}")
     if client_ca and not Path(client_ca).is_file():
@@ -150,21 +133,10 @@ def _read_input(source: str) -> bytes:
         fail(f"{source}: cannot read: {exc.strerror}")
 
 
-def _cluster(objects: tuple[str, ...]) -> StaticCluster:
-    try:
-        return read_objects(objects)
-    except ObjectsError as exc:
-        fail(str(exc))
-
-
 @main.command()
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Config YAML.")
+@config_option()
 @click.option("--plugin", help="Run only this plugin (both halves), whatever 'enabled' says.")
-@click.option(
-    "--objects",
-    multiple=True,
-    help="Cluster objects (RuntimeClass, Namespace) as YAML/JSON; repeatable.",
-)
+@objects_option
 @click.argument("review", default="-")
 def review(
     config_path: str | None, plugin: str | None, objects: tuple[str, ...], review: str
@@ -174,10 +146,10 @@ def review(
     Runs the mutating plugins, then the validating plugins on the mutated object, as the API
     server would call the two webhooks.
     """
-    config = _config(config_path)
+    config = load_config(config_path)
     if plugin is not None and plugin not in REGISTRY:
         fail(f"--plugin: unknown plugin {plugin!r} (known: {', '.join(REGISTRY.names)})")
-    cluster = _cluster(objects)
+    cluster = load_objects(objects)
     body = _read_input(review)
     try:
         request = parse_review(body)

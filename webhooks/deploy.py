@@ -29,6 +29,7 @@ from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 from webhooks.core.plugin import PHASES, Phase, Registry
+from webhooks.k8s.podspec import MIRROR_POD_ANNOTATION
 
 FIELD_MANAGER: Final = "placement-webhooks"
 API_GROUP: Final = "admissionregistration.k8s.io"
@@ -52,7 +53,6 @@ GROUP_VERSIONS: Final[dict[str, str]] = {"": "v1", "apps": "v1", "batch": "v1"}
 DEFAULT_EXCLUDED_NAMESPACES: Final = ("kube-system", "kube-node-lease")
 NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
 APP_NAME_LABEL: Final = "app.kubernetes.io/name"
-MIRROR_ANNOTATION: Final = "kubernetes.io/config.mirror"
 
 FailurePolicy = Literal["Ignore", "Fail"]
 PluginTable = list[dict[str, Any]]
@@ -181,7 +181,7 @@ def match_conditions(settings: WebhookSettings) -> list[dict[str, str]]:
             "name": "not-a-mirror-pod",
             "expression": (
                 "request.resource.resource != 'pods' || !has(object.metadata.annotations) || "
-                f"!('{MIRROR_ANNOTATION}' in object.metadata.annotations)"
+                f"!('{MIRROR_POD_ANNOTATION}' in object.metadata.annotations)"
             ),
         },
         {

@@ -12,11 +12,11 @@ import sys
 import threading
 from pathlib import Path
 from types import FrameType
-from typing import NoReturn
 
 import click
 import yaml
 
+from webhooks.clicommon import config_option, fail, load_config
 from webhooks.deploy import (
     DEFAULT_EXCLUDED_NAMESPACES,
     Injected,
@@ -30,18 +30,12 @@ from webhooks.deploy import (
 )
 
 EXIT_CLUSTER = 1
-EXIT_USAGE = 2
 
 POLICIES = click.Choice(["Ignore", "Fail"])
 
 
 @click.command(name="webhook-config")
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False),
-    help="Config YAML: only enabled plugins are registered.",
-)
+@config_option("Config YAML: only enabled plugins are registered.")
 @click.option(
     "--name",
     default="placement-webhooks",
@@ -135,14 +129,9 @@ def webhook_config(
     IfNeeded, rules for exactly what the enabled plugins handle. Exit 1 when --inject
     fails at the API server, 2 on unusable input.
     """
-    from webhooks.configfile import read_config
-    from webhooks.core.config import ConfigError
     from webhooks.plugins import REGISTRY
 
-    try:
-        config = read_config(config_path)
-    except ConfigError as exc:
-        _fail(f"config: {exc}", EXIT_USAGE)
+    config = load_config(config_path)
     ca_bundle = _read_ca(Path(ca_file)) if ca_file else ""
     excluded = tuple(dict.fromkeys([*DEFAULT_EXCLUDED_NAMESPACES, *exclude_namespace]))
     try:
@@ -161,20 +150,20 @@ def webhook_config(
             match_conditions=not no_match_conditions,
         )
     except ValueError as exc:
-        _fail(str(exc), EXIT_USAGE)
+        fail(str(exc))
     enabled = [p.name for p in REGISTRY if config.plugins[p.name].enabled]
     objects = configurations(settings, plugin_table(REGISTRY), enabled)
     if watch_seconds and not inject:
-        _fail("--watch needs --inject", EXIT_USAGE)
+        fail("--watch needs --inject")
     if inject:
         if not ca_bundle:
-            _fail("--inject needs --ca-file", EXIT_USAGE)
+            fail("--inject needs --ca-file")
         targets = [(obj["kind"], obj["metadata"]["name"]) for obj in objects]
         try:
             api = api_client(kubeconfig, kube_context)
             _report(inject_ca_bundle(api, ca_bundle, targets), quiet=False)
         except InjectError as exc:
-            _fail(str(exc), EXIT_CLUSTER)
+            fail(str(exc), EXIT_CLUSTER)
         if watch_seconds > 0 and ca_file:
             _watch(api, Path(ca_file), targets, watch_seconds)
         return
@@ -231,7 +220,7 @@ def _read_ca(path: Path) -> str:
     try:
         infos = inspect(path)
     except CertError as exc:
-        _fail(str(exc), EXIT_USAGE)
+        fail(str(exc))
     if not any(info.is_ca for info in infos):
         click.echo(
             f"placement-webhooks: warning: {path} holds no CA certificate; the API server "
@@ -246,8 +235,3 @@ def _read_ca(path: Path) -> str:
                 err=True,
             )
     return ca_bundle_of(path.read_bytes())
-
-
-def _fail(message: str, code: int) -> NoReturn:
-    click.echo(f"placement-webhooks: {message}", err=True)
-    sys.exit(code)

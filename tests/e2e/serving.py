@@ -91,6 +91,29 @@ def wait_ready(server: Server, path: str = "/healthz", deadline: float = 20.0) -
     raise RuntimeError(f"server not ready after {deadline}s:\n{server.output()}")
 
 
+def launch(cmd: list[str], *, cwd: Path, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """Start ``cmd`` in a session of its own, stdout and stderr into ``log``.
+
+    Why a session: gunicorn's workers are children of the master, and :func:`stop` must
+    reach them all with one signal to the process group.
+    """
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+
+
+def stop(process: subprocess.Popen[bytes], grace: float = 15.0) -> None:
+    """SIGTERM the process group of a process from :func:`launch`; SIGKILL after ``grace`` s."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=5)
+
+
 @contextlib.contextmanager
 def serving(
     workdir: Path, *args: str, cert_dir: Path | None = None, ready_path: str = "/healthz"
@@ -105,20 +128,11 @@ def serving(
     # This checkout first on the path, whatever the cwd: an installed copy must not answer.
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH", "")]))
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            cmd, cwd=workdir, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
+    process = launch(cmd, cwd=workdir, env=env, log=log)
     ca = (cert_dir or workdir / "certs") / "ca.crt"
     server = Server(process, port, ca, log)
     try:
         wait_ready(server, ready_path)
         yield server
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=5)
+        stop(process)

@@ -5,7 +5,7 @@ and once the API server is gone reviews are still answered within the lookup bou
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +21,6 @@ from webhooks.core.review import decode_patch
 pytestmark = pytest.mark.e2e
 
 LOOKUP_TIMEOUT = 1.0
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeApiServer]:
-    server = FakeApiServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def wait_for(server: Server, predicate: Callable[[], Any], what: str, limit: float = 30.0) -> None:
@@ -61,14 +52,7 @@ def test_readiness_follows_the_caches_and_reviews_survive_the_api_server(
     fake.put(runtime_class("gvisor", "runsc", overhead={"podFixed": {"memory": "120Mi"}}))
     fake.fail_lists.update({"runtimeclasses", "namespaces"})
     certs = generate(tmp_path / "certs", hosts=["localhost", "127.0.0.1"])
-    config = tmp_path / "cfg.yaml"
-    config.write_text(
-        "cluster:\n"
-        "  source: kubeconfig\n"
-        f"  kubeconfig: '{fake.kubeconfig(tmp_path / 'kubeconfig')}'\n"
-        f"  lookupTimeoutSeconds: {LOOKUP_TIMEOUT}\n",
-        encoding="utf-8",
-    )
+    config = fake.cluster_config(tmp_path, lookupTimeoutSeconds=LOOKUP_TIMEOUT)
     # One worker, so every request is answered by the same caches.
     args = ("--config", str(config), "--workers", "1")
     with serving(tmp_path, *args, cert_dir=certs.cert.parent) as server:

@@ -17,10 +17,11 @@ from typing import Any
 import orjson
 import pytest
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from tests.certfiles import pem, pem_key
 from tests.e2e.serving import Server, serving
 from tests.reviews import pod, review
 
@@ -241,15 +242,9 @@ def _client_pair(directory: Path) -> tuple[Path, Path, Path]:
         .sign(ca_key, hashes.SHA256())
     )
     paths = (directory / "client-ca.crt", directory / "client.crt", directory / "client.key")
-    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    paths[2].write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
+    paths[0].write_bytes(pem(ca))
+    paths[1].write_bytes(pem(cert))
+    paths[2].write_bytes(pem_key(key))
     return paths
 
 

@@ -23,49 +23,19 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests.certfiles import SecretVolume
 from tests.e2e.serving import Server, serving
 from tests.reviews import pod, review
 from webhooks import certs
 
 pytestmark = pytest.mark.e2e
 
-FILES = ("ca.crt", "tls.crt", "tls.key")
 #: Bounds of every client loop: requests per loop and seconds overall.
 MAX_REQUESTS = 3000
 DEADLINE = 40.0
 #: The server re-checks its files at most once a second per worker; new connections must
 #: show the new certificate well within this after the swap.
 SETTLE = 2.5
-
-
-class SecretVolume:
-    """A directory laid out like a Kubernetes Secret volume, updated atomically."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.generation = 0
-        root.mkdir()
-
-    def publish(self, source: Path) -> None:
-        """Make the files in ``source`` the volume's content in one atomic step."""
-        self.generation += 1
-        stamp = f"..2026_01_01_00_00_{self.generation:02d}.{os.getpid()}"
-        fresh = self.root / stamp
-        fresh.mkdir()
-        for name in FILES:
-            shutil.copy(source / name, fresh / name)
-        os.chmod(fresh / "tls.key", 0o600)
-        data = self.root / "..data"
-        old = os.readlink(data) if data.is_symlink() else None
-        tmp = self.root / "..data_tmp"
-        os.symlink(stamp, tmp)
-        os.rename(tmp, data)  # atomic: readers see the old or the new directory, never neither
-        for name in FILES:
-            link = self.root / name
-            if not link.is_symlink():
-                os.symlink(f"..data/{name}", link)
-        if old is not None:
-            shutil.rmtree(self.root / old)
 
 
 def _fingerprint(der: bytes | None) -> str:

@@ -276,7 +276,7 @@ def with_fakes(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CLI over this tree's plugins plus the stand-in validators of tests/offline/fakes."""
     registry = Registry([*ORDER, *fakes.FAKES])
     monkeypatch.setattr(commands, "REGISTRY", registry)
-    monkeypatch.setattr(commands, "read_config", lambda path: load_config(None, registry))
+    monkeypatch.setattr(commands, "load_config", lambda path: load_config(None, registry))
 
 
 def test_check_names_each_violation_with_file_and_line(with_fakes: None) -> None:

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import os
 import shutil
 from pathlib import Path
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
+from tests.certfiles import SecretVolume, write_expired_pair
 from webhooks import certs
 from webhooks.server.app import create_app
 from webhooks.server.runner import ServeOptions
@@ -23,31 +18,6 @@ DAY = 86400.0
 
 def _watch(directory: Path) -> CertificateWatch:
     return CertificateWatch(directory / "tls.crt", directory / "tls.key", directory / "ca.crt")
-
-
-def _expired_pair(directory: Path) -> None:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "old")])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(7)
-        .not_valid_before(now - dt.timedelta(days=10))
-        .not_valid_after(now - dt.timedelta(hours=1))
-        .sign(key, hashes.SHA256())
-    )
-    directory.mkdir(parents=True)
-    (directory / "tls.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (directory / "tls.key").write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
 
 
 def test_a_fresh_pair_is_ready_and_both_expiries_are_known(tmp_path: Path) -> None:
@@ -77,7 +47,7 @@ def test_a_fresh_pair_is_ready_and_both_expiries_are_known(tmp_path: Path) -> No
 def test_an_unusable_pair_is_not_ready(tmp_path: Path, breakage: str, reason: str) -> None:
     served = tmp_path / "served"
     if breakage == "expired":
-        _expired_pair(served)
+        write_expired_pair(served)
     else:
         certs.generate(served, hosts=["localhost"])
         other = certs.generate(tmp_path / "other", hosts=["localhost"])
@@ -92,18 +62,15 @@ def test_an_unusable_pair_is_not_ready(tmp_path: Path, breakage: str, reason: st
 
 
 def test_a_secret_style_symlink_swap_is_noticed(tmp_path: Path) -> None:
-    first = certs.generate(tmp_path / "..2026_01", hosts=["localhost"], days=300)
-    certs.generate(tmp_path / "..2026_02", hosts=["localhost"], days=20)
-    os.symlink("..2026_01", tmp_path / "..data")
-    for name in ("ca.crt", "tls.crt", "tls.key"):
-        os.symlink(f"..data/{name}", tmp_path / name)
-    watch = _watch(tmp_path)
+    first = certs.generate(tmp_path / "first", hosts=["localhost"], days=300)
+    second = certs.generate(tmp_path / "second", hosts=["localhost"], days=20)
+    volume = SecretVolume(tmp_path / "secret")
+    volume.publish(first.ca.parent)
+    watch = _watch(volume.root)
     before = watch.leaf_seconds()
     assert before is not None and before > 299 * DAY
 
-    os.symlink("..2026_02", tmp_path / "..data_tmp")
-    os.rename(tmp_path / "..data_tmp", tmp_path / "..data")
-    shutil.rmtree(first.ca.parent)
+    volume.publish(second.ca.parent)
 
     after = watch.leaf_seconds()
     assert after is not None and after < 20 * DAY
@@ -112,7 +79,7 @@ def test_a_secret_style_symlink_swap_is_noticed(tmp_path: Path) -> None:
 
 def test_readyz_and_metrics_of_a_worker_report_the_certificate(tmp_path: Path) -> None:
     served = tmp_path / "served"
-    _expired_pair(served)
+    write_expired_pair(served)
     state = build_state(ServeOptions(cert_dir=served, runtime_dir=tmp_path))
     try:
         client = create_app(state).test_client()

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 import orjson
 import pytest
 from click.testing import CliRunner
 
 from tests.fakeapi import FakeApiServer, runtime_class
+from tests.waiting import eventually
 from webhooks.certs import generate
 from webhooks.cli import main
 from webhooks.cluster import ApiCluster
@@ -22,27 +21,6 @@ from webhooks.server.app import ServerState, create_app
 from webhooks.server.metrics import Family, Metrics
 from webhooks.server.runner import ON_WORKER_EXIT, DrainingArbiter, ServeOptions, _worker_exit
 from webhooks.server.wsgi import build_state
-
-
-def eventually(predicate: Callable[[], Any], what: str, limit: float = 15.0) -> Any:
-    """Poll ``predicate`` until it is truthy; fail naming ``what`` after ``limit`` seconds."""
-    deadline = time.monotonic() + limit
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for: {what}")
-        time.sleep(0.02)
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeApiServer]:
-    server = FakeApiServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
@@ -98,11 +76,7 @@ def test_readiness_waits_for_the_caches_and_metrics_show_them(
 ) -> None:
     fake.put(runtime_class("gvisor"))
     fake.fail_lists.add("runtimeclasses")
-    kubeconfig = fake.kubeconfig(tmp_path / "kubeconfig")
-    config = write_config(
-        tmp_path / "config.yaml",
-        f"cluster: {{source: kubeconfig, kubeconfig: '{kubeconfig}', lookupTimeoutSeconds: 1}}\n",
-    )
+    config = str(fake.cluster_config(tmp_path, lookupTimeoutSeconds=1))
     state = build_state(ServeOptions(cert_dir=cert_dir, config_path=config))
     states.append(state)
     cluster = state.admission.cluster
@@ -186,10 +160,7 @@ def test_collected_families_are_read_at_scrape_time_and_counters_add_up(
 def test_a_worker_exit_stops_the_cluster_watches(
     fake: FakeApiServer, tmp_path: Path, cert_dir: Path, states: list[ServerState]
 ) -> None:
-    kubeconfig = fake.kubeconfig(tmp_path / "kubeconfig")
-    config = write_config(
-        tmp_path / "config.yaml", f"cluster: {{source: kubeconfig, kubeconfig: '{kubeconfig}'}}\n"
-    )
+    config = str(fake.cluster_config(tmp_path))
     state = build_state(ServeOptions(cert_dir=cert_dir, config_path=config))
     states.append(state)
     cluster = state.admission.cluster

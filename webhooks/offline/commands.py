@@ -13,27 +13,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 import yaml
 
-from webhooks.cluster import ObjectsError, read_objects
-from webhooks.configfile import read_config
+from webhooks.clicommon import (
+    USAGE_ERROR,
+    config_option,
+    fail,
+    load_config,
+    load_objects,
+    objects_option,
+)
 from webhooks.core.admission import Admission
-from webhooks.core.config import ConfigError
 from webhooks.offline import formats
 from webhooks.offline.engine import Engine, Report, SchemaCheck, context_cluster
 from webhooks.offline.sources import STDIN, STDIN_NAME, Document, read, split
 from webhooks.plugins import REGISTRY
-
-USAGE_ERROR = 2
-
-
-def fail(message: str) -> NoReturn:
-    """Print ``message`` on stderr and exit 2; the offline commands share one usage error."""
-    click.echo(f"placement-webhooks: {message}", err=True)
-    sys.exit(USAGE_ERROR)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,14 +56,8 @@ def prepare(
     """
     if not paths:
         fail("no input: give files, directories, or - for stdin")
-    try:
-        config = read_config(config_path)
-    except ConfigError as exc:
-        fail(f"config: {exc}")
-    try:
-        cluster = read_objects(objects)
-    except ObjectsError as exc:
-        fail(str(exc))
+    config = load_config(config_path)
+    cluster = load_objects(objects)
     stdin = sys.stdin.buffer.read() if STDIN in paths else None
     sources, problems = read(paths, stdin, stdin_name)
     documents: list[Document] = []
@@ -109,14 +100,6 @@ def _color(mode: str) -> bool:
 
 
 _input = click.argument("paths", nargs=-1, metavar="PATH... | -")
-config_option = click.option(
-    "--config", "config_path", type=click.Path(dir_okay=False), help="Config YAML."
-)
-objects_option = click.option(
-    "--objects",
-    multiple=True,
-    help="Cluster objects (RuntimeClass, Namespace) as YAML/JSON; repeatable.",
-)
 namespace_option = click.option(
     "-n", "--namespace", help="Namespace for objects that name none [default: default]."
 )
@@ -127,7 +110,7 @@ stdin_name_option = click.option(
 
 @click.command()
 @_input
-@config_option
+@config_option()
 @objects_option
 @namespace_option
 @click.option(
@@ -221,7 +204,7 @@ def _dumper() -> Any:
 
 @click.command()
 @_input
-@config_option
+@config_option()
 @objects_option
 @namespace_option
 @stdin_name_option

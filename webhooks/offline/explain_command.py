@@ -11,16 +11,10 @@ from collections.abc import Sequence
 
 import click
 
+from webhooks.clicommon import config_option, fail, objects_option
 from webhooks.offline import explain as model
 from webhooks.offline import explain_format
-from webhooks.offline.commands import (
-    config_option,
-    fail,
-    namespace_option,
-    objects_option,
-    prepare,
-    stdin_name_option,
-)
+from webhooks.offline.commands import namespace_option, prepare, stdin_name_option
 from webhooks.offline.explain import (
     FailAs,
     InventoryError,
@@ -196,7 +190,7 @@ def _fail_names(values: Sequence[str]) -> set[str]:
     default="text",
     show_default=True,
 )
-@config_option
+@config_option()
 @objects_option
 @namespace_option
 @stdin_name_option
