@@ -38,6 +38,22 @@ DECISIONS = "placement_webhooks_plugin_decisions_total"
 DECISIONS_HELP = "Decisions per plugin: patched or denied."
 
 
+_SECOND: list[Any] = [0, ""]
+
+
+def _timestamp() -> str:
+    """RFC 3339 UTC time with milliseconds; the part up to the second is rendered once a second.
+
+    Why: formatting a datetime per review was the review log's largest cost.
+    """
+    now = time.time()
+    whole = int(now)
+    if whole != _SECOND[0]:
+        _SECOND[0] = whole
+        _SECOND[1] = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{_SECOND[1]}.{int((now - whole) * 1000):03d}Z"
+
+
 class ReviewLog:
     """One JSON line per review on a stream: who asked what, what we decided, how fast.
 
@@ -52,7 +68,7 @@ class ReviewLog:
     def write(self, endpoint: str, reply: Reply, seconds: float, decision: str) -> None:
         """Write the line for one answered request."""
         line: dict[str, Any] = {
-            "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "time": _timestamp(),
             "level": "info",
             "msg": "review",
             "endpoint": endpoint,
@@ -154,9 +170,12 @@ def _answer(state: ServerState, phase: Phase, plugin: str | None) -> tuple[Reply
     if length is not None and length > MAX_BODY:
         drained = _drain(request.environ["wsgi.input"], length)
         return bad_request(f"request body larger than {MAX_BODY} bytes", 413), not drained
-    ctype = request.mimetype
-    if ctype and ctype != "application/json":
-        return bad_request(f"content type must be application/json, got {ctype}", 415), False
+    raw_type = request.environ.get("CONTENT_TYPE", "")
+    # The API server always sends exactly "application/json"; parse only anything else.
+    if raw_type and raw_type != "application/json" and request.mimetype != "application/json":
+        return bad_request(
+            f"content type must be application/json, got {request.mimetype}", 415
+        ), False
     try:
         body = request.get_data(cache=False)
     except (TimeoutError, OSError, ClientDisconnected):
