@@ -21,7 +21,9 @@ Failure behaviour, chosen so a review never hangs on the API server:
   the object does not exist (``None``). A timeout, a refused or broken connection, or any
   other HTTP error raises :class:`~webhooks.core.plugin.LookupFailure` with a one-line
   reason, and the chain answers that review with an ``InternalError`` status (code 500
-  inside HTTP 200), so the API server applies the webhook's ``failurePolicy``.
+  inside HTTP 200): the operation is refused with that reason, as the in-tree plugins
+  refuse it when their own lookup fails (``failurePolicy`` only covers a webhook that
+  cannot be reached).
 * Readiness waits for every cache's first list; once synced, a server is ready even when the
   API server later goes away, since hits are still answered and misses fail fast.
 """
