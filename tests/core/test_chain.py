@@ -80,3 +80,19 @@ def test_a_subresource_request_is_left_alone() -> None:
     req = request(pod(), sub_resource="status", operation="UPDATE", old=pod())
     outcome = run_chain(req, [("mutate", steps(registry, "mutate", config, None))])
     assert outcome.patch == [] and outcome.allowed
+
+
+def _unlabeller(name: str) -> Plugin:
+    def mutate(req: AdmissionRequest, obj: dict[str, Any], ctx: Context) -> Result:
+        editor = Editor(obj)
+        editor.remove(("metadata", "labels", "seen"))
+        return Result(editor.obj, editor.patch, audit={name: "removed the label"})
+
+    return Plugin(name, "removes a label", Nothing, mutate=Half(mutate, frozenset({PODS}), ALL))
+
+
+def test_mutators_that_undo_each_other_leave_no_patch_and_name_no_plugin() -> None:
+    outcome = _run([_labeller("a"), _unlabeller("b")])
+    assert outcome.allowed
+    assert (outcome.patch, outcome.changed_by, dict(outcome.audit_annotations)) == ([], (), {})
+    assert outcome.obj == pod()

@@ -44,6 +44,26 @@ BAD = [
     ("a kind with a numeric group", _with({"request.kind": {"group": 1}}), "request.kind.group"),
     ("a CREATE without an object", _with({"request.object": None}), "request.object is required"),
     ("an object that is a list", _with({"request.object": []}), "request.object must be an object"),
+    (
+        "an operation that is a list",
+        _with({"request.operation": ["CREATE"]}),
+        "request.operation must be one of .*, got list$",
+    ),
+    (
+        "an operation that is an object",
+        _with({"request.operation": {"CREATE": 1}}),
+        "request.operation must be one of .*, got dict$",
+    ),
+    (
+        "an apiVersion of a megabyte",
+        _with({"apiVersion": "v" * 1_000_000}),
+        r"got 'v{64}'\.\.\. \(1000000 characters\)$",
+    ),
+    (
+        "a kind nested deeper than repr can print",
+        b'{"apiVersion":"admission.k8s.io/v1","kind":' + b"[" * 1000 + b"]" * 1000 + b"}",
+        "kind must be 'AdmissionReview', got list$",
+    ),
 ]
 
 
@@ -55,6 +75,7 @@ def test_a_malformed_review_is_refused_with_a_one_line_reason(body: Any, reason:
     with pytest.raises(ReviewError, match=reason) as info:
         parse_review(raw)
     assert "\n" not in str(info.value)
+    assert len(str(info.value)) <= 200
 
 
 def test_a_pod_review_is_parsed_into_the_request_model() -> None:

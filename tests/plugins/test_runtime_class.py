@@ -584,6 +584,39 @@ def test_the_merge_runs_last_in_the_chain_and_absorbs_earlier_tolerations() -> N
     assert again.allowed and again.patch == []
 
 
+ABSORBED = [
+    (
+        "an extended-resource toleration under a tolerate-everything entry",
+        pod(
+            runtimeClassName="foo",
+            tolerations=[tol(operator="Exists")],
+            containers=[container(requests={"nvidia.com/gpu": "1"})],
+        ),
+        runtime_class(scheduling={}),
+    ),
+    (
+        "an extended-resource toleration under the RuntimeClass's own wildcard",
+        pod(runtimeClassName="foo", containers=[container(requests={"example.com/dongle": "1"})]),
+        runtime_class(scheduling={"tolerations": [tol(operator="Exists", effect="NoSchedule")]}),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("obj", "rc"), [(o, r) for _, o, r in ABSORBED], ids=[i for i, _, _ in ABSORBED]
+)
+def test_a_toleration_the_merge_absorbs_again_leaves_no_patch_on_reinvocation(
+    obj: dict[str, Any], rc: dict[str, Any]
+) -> None:
+    admission = Admission(REGISTRY, CONFIG, StaticCluster([rc]))
+    first = admission.decide(request(obj), PHASES)
+    assert first.allowed
+    assert first.obj is not None
+    again = admission.decide(request(first.obj), PHASES)
+    assert again.allowed
+    assert (again.patch, again.changed_by, dict(again.audit_annotations)) == ([], (), {})
+
+
 # ------------------------------------------------------------------------ malformed input
 
 

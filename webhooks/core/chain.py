@@ -67,6 +67,15 @@ def _deny(violations: Sequence[Violation], **kept: Any) -> Outcome:
     )
 
 
+def _same(obj: dict[str, Any], original: dict[str, Any]) -> bool:
+    # Untouched branches are the input's own objects (copy-on-write), so this only walks
+    # the edited paths; an edit deeper than the recursion limit just counts as a change.
+    try:
+        return obj == original
+    except RecursionError:
+        return False
+
+
 def run_chain(request: AdmissionRequest, phases: Iterable[tuple[Phase, Sequence[Step]]]) -> Outcome:
     """Run ``phases`` (each a phase and its steps, in order) over ``request``'s object.
 
@@ -79,6 +88,7 @@ def run_chain(request: AdmissionRequest, phases: Iterable[tuple[Phase, Sequence[
     obj = request.object
     if obj is None:
         return Outcome()
+    original = obj
     expected = RESOURCE_KINDS.get(request.group_resource)
     kind = obj.get("kind")
     mismatch = expected is not None and kind is not None and kind != expected
@@ -131,6 +141,10 @@ def run_chain(request: AdmissionRequest, phases: Iterable[tuple[Phase, Sequence[
                 audit_annotations=audit,
                 changed_by=tuple(changed_by),
             )
+    if patch and _same(obj, original):
+        # Later mutators undid earlier ones (a RuntimeClass toleration that subsumes one
+        # just added): no net change, so no patch, or every reinvocation would "mutate".
+        patch, changed_by, audit = [], [], {}
     return Outcome(
         allowed=True,
         patch=patch,

@@ -1,0 +1,57 @@
+"""Property tests over the transport-free core: ``Admission.handle`` with bytes.
+
+Every body goes through every target (each phase and both, the whole chain with every
+plugin enabled and each plugin alone) and every answer keeps the invariants listed in
+:mod:`tests.properties.invariants`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from hypothesis import given
+
+from tests.properties.hostile import any_clusters, hostile_bodies, hostile_clusters, raw_bytes
+from tests.properties.invariants import ALL_ENABLED, check_everywhere
+from tests.properties.strategies import clusters, reviews
+from webhooks.cluster import StaticCluster
+from webhooks.core.admission import Admission
+from webhooks.core.config import load_config
+from webhooks.plugins import REGISTRY
+
+
+def _admission(cluster: StaticCluster) -> Admission:
+    return Admission(REGISTRY, ALL_ENABLED, cluster)
+
+
+@given(clusters(), reviews())
+def test_realistic_reviews_keep_every_invariant_and_never_get_an_internal_error(
+    cluster: StaticCluster, review: dict[str, Any]
+) -> None:
+    check_everywhere(_admission(cluster), orjson.dumps(review), valid_shape=True, schema=True)
+
+
+@given(any_clusters, hostile_bodies)
+def test_hostile_bodies_get_a_well_formed_review_or_a_one_line_400(
+    cluster: StaticCluster, body: bytes
+) -> None:
+    check_everywhere(_admission(cluster), body, valid_shape=False)
+
+
+@given(raw_bytes)
+def test_bytes_that_are_not_a_review_get_a_one_line_400(body: bytes) -> None:
+    check_everywhere(_admission(StaticCluster()), body, valid_shape=False)
+
+
+@given(hostile_clusters(), reviews(("Pod",)))
+def test_damaged_cluster_objects_never_hurt_a_pod_review(
+    cluster: StaticCluster, review: dict[str, Any]
+) -> None:
+    check_everywhere(_admission(cluster), orjson.dumps(review), valid_shape=False)
+
+
+@given(hostile_bodies)
+def test_the_default_configuration_keeps_every_invariant(body: bytes) -> None:
+    admission = Admission(REGISTRY, load_config(None, REGISTRY))
+    check_everywhere(admission, body, valid_shape=False)
