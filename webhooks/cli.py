@@ -11,14 +11,13 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import click
-import orjson
 
 from webhooks.cluster import ObjectsError, StaticCluster, read_objects
 from webhooks.configfile import read_config
 from webhooks.core.admission import Admission
 from webhooks.core.config import ConfigError
 from webhooks.core.plugin import PHASES
-from webhooks.core.review import ReviewError, parse_review, response_dict
+from webhooks.core.review import ReviewError, parse_review, response_bytes
 from webhooks.plugins import REGISTRY
 
 USAGE_ERROR = 2
@@ -137,7 +136,5 @@ def review(
         fail(f"{review}: {exc}")
     admission = Admission(REGISTRY, config, cluster)
     outcome = admission.decide(request, PHASES, plugin)
-    sys.stdout.buffer.write(
-        orjson.dumps(response_dict(request.uid, outcome), option=orjson.OPT_INDENT_2)
-    )
+    sys.stdout.buffer.write(response_bytes(request.uid, outcome, indent=True)[0])
     sys.stdout.buffer.write(b"\n")

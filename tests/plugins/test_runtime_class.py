@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 from typing import Any
 
+import orjson
 import pytest
 
-from tests.reviews import apply, container, pod, request, tol
+from tests.reviews import apply, container, pod, request, review, tol
 from webhooks.cluster import StaticCluster
 from webhooks.core.admission import Admission
 from webhooks.core.config import load_config
@@ -655,3 +657,21 @@ def test_containers_are_irrelevant_to_overhead() -> None:
     outcome = decide(obj, runtime_class(overhead=SMALL))
     assert outcome.allowed
     assert outcome.patch == [{"op": "add", "path": "/spec/overhead", "value": SMALL}]
+
+
+def test_a_merge_that_moves_a_toleration_nested_past_the_encoder_is_a_denial_not_a_crash() -> None:
+    # old [A, B] → new [B, R] is cheapest as two replaces, so the patch carries B's deep field.
+    deep: Any = "bottom"
+    for _ in range(600):
+        deep = [deep]
+    subsumed = tol("k", "Equal", "v")
+    kept = {**tol("k", "Exists"), "extra": deep}
+    rc = runtime_class(scheduling={"tolerations": [tol("r", "Exists")]})
+    body = json.dumps(review(pod(runtimeClassName="foo", tolerations=[subsumed, kept]))).encode()
+    admission = Admission(REGISTRY, CONFIG, StaticCluster([rc]))
+    reply = admission.handle(body, ("mutate",), "runtime-class")
+    assert reply.status == 200
+    assert reply.outcome is not None and reply.outcome.code == 500
+    answer = orjson.loads(reply.body)["response"]
+    assert answer["allowed"] is False and "patch" not in answer
+    assert "cannot be encoded as JSON (Recursion limit reached)" in answer["status"]["message"]

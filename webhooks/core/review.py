@@ -209,9 +209,32 @@ def response_dict(uid: str, outcome: Outcome) -> dict[str, Any]:
     return {"apiVersion": API_VERSION, "kind": KIND, "response": response}
 
 
-def response_bytes(uid: str, outcome: Outcome) -> bytes:
-    """Serialise :func:`response_dict`; orjson because it is the hot path of every review."""
-    return orjson.dumps(response_dict(uid, outcome))
+#: Why an answer can fail to encode at all: orjson decodes JSON nested 1024 levels deep but
+#: encodes only 254, so a patch that copies a deep user value cannot be written back (and a
+#: cluster object read from YAML may hold an integer beyond 64 bits).
+UNENCODABLE = "the admission response cannot be encoded as JSON ({error}); nothing was changed"
+
+
+def response_bytes(uid: str, outcome: Outcome, *, indent: bool = False) -> tuple[bytes, Outcome]:
+    """Serialise :func:`response_dict`, returning the bytes and the outcome they carry.
+
+    Why the outcome too: when ``outcome`` cannot be encoded the answer is an InternalError
+    denial saying so, never an exception (which would be an HTTP 500 the API server cannot
+    show to the user), and callers must log and count the decision actually sent. orjson
+    because this is the hot path of every review.
+    """
+    option = orjson.OPT_INDENT_2 if indent else 0
+    try:
+        return orjson.dumps(response_dict(uid, outcome), option=option), outcome
+    except orjson.JSONEncodeError as exc:
+        failed = Outcome(
+            allowed=False,
+            obj=outcome.obj,
+            code=500,
+            reason="InternalError",
+            message=UNENCODABLE.format(error=exc),
+        )
+        return orjson.dumps(response_dict(uid, failed), option=option), failed
 
 
 def decode_patch(response: dict[str, Any]) -> list[dict[str, Any]]:
