@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: serve test lint typecheck unit bench bench-deps clean
+.PHONY: serve test lint typecheck unit properties bench bench-deps clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -28,6 +28,11 @@ unit: $(STAMP)
 	$(BIN)/pytest
 
 test: lint typecheck unit
+
+# The property tests with 10,000 fresh examples each (make test runs a fixed, bounded set);
+# failures are kept in .hypothesis/ and replayed first next time.
+properties: $(STAMP)
+	HYPOTHESIS_PROFILE=long $(BIN)/pytest tests/properties --hypothesis-show-statistics
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -16,7 +16,7 @@ _SLOW_INPUTS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.la
 
 settings.register_profile(
     "ci",
-    max_examples=150,
+    max_examples=200,
     deadline=None,
     derandomize=True,
     database=None,

@@ -311,7 +311,7 @@ def hostile_clusters(draw: st.DrawFn) -> StaticCluster:
         for _ in range(draw(st.integers(0, 2))):
             draw(_mutate(obj))
     # A damaged object may have lost its name, which only drops it from the cluster.
-    return StaticCluster(o for o in objects if isinstance(o.get("metadata"), dict))
+    return StaticCluster(objects)
 
 
 any_clusters = clusters() | hostile_clusters()

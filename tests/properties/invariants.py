@@ -4,7 +4,7 @@
 2. A well-formed AdmissionReview response, or HTTP 400/413 with a one-line plain-text reason.
 3. A returned patch applies with ``jsonpatch`` and gives the chain's final object.
 4. The chain on its own output yields no patch (a second, reinvoked, run changes nothing).
-5. The input objects are never changed.
+5. The input objects, and the cluster objects consulted, are never changed.
 6. Mutated objects still pass strict schema validation when the input did.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import copy
 import functools
 import json
 import sys
@@ -26,6 +27,7 @@ from hypothesis import event
 from kubernetes_validate import utils as kv
 from referencing import Registry, Resource
 
+from webhooks.cluster import StaticCluster
 from webhooks.core.admission import Admission, Reply
 from webhooks.core.config import load_config
 from webhooks.core.plugin import Phase
@@ -173,6 +175,7 @@ def check_everywhere(
     error is a plugin bug; ``schema`` adds the strict schema check of mutated objects.
     """
     schema_ok = schema and _input_passes_schema(body)
+    cluster_before = _cluster_objects(admission)
     for phases, only in TARGETS:
         where = f"{'+'.join(phases)} {only or 'chain'}"
         reply = admission.handle(body, phases, only)
@@ -194,6 +197,15 @@ def check_everywhere(
         if schema_ok:
             errors = schema_errors(outcome.obj)
             assert not errors, f"{where}: mutated object fails the schema: {errors}"
+    assert _cluster_objects(admission) == cluster_before, "a cluster object was changed"
+
+
+def _cluster_objects(admission: Admission) -> Any:
+    """A deep copy of the RuntimeClasses and Namespaces the admission consults."""
+    cluster = admission.cluster
+    if not isinstance(cluster, StaticCluster):
+        return None
+    return copy.deepcopy((cluster.runtime_classes, cluster.namespaces))
 
 
 def _label(outcome: Outcome) -> str:

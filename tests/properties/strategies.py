@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 
 from tests.reviews import review
 from webhooks.cluster import StaticCluster
+from webhooks.core.config import Config, load_config
+from webhooks.plugins import REGISTRY
 
 # --- vocabularies ---------------------------------------------------------------------------
 
@@ -100,7 +102,7 @@ RUNTIME_CLASS_NAMES = ("sandbox", "kata", "gvisor")
 NAMESPACES = ("default", "team-a", "kube-system")
 NAMES = ("web", "agent-x7k2p", "db-0", "ünïcode-名前", "")
 
-#: (group, version, resource) → kind for every kind a plugin handles.
+#: Every kind a plugin handles.
 KINDS = (
     "Pod",
     "Node",
@@ -297,8 +299,6 @@ selectors = st.fixed_dictionaries({"matchLabels": label_maps})
 
 
 def _workload_spec(kind: str) -> st.SearchStrategy[dict[str, Any]]:
-    if kind == "PodTemplate":
-        raise AssertionError("PodTemplate has no spec")
     if kind == "ReplicationController":
         return st.fixed_dictionaries(
             {"template": templates}, optional={"replicas": st.integers(0, 3)}
@@ -488,3 +488,38 @@ def reviews(draw: st.DrawFn, kinds: tuple[str, ...] = KINDS) -> dict[str, Any]:
     if draw(st.booleans()):
         body["request"]["dryRun"] = True
     return body
+
+
+# --- configurations -------------------------------------------------------------------------
+
+#: Settings worth varying, per plugin; plugins not listed run with their defaults.
+PLUGIN_SETTINGS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
+    "default-toleration-seconds": st.fixed_dictionaries(
+        {},
+        optional={
+            "notReadySeconds": st.sampled_from(SECONDS),
+            "unreachableSeconds": st.sampled_from(SECONDS),
+        },
+    ),
+    "taint-toleration-rules": st.fixed_dictionaries(
+        {}, optional={"comparisonOperators": st.booleans()}
+    ),
+    "anti-affinity-topology": st.fixed_dictionaries(
+        {},
+        optional={
+            "allowedTopologyKeys": st.lists(
+                st.sampled_from([k for k in TOPOLOGY_KEYS if k]), min_size=1, unique=True
+            )
+        },
+    ),
+}
+
+
+@st.composite
+def configs(draw: st.DrawFn) -> Config:
+    """A configuration with every registered plugin enabled and some settings varied."""
+    plugins = {
+        name: {"enabled": True, **(draw(PLUGIN_SETTINGS[name]) if name in PLUGIN_SETTINGS else {})}
+        for name in REGISTRY.names
+    }
+    return load_config({"plugins": plugins}, REGISTRY)
