@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.reviews import apply, container, pod, request, review, tol
+from tests.reviews import apply, container, owned_by, pod, request, review, tol
 from webhooks.cluster import StaticCluster
 from webhooks.core.admission import Admission
 from webhooks.core.config import load_config
@@ -600,6 +600,18 @@ ABSORBED = [
         "an extended-resource toleration under the RuntimeClass's own wildcard",
         pod(runtimeClassName="foo", containers=[container(requests={"example.com/dongle": "1"})]),
         runtime_class(scheduling={"tolerations": [tol(operator="Exists", effect="NoSchedule")]}),
+    ),
+    (
+        "a DaemonSet pod's own toleration that the DaemonSet defaults, added later, subsume",
+        owned_by(
+            pod(
+                runtimeClassName="foo",
+                tolerations=[
+                    tol("node.kubernetes.io/not-ready", "", effect="NoExecute", seconds=0)
+                ],
+            )
+        ),
+        runtime_class(scheduling={}),
     ),
 ]
 
