@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: serve test lint typecheck unit system-deps bench bench-deps bench-check clean
+.PHONY: serve test lint typecheck unit system-deps properties bench bench-deps bench-check clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -49,6 +49,11 @@ bench-deps:
 # check over 10,000 documents against a plain CSafeLoader parse (target: at most 2x)
 bench-check: $(STAMP)
 	$(BIN)/python bench/check_bench.py
+
+# The property tests with 10,000 fresh examples each (make test runs a fixed, bounded set);
+# failures are kept in .hypothesis/ and replayed first next time.
+properties: $(STAMP)
+	HYPOTHESIS_PROFILE=long $(BIN)/pytest tests/properties --hypothesis-show-statistics
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis

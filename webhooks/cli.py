@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import click
-import orjson
 
 from webhooks.certcmd import certs
 from webhooks.clicommon import config_option, fail, load_config, load_objects, objects_option
 from webhooks.core.admission import Admission
 from webhooks.core.plugin import PHASES
-from webhooks.core.review import ReviewError, parse_review, response_dict
+from webhooks.core.review import ReviewError, parse_review, response_bytes
 from webhooks.deploycmd import webhook_config
 from webhooks.offline.commands import check, mutate
 from webhooks.offline.explain_command import explain
@@ -157,7 +156,5 @@ def review(
         fail(f"{review}: {exc}")
     admission = Admission(REGISTRY, config, cluster)
     outcome = admission.decide(request, PHASES, plugin)
-    sys.stdout.buffer.write(
-        orjson.dumps(response_dict(request.uid, outcome), option=orjson.OPT_INDENT_2)
-    )
+    sys.stdout.buffer.write(response_bytes(request.uid, outcome, indent=True)[0])
     sys.stdout.buffer.write(b"\n")

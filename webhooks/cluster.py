@@ -88,7 +88,8 @@ class StaticCluster:
     def add(self, obj: dict[str, Any]) -> bool:
         """Index ``obj`` if it is a RuntimeClass or Namespace; returns whether it was kept."""
         table = KINDS.get(str(obj.get("kind")))
-        name = (obj.get("metadata") or {}).get("name")
+        meta = obj.get("metadata")
+        name = meta.get("name") if isinstance(meta, dict) else None
         if table is None or not isinstance(name, str):
             return False
         getattr(self, table)[name] = obj

@@ -9,7 +9,13 @@ import pytest
 
 from tests.reviews import pod, review
 from webhooks.core.result import Outcome
-from webhooks.core.review import ReviewError, decode_patch, parse_review, response_dict
+from webhooks.core.review import (
+    ReviewError,
+    decode_patch,
+    parse_review,
+    response_bytes,
+    response_dict,
+)
 
 
 def _with(change: dict[str, Any]) -> dict[str, Any]:
@@ -44,6 +50,26 @@ BAD = [
     ("a kind with a numeric group", _with({"request.kind": {"group": 1}}), "request.kind.group"),
     ("a CREATE without an object", _with({"request.object": None}), "request.object is required"),
     ("an object that is a list", _with({"request.object": []}), "request.object must be an object"),
+    (
+        "an operation that is a list",
+        _with({"request.operation": ["CREATE"]}),
+        "request.operation must be one of .*, got list$",
+    ),
+    (
+        "an operation that is an object",
+        _with({"request.operation": {"CREATE": 1}}),
+        "request.operation must be one of .*, got dict$",
+    ),
+    (
+        "an apiVersion of a megabyte",
+        _with({"apiVersion": "v" * 1_000_000}),
+        r"got 'v{64}'\.\.\. \(1000000 characters\)$",
+    ),
+    (
+        "a kind nested deeper than repr can print",
+        b'{"apiVersion":"admission.k8s.io/v1","kind":' + b"[" * 1000 + b"]" * 1000 + b"}",
+        "kind must be 'AdmissionReview', got list$",
+    ),
 ]
 
 
@@ -55,6 +81,7 @@ def test_a_malformed_review_is_refused_with_a_one_line_reason(body: Any, reason:
     with pytest.raises(ReviewError, match=reason) as info:
         parse_review(raw)
     assert "\n" not in str(info.value)
+    assert len(str(info.value)) <= 200
 
 
 def test_a_pod_review_is_parsed_into_the_request_model() -> None:
@@ -97,3 +124,39 @@ def test_warnings_and_audit_annotations_are_passed_through() -> None:
     body = response_dict("u", outcome)["response"]
     assert body["warnings"] == ["w1"]
     assert body["auditAnnotations"] == {"k": "v"}
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "bottom"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+UNENCODABLE: list[tuple[str, Any, str]] = [
+    ("a value nested deeper than the encoder goes", _nested(300), "Recursion limit reached"),
+    ("an integer beyond 64 bits", 2**70, "Integer exceeds 64-bit range"),
+    ("a set, which YAML can produce", {"a"}, "Type is not JSON serializable: set"),
+]
+
+
+@pytest.mark.parametrize(
+    ("value", "error"), [(v, e) for _, v, e in UNENCODABLE], ids=[i for i, _, _ in UNENCODABLE]
+)
+def test_a_patch_that_cannot_be_encoded_becomes_an_internal_error_denial(
+    value: Any, error: str
+) -> None:
+    ops = [{"op": "add", "path": "/spec/tolerations", "value": [{"key": "k", "x": value}]}]
+    body, sent = response_bytes("u", Outcome(patch=ops, changed_by=("p",)))
+    answer = orjson.loads(body)["response"]
+    assert answer["uid"] == "u" and answer["allowed"] is False and "patch" not in answer
+    assert answer["status"]["code"] == 500 and answer["status"]["reason"] == "InternalError"
+    assert error in answer["status"]["message"]
+    assert (sent.allowed, sent.code, sent.patch, sent.changed_by) == (False, 500, [], ())
+
+
+def test_an_encodable_outcome_is_sent_as_it_is() -> None:
+    outcome = Outcome(patch=[{"op": "add", "path": "/a", "value": 1}])
+    body, sent = response_bytes("u", outcome, indent=True)
+    assert sent is outcome
+    assert body.startswith(b"{\n  ")

@@ -117,3 +117,27 @@ def test_the_patch_appends_to_an_existing_list_rather_than_replacing_it() -> Non
     result = mutate(request(obj), obj, Context(Settings()))
     assert [op["op"] for op in result.patch] == ["add", "add"]
     assert all(op["path"] == "/spec/tolerations/-" for op in result.patch)
+
+
+UNREADABLE: list[tuple[str, Any]] = [
+    ("a spec that is a list", []),
+    ("a spec that is a string", "spec"),
+    ("a spec that is a number", 7),
+    ("tolerations that are an object", {"tolerations": {"key": "x"}}),
+    ("tolerations that are a string", {"tolerations": "all"}),
+]
+
+
+@pytest.mark.parametrize("spec", [s for _, s in UNREADABLE], ids=[i for i, _ in UNREADABLE])
+def test_a_spec_it_cannot_read_is_left_alone_for_validation_to_report(spec: Any) -> None:
+    obj = {**pod(), "spec": spec}
+    result = mutate(request(obj), obj, Context(Settings()))
+    assert (result.obj, result.patch, result.violations) == (None, [], ())
+
+
+def test_a_pod_without_a_spec_gets_both_tolerations_in_a_new_spec() -> None:
+    obj = {k: v for k, v in pod().items() if k != "spec"}
+    result = mutate(request(obj), obj, Context(Settings()))
+    assert result.patch == [
+        {"op": "add", "path": "/spec", "value": {"tolerations": [NR300, UR300]}}
+    ]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
+import orjson
 import pytest
 
-from tests.reviews import apply, container, pod, request, tol
+from tests.reviews import apply, container, owned_by, pod, request, review, tol
 from webhooks.cluster import StaticCluster
 from webhooks.core.admission import Admission
 from webhooks.core.config import load_config
@@ -583,6 +585,51 @@ def test_the_merge_runs_last_in_the_chain_and_absorbs_earlier_tolerations() -> N
     assert again.allowed and again.patch == []
 
 
+ABSORBED = [
+    (
+        "an extended-resource toleration under a tolerate-everything entry",
+        pod(
+            runtimeClassName="foo",
+            tolerations=[tol(operator="Exists")],
+            containers=[container(requests={"nvidia.com/gpu": "1"})],
+        ),
+        runtime_class(scheduling={}),
+    ),
+    (
+        "an extended-resource toleration under the RuntimeClass's own wildcard",
+        pod(runtimeClassName="foo", containers=[container(requests={"example.com/dongle": "1"})]),
+        runtime_class(scheduling={"tolerations": [tol(operator="Exists", effect="NoSchedule")]}),
+    ),
+    (
+        "a DaemonSet pod's own toleration that the DaemonSet defaults, added later, subsume",
+        owned_by(
+            pod(
+                runtimeClassName="foo",
+                tolerations=[
+                    tol("node.kubernetes.io/not-ready", "", effect="NoExecute", seconds=0)
+                ],
+            )
+        ),
+        runtime_class(scheduling={}),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("obj", "rc"), [(o, r) for _, o, r in ABSORBED], ids=[i for i, _, _ in ABSORBED]
+)
+def test_a_toleration_the_merge_absorbs_again_leaves_no_patch_on_reinvocation(
+    obj: dict[str, Any], rc: dict[str, Any]
+) -> None:
+    admission = Admission(REGISTRY, CONFIG, StaticCluster([rc]))
+    first = admission.decide(request(obj), PHASES)
+    assert first.allowed
+    assert first.obj is not None
+    again = admission.decide(request(first.obj), PHASES)
+    assert again.allowed
+    assert (again.patch, again.changed_by, dict(again.audit_annotations)) == ([], (), {})
+
+
 # ------------------------------------------------------------------------ malformed input
 
 
@@ -621,3 +668,21 @@ def test_containers_are_irrelevant_to_overhead() -> None:
     outcome = decide(obj, runtime_class(overhead=SMALL))
     assert outcome.allowed
     assert outcome.patch == [{"op": "add", "path": "/spec/overhead", "value": SMALL}]
+
+
+def test_a_merge_that_moves_a_toleration_nested_past_the_encoder_is_a_denial_not_a_crash() -> None:
+    # old [A, B] → new [B, R] is cheapest as two replaces, so the patch carries B's deep field.
+    deep: Any = "bottom"
+    for _ in range(600):
+        deep = [deep]
+    subsumed = tol("k", "Equal", "v")
+    kept = {**tol("k", "Exists"), "extra": deep}
+    rc = runtime_class(scheduling={"tolerations": [tol("r", "Exists")]})
+    body = json.dumps(review(pod(runtimeClassName="foo", tolerations=[subsumed, kept]))).encode()
+    admission = Admission(REGISTRY, CONFIG, StaticCluster([rc]))
+    reply = admission.handle(body, ("mutate",), "runtime-class")
+    assert reply.status == 200
+    assert reply.outcome is not None and reply.outcome.code == 500
+    answer = orjson.loads(reply.body)["response"]
+    assert answer["allowed"] is False and "patch" not in answer
+    assert "cannot be encoded as JSON (Recursion limit reached)" in answer["status"]["message"]

@@ -83,5 +83,5 @@ class Admission:
             request = parse_review(body)
         except ReviewError as exc:
             return bad_request(str(exc))
-        outcome = self.decide(request, phases, only)
-        return Reply(200, response_bytes(request.uid, outcome), request=request, outcome=outcome)
+        data, outcome = response_bytes(request.uid, self.decide(request, phases, only))
+        return Reply(200, data, request=request, outcome=outcome)

@@ -21,6 +21,7 @@ KIND = "AdmissionReview"
 
 Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
 OPERATIONS: frozenset[str] = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
+_OPERATION_ORDER = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 
 
 class ReviewError(ValueError):
@@ -71,8 +72,27 @@ class AdmissionRequest(NamedTuple):
         return (self.group, self.resource)
 
 
+#: How much of an offending string a 400 reason quotes; why bounded: the API server logs the
+#: reason verbatim, and a megabyte ``apiVersion`` must not become a megabyte log line.
+SHOWN_CHARS = 64
+
+
 def _type(value: Any) -> str:
     return "null" if value is None else type(value).__name__
+
+
+def _got(value: Any) -> str:
+    """An offending value for a one-line reason: a short quoted scalar, or its type name.
+
+    Why not ``repr``: a container can be huge or nested past the recursion limit.
+    """
+    if isinstance(value, str):
+        if len(value) > SHOWN_CHARS:
+            return f"{value[:SHOWN_CHARS]!r}... ({len(value)} characters)"
+        return repr(value)
+    if value is None or isinstance(value, bool | int | float):
+        return repr(value)
+    return _type(value)
 
 
 def _text(request: dict[str, Any], key: str) -> str:
@@ -115,9 +135,11 @@ def parse_review(body: bytes | str | dict[str, Any]) -> AdmissionRequest:
     if type(review) is not dict:
         raise ReviewError("body must be a JSON object (an AdmissionReview)")
     if review.get("apiVersion") != API_VERSION:
-        raise ReviewError(f"apiVersion must be {API_VERSION!r}, got {review.get('apiVersion')!r}")
+        raise ReviewError(
+            f"apiVersion must be {API_VERSION!r}, got {_got(review.get('apiVersion'))}"
+        )
     if review.get("kind") != KIND:
-        raise ReviewError(f"kind must be {KIND!r}, got {review.get('kind')!r}")
+        raise ReviewError(f"kind must be {KIND!r}, got {_got(review.get('kind'))}")
     request = review.get("request")
     if type(request) is not dict:
         raise ReviewError("request must be an object")
@@ -129,9 +151,11 @@ def parse_review(body: bytes | str | dict[str, Any]) -> AdmissionRequest:
     if not uid:
         raise ReviewError("request.uid must not be empty")
     operation = request.get("operation")
-    if operation not in OPERATIONS:
+    # A tuple, not the frozenset: a list or an object is unhashable and would make `in` raise.
+    if operation not in _OPERATION_ORDER:
         raise ReviewError(
-            f"request.operation must be one of CREATE, UPDATE, DELETE, CONNECT, got {operation!r}"
+            "request.operation must be one of CREATE, UPDATE, DELETE, CONNECT, "
+            f"got {_got(operation)}"
         )
     group, version, kind = _triple(request, "kind", "kind")
     rgroup, _, resource = _triple(request, "resource", "resource")
@@ -186,9 +210,32 @@ def response_dict(uid: str, outcome: Outcome) -> dict[str, Any]:
     return {"apiVersion": API_VERSION, "kind": KIND, "response": response}
 
 
-def response_bytes(uid: str, outcome: Outcome) -> bytes:
-    """Serialise :func:`response_dict`; orjson because it is the hot path of every review."""
-    return orjson.dumps(response_dict(uid, outcome))
+#: Why an answer can fail to encode at all: orjson decodes JSON nested 1024 levels deep but
+#: encodes only 254, so a patch that copies a deep user value cannot be written back (and a
+#: cluster object read from YAML may hold an integer beyond 64 bits).
+UNENCODABLE = "the admission response cannot be encoded as JSON ({error}); nothing was changed"
+
+
+def response_bytes(uid: str, outcome: Outcome, *, indent: bool = False) -> tuple[bytes, Outcome]:
+    """Serialise :func:`response_dict`, returning the bytes and the outcome they carry.
+
+    Why the outcome too: when ``outcome`` cannot be encoded the answer is an InternalError
+    denial saying so, never an exception (which would be an HTTP 500 the API server cannot
+    show to the user), and callers must log and count the decision actually sent. orjson
+    because this is the hot path of every review.
+    """
+    option = orjson.OPT_INDENT_2 if indent else 0
+    try:
+        return orjson.dumps(response_dict(uid, outcome), option=option), outcome
+    except orjson.JSONEncodeError as exc:
+        failed = Outcome(
+            allowed=False,
+            obj=outcome.obj,
+            code=500,
+            reason="InternalError",
+            message=UNENCODABLE.format(error=exc),
+        )
+        return orjson.dumps(response_dict(uid, failed), option=option), failed
 
 
 def decode_patch(response: dict[str, Any]) -> list[dict[str, Any]]:

@@ -48,7 +48,9 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
     """
     settings: Settings = ctx.settings
     spec = pod.get("spec")
-    tolerations = tolerations_of(spec) if isinstance(spec, dict) else []
+    if spec is not None and not isinstance(spec, dict):
+        return UNCHANGED  # a spec that is not an object cannot be read, so it is not "fixed"
+    tolerations = tolerations_of(spec) if spec is not None else []
     if tolerations is None:
         return UNCHANGED
     missing = []
