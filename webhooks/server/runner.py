@@ -9,6 +9,7 @@ connections open while serving others. The SSL context is cached per worker
 
 from __future__ import annotations
 
+import gc
 import logging
 import shutil
 import ssl
@@ -214,4 +215,9 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
     def load(self) -> Any:
         """Build the WSGI app inside the worker (after fork), so threads start per worker."""
         tls.IO_TIMEOUT = self.options.io_timeout
-        return self.factory(self.options)
+        app = self.factory(self.options)
+        # Everything built so far (modules, the app, caches) lives as long as the worker.
+        # Freezing it keeps the cyclic garbage collector from re-scanning it on every full
+        # collection, which large reviews trigger often: measured in bench/http_bench.py.
+        gc.freeze()
+        return app
