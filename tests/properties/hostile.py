@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 from hypothesis import strategies as st
 
-from tests.properties.strategies import KINDS, cluster_objects, clusters, reviews
+from tests.properties.strategies import KINDS, ShownCluster, cluster_objects, clusters, reviews
 from webhooks.cluster import StaticCluster
 
 #: orjson refuses to encode at this depth; deeper values are spliced into the bytes.
@@ -311,7 +311,7 @@ def hostile_clusters(draw: st.DrawFn) -> StaticCluster:
         for _ in range(draw(st.integers(0, 2))):
             draw(_mutate(obj))
     # A damaged object may have lost its name, which only drops it from the cluster.
-    return StaticCluster(objects)
+    return ShownCluster(objects)
 
 
 any_clusters = clusters() | hostile_clusters()

@@ -280,15 +280,43 @@ metadata = st.fixed_dictionaries(
 )
 
 
+DAEMONSET_OWNER = {
+    "apiVersion": "apps/v1",
+    "kind": "DaemonSet",
+    "name": "agent",
+    "uid": "6f1c2a5e-0000-4000-8000-000000000002",
+    "controller": True,
+}
+
+
+@st.composite
+def crowded_pods(draw: st.DrawFn) -> dict[str, Any]:
+    """A Pod where most plugins act at once: tolerations, a RuntimeClass, often a DaemonSet.
+
+    Why: the mutators' interplay (a merge absorbing what an earlier plugin added, defaults
+    making a user's entry redundant) only shows when several of them act on one pod.
+    """
+    spec = draw(pod_specs)
+    spec["runtimeClassName"] = draw(st.sampled_from(RUNTIME_CLASS_NAMES))
+    spec["tolerations"] = draw(toleration_lists(max_size=8))
+    meta = draw(metadata)
+    if draw(st.booleans()):
+        meta["ownerReferences"] = [dict(DAEMONSET_OWNER)]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
 def pods() -> st.SearchStrategy[dict[str, Any]]:
     """A Pod, as the API server hands it to admission."""
-    return st.fixed_dictionaries(
-        {
-            "apiVersion": st.just("v1"),
-            "kind": st.just("Pod"),
-            "metadata": metadata,
-            "spec": pod_specs,
-        }
+    return (
+        st.fixed_dictionaries(
+            {
+                "apiVersion": st.just("v1"),
+                "kind": st.just("Pod"),
+                "metadata": metadata,
+                "spec": pod_specs,
+            }
+        )
+        | crowded_pods()
     )
 
 
@@ -447,9 +475,48 @@ def cluster_objects(draw: st.DrawFn) -> list[dict[str, Any]]:
     return [*draw(runtime_classes()), *draw(namespaces())]
 
 
+class ShownCluster(StaticCluster):
+    """A StaticCluster that prints its objects, so a failing example shows them."""
+
+    def __repr__(self) -> str:
+        return f"StaticCluster({[*self.runtime_classes.values(), *self.namespaces.values()]!r})"
+
+
 def clusters() -> st.SearchStrategy[StaticCluster]:
     """A :class:`StaticCluster` over drawn RuntimeClasses and Namespaces."""
-    return cluster_objects().map(StaticCluster)
+    return cluster_objects().map(ShownCluster)
+
+
+#: A fixed cluster for tests that build one app: each RuntimeClass name means something.
+SAMPLE_CLUSTER = ShownCluster(
+    [
+        {
+            "apiVersion": "node.k8s.io/v1",
+            "kind": "RuntimeClass",
+            "metadata": {"name": "sandbox"},
+            "handler": "runsc",
+            "scheduling": {
+                "nodeSelector": {"sandbox.example.com/runtime": "gvisor"},
+                "tolerations": [{"key": "sandbox.example.com/runtime", "operator": "Exists"}],
+            },
+        },
+        {
+            "apiVersion": "node.k8s.io/v1",
+            "kind": "RuntimeClass",
+            "metadata": {"name": "kata"},
+            "handler": "kata",
+            "overhead": {"podFixed": {"cpu": "250m", "memory": "120Mi"}},
+        },
+        {
+            "apiVersion": "node.k8s.io/v1",
+            "kind": "RuntimeClass",
+            "metadata": {"name": "gvisor"},
+            "handler": "runsc",
+            "overhead": {"podFixed": {"cpu": "100m"}},
+            "scheduling": {"tolerations": [{"operator": "Exists"}]},
+        },
+    ]
+)
 
 
 # --- reviews --------------------------------------------------------------------------------

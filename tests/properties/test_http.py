@@ -23,13 +23,13 @@ from tests.properties.invariants import (
     deep_compare,
     sent_review,
 )
-from tests.properties.strategies import reviews
+from tests.properties.strategies import SAMPLE_CLUSTER, reviews
 from webhooks.core.admission import Admission
 from webhooks.core.plugin import Phase
 from webhooks.plugins import REGISTRY
 from webhooks.server.app import MAX_BODY, ServerState, create_app
 
-ADMISSION = Admission(REGISTRY, ALL_ENABLED)
+ADMISSION = Admission(REGISTRY, ALL_ENABLED, SAMPLE_CLUSTER)
 
 #: Every admission route: the two chains and each plugin's halves.
 ROUTES: list[tuple[str, Phase, str | None]] = [

@@ -21,7 +21,7 @@ KIND = "AdmissionReview"
 
 Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
 OPERATIONS: frozenset[str] = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
-_OPERATION_ORDER = ("CREATE", "UPDATE", "DELETE", "CONNECT")
+_OPERATION_NAMES = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 
 
 class ReviewError(ValueError):
@@ -75,6 +75,7 @@ class AdmissionRequest(NamedTuple):
 #: How much of an offending string a 400 reason quotes; why bounded: the API server logs the
 #: reason verbatim, and a megabyte ``apiVersion`` must not become a megabyte log line.
 SHOWN_CHARS = 64
+_SHOWN_INT_BITS = 128
 
 
 def _type(value: Any) -> str:
@@ -90,8 +91,11 @@ def _got(value: Any) -> str:
         if len(value) > SHOWN_CHARS:
             return f"{value[:SHOWN_CHARS]!r}... ({len(value)} characters)"
         return repr(value)
-    if value is None or isinstance(value, bool | int | float):
+    if value is None or isinstance(value, bool | float):
         return repr(value)
+    if isinstance(value, int):
+        # A parsed dict (not bytes) may hold an integer too long for str() to print at all.
+        return repr(value) if value.bit_length() <= _SHOWN_INT_BITS else "int"
     return _type(value)
 
 
@@ -152,7 +156,7 @@ def parse_review(body: bytes | str | dict[str, Any]) -> AdmissionRequest:
         raise ReviewError("request.uid must not be empty")
     operation = request.get("operation")
     # A tuple, not the frozenset: a list or an object is unhashable and would make `in` raise.
-    if operation not in _OPERATION_ORDER:
+    if operation not in _OPERATION_NAMES:
         raise ReviewError(
             "request.operation must be one of CREATE, UPDATE, DELETE, CONNECT, "
             f"got {_got(operation)}"
