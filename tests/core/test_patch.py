@@ -90,10 +90,40 @@ def test_the_input_is_never_modified_and_untouched_branches_are_shared() -> None
     assert apply(obj, editor.patch) == editor.obj
 
 
-def test_setting_an_equal_value_records_nothing() -> None:
-    editor = Editor({"spec": {"tolerations": [{"key": "x"}]}})
-    editor.set(("spec", "tolerations"), [{"key": "x"}])
+EQUAL_SETS: list[tuple[str, dict[str, Any], tuple[Any, ...], Any]] = [
+    (
+        "an equal list",
+        {"spec": {"tolerations": [{"key": "x"}]}},
+        ("spec", "tolerations"),
+        [{"key": "x"}],
+    ),
+    (
+        "null over a null map value",
+        {"spec": {"nodeSelector": {"a": None}}},
+        ("spec", "nodeSelector", "a"),
+        None,
+    ),
+    ("null over a null list entry", {"spec": {"items": [None]}}, ("spec", "items", 0), None),
+    ("null over a null field", {"spec": None}, ("spec",), None),
+]
+
+
+@pytest.mark.parametrize(
+    ("obj", "path", "value"), [c[1:] for c in EQUAL_SETS], ids=[c[0] for c in EQUAL_SETS]
+)
+def test_setting_an_equal_value_records_nothing(
+    obj: dict[str, Any], path: tuple[Any, ...], value: Any
+) -> None:
+    editor = Editor(obj)
+    editor.set(path, value)
     assert not editor.changed
+    assert editor.obj is obj
+
+
+def test_setting_null_where_nothing_is_adds_it() -> None:
+    editor = Editor({"spec": {}})
+    editor.set(("spec", "a"), None)
+    assert editor.patch == [{"op": "add", "path": "/spec/a", "value": None}]
 
 
 def test_a_scalar_is_replaced_and_a_key_removed() -> None:

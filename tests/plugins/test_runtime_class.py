@@ -585,7 +585,7 @@ def test_the_merge_runs_last_in_the_chain_and_absorbs_earlier_tolerations() -> N
     assert again.allowed and again.patch == []
 
 
-ABSORBED = [
+REINVOKED = [
     (
         "an extended-resource toleration under a tolerate-everything entry",
         pod(
@@ -612,13 +612,18 @@ ABSORBED = [
         ),
         runtime_class(scheduling={}),
     ),
+    (
+        "a null nodeSelector value from an offline RuntimeClass (YAML `key:`)",
+        pod(runtimeClassName="foo"),
+        runtime_class(scheduling={"nodeSelector": {"example.com/pool": None}}),
+    ),
 ]
 
 
 @pytest.mark.parametrize(
-    ("obj", "rc"), [(o, r) for _, o, r in ABSORBED], ids=[i for i, _, _ in ABSORBED]
+    ("obj", "rc"), [(o, r) for _, o, r in REINVOKED], ids=[i for i, _, _ in REINVOKED]
 )
-def test_a_toleration_the_merge_absorbs_again_leaves_no_patch_on_reinvocation(
+def test_the_chain_on_its_own_output_leaves_no_patch(
     obj: dict[str, Any], rc: dict[str, Any]
 ) -> None:
     admission = Admission(REGISTRY, CONFIG, StaticCluster([rc]))

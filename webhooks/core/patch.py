@@ -129,7 +129,10 @@ class Editor:
         """
         path = tuple(path)
         current = self.get(path, _MISSING)
-        if current is not _MISSING and current == value:
+        if current is _MISSING:
+            if value is None and self._holds_null(path):
+                return  # null over null: reads as missing, but nothing changes
+        elif current == value:
             return
         self.obj = self._own(self.obj)
         node: Any = self.obj
@@ -157,6 +160,15 @@ class Editor:
             self.patch.extend(list_ops(path, current, value))
         else:
             self.patch.append({"op": "replace", "path": pointer(path), "value": value})
+
+    def _holds_null(self, path: Path) -> bool:
+        parent: Any = self.get(path[:-1]) if path[:-1] else self.obj
+        last = path[-1]
+        if isinstance(parent, dict):
+            return last in parent and parent[last] is None
+        if isinstance(parent, list) and isinstance(last, int):
+            return -len(parent) <= last < len(parent) and parent[last] is None
+        return False
 
     def remove(self, path: Sequence[PathPart]) -> None:
         """Remove ``path`` if present, recording a ``remove``."""
