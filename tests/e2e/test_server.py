@@ -97,9 +97,18 @@ def test_bad_input_gets_400_and_413_and_the_server_keeps_serving(server: Server)
 
 
 def test_metrics_count_the_reviews(server: Server) -> None:
+    import time
+
     server.request("POST", "/validate", review(pod()))
-    status, body = server.request("GET", "/metrics")
-    assert status == 200
+    # A scrape may land on the other worker, which sees this one's counters once its
+    # snapshot is written (about once a second): poll for a little longer than that.
+    deadline = time.monotonic() + 5
+    while True:
+        status, body = server.request("GET", "/metrics")
+        assert status == 200
+        if b"placement_webhooks_requests_total" in body or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert b"placement_webhooks_requests_total" in body
 
 
