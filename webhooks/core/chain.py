@@ -162,7 +162,7 @@ def run_chain(request: AdmissionRequest, phases: Iterable[tuple[Phase, Sequence[
             for index, (plugin, half, context) in enumerate(chain):
                 if index >= horizon and last is None:
                     break
-                # Half.handles inlined: this loop runs for every plugin of every review.
+                # Scope (spec §0): no subresource, a declared operation and resource.
                 if sub or operation not in half.operations or resource not in half.resources:
                     continue
                 if mismatch:

@@ -87,14 +87,6 @@ class Half:
     resources: frozenset[GroupResource]
     operations: frozenset[str]
 
-    def handles(self, request: AdmissionRequest) -> bool:
-        """Whether the chain should call this half for ``request`` (spec §0 scope rules)."""
-        return (
-            not request.sub_resource
-            and request.operation in self.operations
-            and request.group_resource in self.resources
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class Plugin:

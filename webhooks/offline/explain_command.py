@@ -129,6 +129,10 @@ def _fail_names(values: Sequence[str]) -> set[str]:
     return {name.strip() for value in values for name in value.split(",") if name.strip()}
 
 
+#: The lifecycle controller's defaults, as the options' defaults: one source of truth.
+_DEFAULT_RATES = Rates()
+
+
 @click.command(help=HELP)
 @click.argument("paths", nargs=-1, metavar="[PATH... | -]")
 @click.option(
@@ -157,14 +161,14 @@ def _fail_names(values: Sequence[str]) -> set[str]:
 @click.option(
     "--node-eviction-rate",
     type=click.FloatRange(min=0),
-    default=0.1,
+    default=_DEFAULT_RATES.node_eviction_rate,
     show_default=True,
     help="Nodes per second tainted in a Normal or FullDisruption zone.",
 )
 @click.option(
     "--secondary-node-eviction-rate",
     type=click.FloatRange(min=0),
-    default=0.01,
+    default=_DEFAULT_RATES.secondary_node_eviction_rate,
     show_default=True,
     help="Nodes per second tainted in a PartialDisruption zone larger than "
     "--large-cluster-size-threshold.",
@@ -172,14 +176,14 @@ def _fail_names(values: Sequence[str]) -> set[str]:
 @click.option(
     "--unhealthy-zone-threshold",
     type=click.FloatRange(min=0),
-    default=0.55,
+    default=_DEFAULT_RATES.unhealthy_zone_threshold,
     show_default=True,
     help="Share of not-Ready nodes (with more than 2) that makes a zone PartialDisruption.",
 )
 @click.option(
     "--large-cluster-size-threshold",
     type=click.IntRange(min=0),
-    default=50,
+    default=_DEFAULT_RATES.large_cluster_size_threshold,
     show_default=True,
     help="A PartialDisruption zone of at most this many nodes stops evictions (rate 0).",
 )

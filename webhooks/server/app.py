@@ -112,14 +112,13 @@ class ServerState:
     admission: Admission
     ready_checks: list[ReadyCheck] = field(default_factory=list)
     metrics: Metrics = field(default_factory=Metrics)
-    draining: bool = False
     drain_marker: Path | None = None
     require_client_cert: bool = False
     review_log: ReviewLog | None = None
 
     def not_ready_reason(self) -> str | None:
         """The first failing readiness check's reason, or ``None`` when ready."""
-        if self.draining or (self.drain_marker is not None and self.drain_marker.exists()):
+        if self.drain_marker is not None and self.drain_marker.exists():
             return "shutting down"
         for check in self.ready_checks:
             reason = check()
