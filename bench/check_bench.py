@@ -21,12 +21,12 @@ from typing import Any
 
 import yaml
 
-from webhooks.cluster import StaticCluster
+from webhooks.cluster.files import StaticCluster
 from webhooks.core.admission import Admission
 from webhooks.core.config import load_config
-from webhooks.offline import formats
-from webhooks.offline.engine import Engine, Report, context_cluster
-from webhooks.offline.sources import Source, split
+from webhooks.dryrun import formats
+from webhooks.dryrun.engine import Engine, Report, context_cluster
+from webhooks.manifests.reader import Source, split
 from webhooks.plugins import REGISTRY
 
 TEMPLATES = [

@@ -10,7 +10,7 @@ import jsonpatch
 
 from webhooks.core.plugin import RESOURCE_KINDS
 from webhooks.core.review import AdmissionRequest, parse_review
-from webhooks.deploy import GROUP_VERSIONS
+from webhooks.webhookconfig import GROUP_VERSIONS
 
 #: kind → (group, version, resource): every kind a plugin may handle, in the version its
 #: webhook is registered for (the version the API server then sends), and two it never does.

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from webhooks.cluster import StaticCluster
+from webhooks.cluster.files import StaticCluster
 
 RC = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "handler": "runsc"}
 

@@ -19,7 +19,7 @@ import pytest
 
 from tests.fakeapi import FakeApiServer, namespace, runtime_class, status
 from tests.waiting import eventually
-from webhooks.cluster import (
+from webhooks.cluster.api import (
     ApiCluster,
     ClusterError,
     Timing,
@@ -424,7 +424,7 @@ def test_the_kubernetes_client_is_imported_only_for_a_cluster_source() -> None:
     code = (
         "import sys\n"
         "from webhooks.cli import main\n"
-        "from webhooks.cluster import open_cluster\n"
+        "from webhooks.cluster.api import open_cluster\n"
         "from webhooks.core.config import ClusterSettings\n"
         "import webhooks.server.wsgi\n"
         "assert open_cluster(ClusterSettings(source='none')) is None\n"

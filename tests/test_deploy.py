@@ -18,7 +18,8 @@ from tests.e2e.serving import free_port
 from tests.fakeapi import TOKEN, running, write_kubeconfig
 from webhooks import certs
 from webhooks.cli import main
-from webhooks.deploy import (
+from webhooks.plugins import REGISTRY
+from webhooks.webhookconfig import (
     FIELD_MANAGER,
     PLURALS,
     WebhookSettings,
@@ -27,7 +28,6 @@ from webhooks.deploy import (
     plugin_table,
     rules,
 )
-from webhooks.plugins import REGISTRY
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -34,8 +34,8 @@ from tests.charts.render import (
 from webhooks import certs
 from webhooks.cli import main
 from webhooks.core.config import load_config
-from webhooks.deploy import plugin_table, rules
 from webhooks.plugins import REGISTRY
+from webhooks.webhookconfig import plugin_table, rules
 
 #: The oldest Kubernetes the chart supports (matchConditions GA) and the newest schema shipped.
 KUBE_VERSIONS = ("1.30.0", kubernetes_validate.utils.latest_version())

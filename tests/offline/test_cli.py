@@ -12,11 +12,11 @@ import pytest
 from click.testing import CliRunner
 
 from tests.offline import fakes
+from webhooks.cli import dryrun_commands as commands
 from webhooks.cli import main
 from webhooks.core.config import load_config
 from webhooks.core.plugin import Registry
-from webhooks.offline import commands
-from webhooks.offline.sources import parse_field
+from webhooks.manifests.reader import parse_field
 from webhooks.plugins import ORDER
 
 ROOT = Path(__file__).parent.parent.parent

@@ -8,14 +8,14 @@ import pytest
 import yaml
 
 from tests.offline import fakes
-from webhooks.cluster import StaticCluster
+from webhooks.cluster.files import StaticCluster
 from webhooks.core.admission import Admission
 from webhooks.core.patch import Editor
 from webhooks.core.plugin import Context
 from webhooks.core.result import Result
 from webhooks.core.review import AdmissionRequest
-from webhooks.offline.engine import Engine, Report, context_cluster, describe_patch
-from webhooks.offline.sources import Document, Source, split
+from webhooks.dryrun.engine import Engine, Report, context_cluster, describe_patch
+from webhooks.manifests.reader import Document, Source, split
 
 DEPLOYMENT = """\
 apiVersion: apps/v1
@@ -312,7 +312,7 @@ def _bogus(req: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Result:
 
 def test_schema_runs_before_and_after_mutation_on_the_written_manifest() -> None:
     pytest.importorskip("kubernetes_validate")
-    from webhooks.offline.schema import KubernetesSchema
+    from webhooks.dryrun.schema import KubernetesSchema
 
     bogus = fakes.Plugin(
         "bogus",
@@ -379,6 +379,6 @@ def test_a_pod_violation_without_a_field_points_at_the_template() -> None:
 def test_applying_a_patch_to_the_manifest(
     obj: dict[str, Any], patch: list[dict[str, Any]], result: dict[str, Any], failed: list[str]
 ) -> None:
-    from webhooks.offline.engine import _apply
+    from webhooks.dryrun.engine import _apply
 
     assert _apply(obj, patch) == (result, failed)

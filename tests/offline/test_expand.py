@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from webhooks.offline.expand import (
+from webhooks.dryrun.expand import (
     default_requests,
     object_target,
     pod_from,

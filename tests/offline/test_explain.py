@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from webhooks.offline.explain import (
+from webhooks.explain.model import (
     NOT_READY,
     UNREACHABLE,
     InventoryError,

@@ -22,10 +22,11 @@ import pytest
 from click.testing import CliRunner
 
 from tests.offline import fakes
+from webhooks.cli import dryrun_commands as commands
 from webhooks.cli import main
-from webhooks.offline import commands, formats
-from webhooks.offline.engine import Engine, Report
-from webhooks.offline.sources import read, split
+from webhooks.dryrun import formats
+from webhooks.dryrun.engine import Engine, Report
+from webhooks.manifests.reader import read, split
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 GOLDEN = FIXTURES / "golden"

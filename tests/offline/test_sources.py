@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from webhooks.offline.sources import Problem, Source, parse_field, read, split
+from webhooks.manifests.reader import Problem, Source, parse_field, read, split
 
 STREAM = """\
 # Source: chart/templates/a.yaml

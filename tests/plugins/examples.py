@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.reviews import container, daemonset, owned_by, pod, tol
-from webhooks.cluster import StaticCluster
+from webhooks.cluster.files import StaticCluster
 from webhooks.core.plugin import ClusterView, NoCluster
 
 #: A Namespace dedicated to group gpu-team by the default label.

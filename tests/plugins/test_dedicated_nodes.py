@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from tests.reviews import apply, container, pod, request, review, tol
 from webhooks.cli import main
-from webhooks.cluster import StaticCluster
+from webhooks.cluster.files import StaticCluster
 from webhooks.core.admission import Admission
 from webhooks.core.config import ConfigError, load_config
 from webhooks.core.plugin import LookupFailure, Phase

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from tests.reviews import apply, container, owned_by, pod, request, review, tol
-from webhooks.cluster import StaticCluster
+from webhooks.cluster.files import StaticCluster
 from webhooks.core.admission import Admission
 from webhooks.core.config import load_config
 from webhooks.core.patch import Editor

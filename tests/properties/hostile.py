@@ -18,7 +18,7 @@ import orjson
 from hypothesis import strategies as st
 
 from tests.properties.strategies import KINDS, ShownCluster, cluster_objects, clusters, reviews
-from webhooks.cluster import StaticCluster
+from webhooks.cluster.files import StaticCluster
 
 #: orjson refuses to encode at this depth; deeper values are spliced into the bytes.
 ENCODE_DEPTH = 254

@@ -27,7 +27,7 @@ from hypothesis import event
 from kubernetes_validate import utils as kv
 from referencing import Registry, Resource
 
-from webhooks.cluster import StaticCluster
+from webhooks.cluster.files import StaticCluster
 from webhooks.core.admission import Admission, Reply
 from webhooks.core.config import load_config
 from webhooks.core.plugin import Phase

@@ -17,7 +17,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from tests.reviews import review
-from webhooks.cluster import StaticCluster
+from webhooks.cluster.files import StaticCluster
 from webhooks.core.config import Config, load_config
 from webhooks.plugins import REGISTRY
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from tests.properties.hostile import any_clusters, hostile_bodies, hostile_clusters, raw_bytes
 from tests.properties.invariants import ALL_ENABLED, check_everywhere
 from tests.properties.strategies import clusters, configs, reviews
-from webhooks.cluster import StaticCluster
+from webhooks.cluster.files import StaticCluster
 from webhooks.core.admission import Admission
 from webhooks.core.config import Config, load_config
 from webhooks.plugins import REGISTRY

@@ -14,7 +14,7 @@ from tests.fakeapi import FakeApiServer, runtime_class
 from tests.waiting import eventually
 from webhooks.certs import generate
 from webhooks.cli import main
-from webhooks.cluster import ApiCluster
+from webhooks.cluster.api import ApiCluster
 from webhooks.configfile import read_config
 from webhooks.core.config import ClusterSettings, ConfigError
 from webhooks.server.app import ServerState, create_app

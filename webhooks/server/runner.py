@@ -130,7 +130,7 @@ class DrainingArbiter(Arbiter):  # type: ignore[misc]
         """Reload workers only with a usable config."""
         options: ServeOptions = self.app.options
         if options.config_path is not None:
-            from webhooks.cluster import ClusterError, check_source
+            from webhooks.cluster.api import ClusterError, check_source
             from webhooks.configfile import read_config
             from webhooks.core.config import ConfigError
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from flask import Flask
 
 from webhooks.certs import CA_FILE, CertError, inspect, load_pair
-from webhooks.cluster import ApiCluster, open_cluster
+from webhooks.cluster.api import ApiCluster, open_cluster
 from webhooks.configfile import read_config
 from webhooks.core.admission import Admission
 from webhooks.plugins import REGISTRY

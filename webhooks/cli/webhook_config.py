@@ -2,7 +2,7 @@
 
 Why: not every cluster is managed with Helm, and a CA generated or rotated outside the chart
 (``certs generate``, a Secret from another tool) has to reach ``caBundle``. Rendering uses
-:mod:`webhooks.deploy`, the same rules and defaults as the chart.
+:mod:`webhooks.webhookconfig`, the same rules and defaults as the chart.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from types import FrameType
 import click
 import yaml
 
-from webhooks.clicommon import config_option, fail, load_config
-from webhooks.deploy import (
+from webhooks.cli.common import config_option, fail, load_config
+from webhooks.webhookconfig import (
     DEFAULT_EXCLUDED_NAMESPACES,
     Injected,
     InjectError,

@@ -11,11 +11,11 @@ from collections.abc import Sequence
 
 import click
 
-from webhooks.clicommon import config_option, fail, objects_option
-from webhooks.offline import explain as model
-from webhooks.offline import explain_format
-from webhooks.offline.commands import namespace_option, prepare, stdin_name_option
-from webhooks.offline.explain import (
+from webhooks.cli.common import config_option, fail, objects_option
+from webhooks.cli.dryrun_commands import namespace_option, prepare, stdin_name_option
+from webhooks.explain import model
+from webhooks.explain import render as explain_format
+from webhooks.explain.model import (
     FailAs,
     InventoryError,
     Node,
@@ -24,7 +24,7 @@ from webhooks.offline.explain import (
     parse_node,
     pod_view,
 )
-from webhooks.offline.sources import STDIN, Problem, read, split
+from webhooks.manifests.reader import STDIN, Problem, read, split
 
 HELP = """Where each pod can run on the nodes in --nodes, and what happens when nodes fail.
 

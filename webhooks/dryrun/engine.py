@@ -1,6 +1,6 @@
 """Run the configured admission chain over manifests and collect findings.
 
-For every request :mod:`~webhooks.offline.expand` builds, the engine calls
+For every request :mod:`~webhooks.dryrun.expand` builds, the engine calls
 :meth:`Admission.decide` with both phases, exactly as ``review`` and the server do, then runs
 the mutating phase once more on the result: a second pass that changes anything is a
 ``convergence`` finding, because the API server may re-invoke webhooks and a suite that
@@ -20,13 +20,11 @@ from typing import Any, Final, Literal, Protocol
 
 import jsonpatch
 
-from webhooks.cluster import StaticCluster
+from webhooks.cluster.files import StaticCluster
 from webhooks.core.admission import Admission
 from webhooks.core.plugin import PHASES
 from webhooks.core.result import JsonPatch, Violation
-from webhooks.k8s.podspec import POD_SPEC_PATHS, dotted
-from webhooks.k8s.tolerations import describe
-from webhooks.offline.expand import (
+from webhooks.dryrun.expand import (
     CONTEXT_KINDS,
     KINDS,
     Role,
@@ -38,7 +36,9 @@ from webhooks.offline.expand import (
     template_field,
     template_pointer,
 )
-from webhooks.offline.sources import Document, Problem
+from webhooks.k8s.podspec import POD_SPEC_PATHS, dotted
+from webhooks.k8s.tolerations import describe
+from webhooks.manifests.reader import Document, Problem
 
 FindingType = Literal["violation", "mutation", "convergence", "schema"]
 CONVERGENCE: Final = "convergence"
@@ -398,7 +398,7 @@ class Engine:
         """The manifest as ``mutate`` prints it: as stored, plus what its Pods will receive.
 
         The object's own patch is applied to the manifest; the Pod patch is mapped onto the
-        pod template (:func:`~webhooks.offline.expand.template_pointer`), so checking the
+        pod template (:func:`~webhooks.dryrun.expand.template_pointer`), so checking the
         result again finds nothing to change. Operations with no place in a template (a
         Pod's name, its owner) are left out, because the controller writes those.
         """

@@ -12,14 +12,14 @@ from typing import Any
 
 import click
 
-from webhooks.certcmd import certs
-from webhooks.clicommon import config_option, fail, load_config, load_objects, objects_option
+from webhooks.cli.certs import certs
+from webhooks.cli.common import config_option, fail, load_config, load_objects, objects_option
+from webhooks.cli.dryrun_commands import check, mutate
+from webhooks.cli.explain import explain
+from webhooks.cli.webhook_config import webhook_config
 from webhooks.core.admission import Admission
 from webhooks.core.plugin import PHASES
 from webhooks.core.review import ReviewError, parse_review, response_bytes
-from webhooks.deploycmd import webhook_config
-from webhooks.offline.commands import check, mutate
-from webhooks.offline.explain_command import explain
 from webhooks.plugins import REGISTRY
 
 
@@ -115,7 +115,7 @@ def serve(
 
 def _check_cluster_source(config: Any) -> None:
     """Fail fast when the cluster source cannot be configured (every worker would fail)."""
-    from webhooks.cluster import ClusterError, check_source
+    from webhooks.cluster.api import ClusterError, check_source
 
     try:
         check_source(config.cluster)

@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 import click
 
-from webhooks.cluster import ObjectsError, StaticCluster, read_objects
+from webhooks.cluster.files import ObjectsError, StaticCluster, read_objects
 from webhooks.configfile import read_config
 from webhooks.core.config import Config, ConfigError
 

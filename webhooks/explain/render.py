@@ -1,4 +1,4 @@
-"""Rendering an :class:`~webhooks.offline.explain.Explanation` as text for people or JSON.
+"""Rendering an :class:`~webhooks.explain.model.Explanation` as text for people or JSON.
 
 Text groups nodes that get the same answer onto one line, so a hundred identical workers
 read as one entry; JSON lists every node for every pod, for scripts. Both say the same
@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from webhooks.offline.explain import (
+from webhooks.explain.model import (
     Explanation,
     Fit,
     Node,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from webhooks.clicommon import fail
+from webhooks.cli.common import fail
 
 if TYPE_CHECKING:
     from cryptography import x509

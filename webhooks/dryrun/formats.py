@@ -1,4 +1,4 @@
-"""Rendering a :class:`~webhooks.offline.engine.Report`: text, JSON, JUnit, SARIF, GitHub.
+"""Rendering a :class:`~webhooks.dryrun.engine.Report`: text, JSON, JUnit, SARIF, GitHub.
 
 Every format says the same things in the shape its consumer reads: people (``text``, the
 compiler convention ``path:line: plugin: message``), scripts (``json``), test dashboards
@@ -21,7 +21,7 @@ from urllib.parse import quote
 import click
 import orjson
 
-from webhooks.offline.engine import CONVERGENCE, SCHEMA, Checked, Finding, Report
+from webhooks.dryrun.engine import CONVERGENCE, SCHEMA, Checked, Finding, Report
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT = "placementWebhooks/v1"

@@ -69,6 +69,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any, Final, Literal
 
+from webhooks.dryrun.engine import Checked
 from webhooks.k8s.affinity import affinity_failures, selector_failures
 from webhooks.k8s.podspec import POD_SPEC_PATHS, get_path
 from webhooks.k8s.quantity import QuantityError, parse_resource_list
@@ -80,7 +81,6 @@ from webhooks.k8s.tolerations import (
     identity,
     tolerates,
 )
-from webhooks.offline.engine import Checked
 
 NOT_READY: Final = "node.kubernetes.io/not-ready"
 UNREACHABLE: Final = "node.kubernetes.io/unreachable"

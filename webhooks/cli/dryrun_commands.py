@@ -18,7 +18,7 @@ from typing import Any
 import click
 import yaml
 
-from webhooks.clicommon import (
+from webhooks.cli.common import (
     USAGE_ERROR,
     config_option,
     fail,
@@ -27,9 +27,9 @@ from webhooks.clicommon import (
     objects_option,
 )
 from webhooks.core.admission import Admission
-from webhooks.offline import formats
-from webhooks.offline.engine import Engine, Report, SchemaCheck, context_cluster
-from webhooks.offline.sources import STDIN, STDIN_NAME, Document, read, split
+from webhooks.dryrun import formats
+from webhooks.dryrun.engine import Engine, Report, SchemaCheck, context_cluster
+from webhooks.manifests.reader import STDIN, STDIN_NAME, Document, read, split
 from webhooks.plugins import REGISTRY
 
 
@@ -169,7 +169,7 @@ def check(
         fail("--kubernetes-version needs --schema")
     schema: SchemaCheck | None = None
     if use_schema:
-        from webhooks.offline.schema import KubernetesSchema, SchemaUnavailable
+        from webhooks.dryrun.schema import KubernetesSchema, SchemaUnavailable
 
         try:
             schema = KubernetesSchema(kubernetes_version)
