@@ -43,11 +43,13 @@ KUBE_VERSIONS = ("1.30.0", kubernetes_validate.utils.latest_version())
 MUTATING = "MutatingWebhookConfiguration"
 VALIDATING = "ValidatingWebhookConfiguration"
 PRODUCT_PLUGINS = (
-    "dedicated-nodes",
+    "pod-node-selector",
     "default-toleration-seconds",
+    "pod-toleration-restriction",
     "extended-resource-toleration",
     "runtime-class",
     "daemonset-tolerations",
+    "dedicated-nodes",
     "taint-toleration-rules",
     "anti-affinity-topology",
 )
@@ -257,7 +259,7 @@ def test_a_changed_config_rolls_the_pods() -> None:
         deployment = one(render(values), "Deployment")
         return str(deployment["spec"]["template"]["metadata"]["annotations"]["checksum/config"])
 
-    off = {"plugins": {"anti-affinity-topology": {"enabled": False}}}
+    off = {"plugins": {"anti-affinity-topology": {"enabled": True}}}
     assert checksum({}) != checksum(off)
     assert checksum({}) == checksum({"replicaCount": 3})
 

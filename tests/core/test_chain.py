@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from tests.reviews import pod, request
+from tests.reviews import apply, pod, request
 from webhooks.core.admission import Admission
-from webhooks.core.chain import MAX_MUTATION_PASSES, run_chain, steps
+from webhooks.core.chain import MAX_PASSES, resolve, run_chain
 from webhooks.core.config import load_config
 from webhooks.core.patch import Editor
-from webhooks.core.plugin import PODS, Context, Half, LookupFailure, Plugin, Registry
+from webhooks.core.plugin import PODS, Context, LookupFailure, Mutator, Plugin, Registry, Validator
 from webhooks.core.result import Result, Violation
 from webhooks.core.review import AdmissionRequest
 
@@ -32,7 +33,7 @@ def _labeller(label: str) -> Plugin:
             editor.set(("metadata", "labels", "seen"), seen + label)
         return Result(editor.obj, editor.patch)
 
-    return Plugin(label, "adds a label", Nothing, mutate=Half(mutate, frozenset({PODS}), ALL))
+    return Plugin(label, "adds a label", Nothing, mutate=Mutator(mutate, frozenset({PODS}), ALL))
 
 
 def _validator(name: str, message: str | None, exc: Exception | None = None) -> Plugin:
@@ -41,7 +42,7 @@ def _validator(name: str, message: str | None, exc: Exception | None = None) -> 
             raise exc
         return [Violation(message)] if message else []
 
-    return Plugin(name, "checks", Nothing, validate=Half(validate, frozenset({PODS}), ALL))
+    return Plugin(name, "checks", Nothing, validate=Validator(validate, frozenset({PODS}), ALL))
 
 
 def _run(plugins: list[Plugin], obj: dict[str, Any] | None = None) -> Any:
@@ -81,7 +82,7 @@ def test_a_subresource_request_is_left_alone() -> None:
     registry = Registry([_labeller("a")])
     config = load_config(None, registry)
     req = request(pod(), sub_resource="status", operation="UPDATE", old=pod())
-    outcome = run_chain(req, [("mutate", steps(registry, "mutate", config, None))])
+    outcome = run_chain(req, resolve(registry, config, None).mutators)
     assert outcome.patch == [] and outcome.allowed
 
 
@@ -91,7 +92,7 @@ def _unlabeller(name: str) -> Plugin:
         editor.remove(("metadata", "labels", "seen"))
         return Result(editor.obj, editor.patch, audit={name: "removed the label"})
 
-    return Plugin(name, "removes a label", Nothing, mutate=Half(mutate, frozenset({PODS}), ALL))
+    return Plugin(name, "removes a label", Nothing, mutate=Mutator(mutate, frozenset({PODS}), ALL))
 
 
 def test_mutators_that_undo_each_other_leave_no_patch_and_name_no_plugin() -> None:
@@ -111,7 +112,7 @@ def _follower(label: str, after: str) -> Plugin:
             editor.set(("metadata", "labels", "seen"), seen + label)
         return Result(editor.obj, editor.patch)
 
-    return Plugin(label, "follows", Nothing, mutate=Half(mutate, frozenset({PODS}), ALL))
+    return Plugin(label, "follows", Nothing, mutate=Mutator(mutate, frozenset({PODS}), ALL))
 
 
 def _negator(name: str, of: str) -> Plugin:
@@ -124,7 +125,7 @@ def _negator(name: str, of: str) -> Plugin:
         editor.set(("metadata", "labels", name), "on" if other == "off" else "off")
         return Result(editor.obj, editor.patch)
 
-    return Plugin(name, "negates", Nothing, mutate=Half(mutate, frozenset({PODS}), ALL))
+    return Plugin(name, "negates", Nothing, mutate=Mutator(mutate, frozenset({PODS}), ALL))
 
 
 def _copier(name: str, of: str) -> Plugin:
@@ -133,7 +134,7 @@ def _copier(name: str, of: str) -> Plugin:
         editor.set(("metadata", "labels", name), editor.get(("metadata", "labels", of), "off"))
         return Result(editor.obj, editor.patch)
 
-    return Plugin(name, "copies", Nothing, mutate=Half(mutate, frozenset({PODS}), ALL))
+    return Plugin(name, "copies", Nothing, mutate=Mutator(mutate, frozenset({PODS}), ALL))
 
 
 def _counted(plugin: Plugin, calls: list[str]) -> Plugin:
@@ -142,58 +143,85 @@ def _counted(plugin: Plugin, calls: list[str]) -> Plugin:
 
     def mutate(req: AdmissionRequest, obj: dict[str, Any], ctx: Context) -> Result:
         calls.append(plugin.name)
-        return run(req, obj, ctx)  # type: ignore[no-any-return]
+        return run(req, obj, ctx)
 
-    half = Half(mutate, plugin.mutate.resources, plugin.mutate.operations)
-    return Plugin(plugin.name, plugin.summary, plugin.settings, mutate=half)
+    half = Mutator(mutate, plugin.mutate.resources, plugin.mutate.operations)
+    return dataclasses.replace(plugin, mutate=half)
 
 
-PASSES = [
+ONCE = [
     (
-        "only the first plugin changes the object: nothing runs twice",
-        [_labeller("a"), _follower("z", after="q")],
-        "a",
-        ["a", "z"],
+        "each plugin sees the output of the ones before it",
+        [_labeller("a"), _follower("z", after="a")],
+        "az",
     ),
     (
-        "two plugins change it: the first checks the second's output once",
-        [_labeller("a"), _labeller("b")],
-        "ab",
-        ["a", "b", "a"],
-    ),
-    (
-        "a later plugin's change concerns an earlier one: the chain runs on from it",
+        "a plugin does not see what a later one writes, as in upstream's chain",
         [_follower("x", after="b"), _labeller("b"), _labeller("c")],
-        "bcx",
-        ["x", "b", "c", "x", "b", "c"],
-    ),
-    (
-        "an earlier plugin's second change reaches a later plugin that acts on it",
-        [_follower("x", after="c"), _labeller("b"), _labeller("c"), _follower("y", after="x")],
-        "bcxy",
-        ["x", "b", "c", "y", "x", "b", "c", "y", "x", "b", "c"],
+        "bc",
     ),
 ]
 
 
+def _upstream(plugin: Plugin) -> Plugin:
+    return dataclasses.replace(plugin, upstream=f"InTree{plugin.name}")
+
+
 @pytest.mark.parametrize(
-    ("plugins", "labels", "calls"),
-    [(p, lb, c) for _, p, lb, c in PASSES],
-    ids=[i for i, *_ in PASSES],
+    ("plugins", "labels"), [(p, lb) for _, p, lb in ONCE], ids=[i for i, *_ in ONCE]
 )
-def test_mutators_run_in_passes_until_the_object_stops_changing(
-    plugins: list[Plugin], labels: str, calls: list[str]
-) -> None:
+def test_upstreams_mutators_run_exactly_once_in_order(plugins: list[Plugin], labels: str) -> None:
     made: list[str] = []
-    outcome = _run([_counted(p, made) for p in plugins])
+    outcome = _run([_counted(_upstream(p), made) for p in plugins])
     assert outcome.obj["metadata"]["labels"]["seen"] == labels
-    assert made == calls
-    again = _run(plugins, outcome.obj)
-    assert again.allowed and again.patch == []
+    assert made == [p.name for p in plugins]
 
 
-def test_mutators_that_never_settle_are_cut_off_after_the_last_pass() -> None:
+def test_a_change_by_one_of_ours_reinvokes_the_chain_as_the_api_server_would() -> None:
     made: list[str] = []
-    outcome = _run([_counted(_negator("x", of="y"), made), _counted(_copier("y", of="x"), made)])
+    plugins = [_upstream(_follower("x", after="b")), _labeller("b")]
+    outcome = _run([_counted(p, made) for p in plugins])
+    assert outcome.obj["metadata"]["labels"]["seen"] == "bx"
+    assert made == ["x", "b", "x", "b"]  # the second pass changed none of ours: done
+    assert apply(pod(), outcome.patch) == outcome.obj
+
+
+def test_a_further_pass_that_ends_where_the_last_one_did_adds_nothing_to_the_patch() -> None:
+    made: list[str] = []
+    outcome = _run([_counted(_upstream(_unlabeller("u")), made), _counted(_labeller("b"), made)])
+    assert made == ["u", "b", "u", "b"]
+    assert outcome.patch == [{"op": "add", "path": "/metadata/labels/seen", "value": "b"}]
+
+
+def test_passes_are_bounded_when_ours_never_settle() -> None:
+    made: list[str] = []
+    plugins = [_counted(_negator("x", of="y"), made), _counted(_copier("y", of="x"), made)]
+    outcome = _run(plugins)
     assert outcome.allowed
-    assert made == ["x", "y"] * MAX_MUTATION_PASSES
+    assert made == ["x", "y"] * MAX_PASSES
+
+
+def _refuser(name: str) -> Plugin:
+    def mutate(req: AdmissionRequest, obj: dict[str, Any], ctx: Context) -> Result:
+        return Result(violations=(Violation(f"{name} refuses"),))
+
+    return Plugin(name, "refuses", Nothing, mutate=Mutator(mutate, frozenset({PODS}), ALL))
+
+
+def test_a_mutator_denial_stops_the_chain_and_keeps_the_patch_made_so_far() -> None:
+    made: list[str] = []
+    plugins = [_labeller("a"), _refuser("no"), _labeller("b"), _validator("v", "never reached")]
+    outcome = _run([_counted(p, made) if p.mutate else p for p in plugins])
+    assert made == ["a", "no"]
+    assert not outcome.allowed and outcome.message == "no refuses"
+    assert outcome.denied_by == ("no",)
+    assert outcome.patch and outcome.obj["metadata"]["labels"]["seen"] == "a"
+    assert outcome.changed_by == ("a",)
+
+
+def test_a_denial_never_puts_the_patch_on_the_wire() -> None:
+    from webhooks.core.review import response_dict
+
+    outcome = _run([_labeller("a"), _validator("v", "refused")])
+    assert outcome.patch and not outcome.allowed
+    assert "patch" not in response_dict("uid", outcome)["response"]

@@ -35,8 +35,8 @@ def test_a_disabled_plugin_leaves_the_chain_but_can_still_be_named() -> None:
     config = load_config(
         {"plugins": {"extended-resource-toleration": {"enabled": False}}}, REGISTRY
     )
-    assert "extended-resource-toleration" not in [p.name for p in config.chain(REGISTRY, "mutate")]
-    only = config.chain(REGISTRY, "mutate", "extended-resource-toleration")
+    assert "extended-resource-toleration" not in [p.name for p in config.chain(REGISTRY)]
+    only = config.chain(REGISTRY, "extended-resource-toleration")
     assert [p.name for p in only] == ["extended-resource-toleration"]
 
 

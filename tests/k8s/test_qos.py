@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tests.reviews import container
-from webhooks.k8s.qos import is_best_effort, is_positive_quantity
+from webhooks.k8s.qos import computed_best_effort, is_best_effort, is_positive_quantity
 
 QUANTITIES: list[tuple[str, Any, bool]] = [
     ("one cpu", "1", True),
@@ -54,9 +54,39 @@ SPECS: list[tuple[str, dict[str, Any], bool]] = [
         {"containers": [container()], "resources": {"requests": {"cpu": "1"}}},
         False,
     ),
+    (
+        "pod-level resources, when present, replace the containers'",
+        {"containers": [container(requests={"cpu": "1"})], "resources": {}},
+        True,
+    ),
+    (
+        "a null pod-level resources field is absent",
+        {"containers": [container(requests={"cpu": "1"})], "resources": None},
+        False,
+    ),
 ]
 
 
 @pytest.mark.parametrize(("spec", "want"), [c[1:] for c in SPECS], ids=[c[0] for c in SPECS])
-def test_is_best_effort(spec: dict[str, Any], want: bool) -> None:
-    assert is_best_effort(spec) is want
+def test_computed_best_effort(spec: dict[str, Any], want: bool) -> None:
+    assert computed_best_effort(spec) is want
+    assert is_best_effort({"spec": spec}) is want
+
+
+CPU = {"containers": [container(requests={"cpu": "1"})]}
+NONE = {"containers": [container()]}
+
+RECORDED: list[tuple[str, Any, dict[str, Any], bool]] = [
+    ("a recorded BestEffort wins over requests", "BestEffort", CPU, True),
+    ("a recorded Burstable wins over an empty spec", "Burstable", NONE, False),
+    ("a recorded Guaranteed is not BestEffort", "Guaranteed", NONE, False),
+    ("an empty recorded class is computed", "", CPU, False),
+    ("a recorded class that is not a string is computed", 7, NONE, True),
+]
+
+
+@pytest.mark.parametrize(
+    ("recorded", "spec", "want"), [c[1:] for c in RECORDED], ids=[c[0] for c in RECORDED]
+)
+def test_the_recorded_class_decides_first(recorded: Any, spec: dict[str, Any], want: bool) -> None:
+    assert is_best_effort({"spec": spec, "status": {"qosClass": recorded}}) is want

@@ -13,7 +13,16 @@ from typing import Any
 from webhooks.core.admission import Admission
 from webhooks.core.config import load_config
 from webhooks.core.patch import Editor
-from webhooks.core.plugin import PODS, RESOURCE_KINDS, ClusterView, Context, Half, Plugin, Registry
+from webhooks.core.plugin import (
+    PODS,
+    RESOURCE_KINDS,
+    ClusterView,
+    Context,
+    Mutator,
+    Plugin,
+    Registry,
+    Validator,
+)
 from webhooks.core.result import UNCHANGED, Result, Violation
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.podspec import POD_SPEC_PATHS, dotted, get_path
@@ -113,34 +122,39 @@ LOWER_KEYS = Plugin(
     "lower-keys",
     "Toleration keys are lower case.",
     Nothing,
-    validate=Half(lower_keys, TEMPLATES, BOTH),
+    validate=Validator(lower_keys, TEMPLATES, BOTH),
 )
 HOSTNAME_ONLY = Plugin(
     "hostname-only",
     "Hard anti-affinity per host only.",
     Nothing,
-    validate=Half(hostname_only, frozenset({PODS}), BOTH),
+    validate=Validator(hostname_only, frozenset({PODS}), BOTH),
 )
 TAINT_EFFECTS = Plugin(
     "taint-effects",
     "Node taint effects are known.",
     Nothing,
-    validate=Half(taint_effects, NODES, BOTH),
+    validate=Validator(taint_effects, NODES, BOTH),
 )
 DAEMON_DEFAULTS = Plugin(
     "daemon-defaults",
     "DaemonSet default tolerations.",
     Nothing,
-    mutate=Half(daemon_defaults, DAEMONSETS | {PODS}, BOTH),
+    mutate=Mutator(daemon_defaults, DAEMONSETS | {PODS}, BOTH),
 )
+#: Marked as an in-tree plugin's twin, so it runs once per chain, as upstream's do.
 RESTLESS = Plugin(
-    "restless", "Never converges.", Nothing, mutate=Half(restless, frozenset({PODS}), BOTH)
+    "restless",
+    "Never converges.",
+    Nothing,
+    mutate=Mutator(restless, frozenset({PODS}), BOTH),
+    upstream="Restless",
 )
 SANDBOXED = Plugin(
     "sandboxed",
     "RuntimeClass must exist.",
     Nothing,
-    validate=Half(sandboxed, frozenset({PODS}), BOTH),
+    validate=Validator(sandboxed, frozenset({PODS}), BOTH),
 )
 
 #: The real plugins of this tree, then the stand-ins (validators after mutators still hold
@@ -148,7 +162,12 @@ SANDBOXED = Plugin(
 FAKES = (DAEMON_DEFAULTS, LOWER_KEYS, HOSTNAME_ONLY, TAINT_EFFECTS, SANDBOXED)
 
 
-def admission(*extra: Plugin, cluster: ClusterView | None = None, real: bool = True) -> Admission:
+def admission(
+    *extra: Plugin,
+    cluster: ClusterView | None = None,
+    real: bool = True,
+    config: dict[str, Any] | None = None,
+) -> Admission:
     """An :class:`Admission` over this tree's plugins (when ``real``) plus ``extra``."""
     registry = Registry([*(ORDER if real else ()), *extra])
-    return Admission(registry, load_config(None, registry), cluster)
+    return Admission(registry, load_config(config, registry), cluster)

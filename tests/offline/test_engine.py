@@ -144,7 +144,7 @@ def test_the_expanded_daemonset_pod_carries_a_controller_owner_reference() -> No
         "spy",
         "records pods",
         fakes.Nothing,
-        validate=fakes.Half(spy, frozenset({fakes.PODS}), fakes.BOTH),
+        validate=fakes.Validator(spy, frozenset({fakes.PODS}), fakes.BOTH),
     )
     _run(DAEMONSET, fakes.admission(plugin, real=False))
     (pod,) = seen
@@ -318,7 +318,7 @@ def test_schema_runs_before_and_after_mutation_on_the_written_manifest() -> None
         "bogus",
         "adds a field no schema knows",
         fakes.Nothing,
-        mutate=fakes.Half(_bogus, frozenset({fakes.PODS}), fakes.BOTH),
+        mutate=fakes.Mutator(_bogus, frozenset({fakes.PODS}), fakes.BOTH),
     )
     text = DEPLOYMENT.replace("spec:\n  template:", "spec:\n  selector: {}\n  template:")
     report = _run(text, fakes.admission(bogus, real=False), schema=KubernetesSchema("1.30"))
@@ -337,7 +337,7 @@ def test_a_pod_violation_without_a_field_points_at_the_template() -> None:
         "pathless",
         "denies pods",
         fakes.Nothing,
-        validate=fakes.Half(_pathless, frozenset({fakes.PODS}), fakes.BOTH),
+        validate=fakes.Validator(_pathless, frozenset({fakes.PODS}), fakes.BOTH),
     )
     checked = _one(_run(DEPLOYMENT, fakes.admission(plugin, real=False)))
     (finding,) = checked.findings

@@ -19,6 +19,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from tests.offline import fakes
@@ -71,7 +72,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     mp.chdir(FIXTURES)
     mp.setattr(commands, "_version", lambda: "0.0.0-test")
     try:
-        args = ["check", "manifests"]
+        args = ["check", "--config", "placement.yaml", "manifests"]
         for fmt in FILES:
             args += ["--output", f"{fmt}={out / fmt}"]
         result = CliRunner().invoke(main, args)
@@ -114,7 +115,8 @@ def _deploy_report(**options: Any) -> tuple[Report, formats.Options]:
     sources, problems = read([str(FIXTURES / "manifests" / "deploy")])
     assert problems == []
     docs = [d for s in sources for d in split(s)[0]]
-    admission = fakes.admission()
+    config = yaml.safe_load((FIXTURES / "placement.yaml").read_text(encoding="utf-8"))
+    admission = fakes.admission(config=config)
     report = Engine(admission).run(docs, Report(files=len(sources)))
     rules = formats.rules_of(admission.registry.plugins)
     return report, formats.Options(rules=rules, **options)

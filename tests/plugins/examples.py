@@ -32,6 +32,24 @@ SANDBOX = {
     "scheduling": {"nodeSelector": {"sandbox.example.com/runtime": "gvisor"}},
 }
 
+#: A tenant Namespace with PodNodeSelector's and PodTolerationRestriction's annotations.
+TEAM_NAMESPACE: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Namespace",
+    "metadata": {
+        "name": "team",
+        "annotations": {
+            "scheduler.alpha.kubernetes.io/node-selector": "pool=team",
+            "scheduler.alpha.kubernetes.io/defaultTolerations": (
+                '[{"key": "pool", "operator": "Equal", "value": "team", "effect": "NoSchedule"}]'
+            ),
+            "scheduler.alpha.kubernetes.io/tolerationsWhitelist": (
+                '[{"key": "pool", "operator": "Exists"}]'
+            ),
+        },
+    },
+}
+
 #: plugin name → (object that makes the plugin act, the cluster it needs)
 EXAMPLES: dict[str, tuple[dict[str, Any], ClusterView]] = {
     "dedicated-nodes": (
@@ -40,6 +58,17 @@ EXAMPLES: dict[str, tuple[dict[str, Any], ClusterView]] = {
         StaticCluster([ML_NAMESPACE]),
     ),
     "default-toleration-seconds": (pod(), NoCluster()),
+    "pod-node-selector": (
+        # Mutation adds the namespace's pool=team, then both halves refuse disk=ssd, which
+        # the namespace's whitelist (SETTINGS) does not allow.
+        pod(namespace="team", nodeSelector={"disk": "ssd"}),
+        StaticCluster([TEAM_NAMESPACE]),
+    ),
+    "pod-toleration-restriction": (
+        # Mutation adds the namespace default, then both halves refuse the GPU toleration.
+        pod(namespace="team", tolerations=[tol("nvidia.com/gpu", "Exists", effect="NoSchedule")]),
+        StaticCluster([TEAM_NAMESPACE]),
+    ),
     "extended-resource-toleration": (
         # Mutation tolerates the GPU it requests; enforcement denies the FPGA it does not.
         pod(
@@ -74,6 +103,7 @@ EXAMPLES: dict[str, tuple[dict[str, Any], ClusterView]] = {
 #: Settings a plugin needs for its example to make every half act (others use defaults).
 SETTINGS: dict[str, dict[str, Any]] = {
     "extended-resource-toleration": {"enforce": True},
+    "pod-node-selector": {"nodeSelectorWhitelist": {"team": "pool=team"}},
 }
 
 #: plugin name → objects of its other resources (same cluster as its EXAMPLES entry)

@@ -212,7 +212,15 @@ def test_unusable_allowed_topology_keys_are_config_errors(value: Any, message: s
 
 
 def _admission() -> Admission:
-    return Admission(REGISTRY, load_config(None, REGISTRY))
+    enabled = {"plugins": {"anti-affinity-topology": {"enabled": True}}}
+    return Admission(REGISTRY, load_config(enabled, REGISTRY))
+
+
+def test_it_is_off_by_default_as_upstream() -> None:
+    obj = _pod(anti(required=[term(ZONE)]))
+    default = Admission(REGISTRY, load_config(None, REGISTRY))
+    assert default.decide(request(obj), ("validate",)).allowed
+    assert not _admission().decide(request(obj), ("validate",)).allowed
 
 
 def test_an_update_is_rechecked_even_when_affinity_did_not_change() -> None:

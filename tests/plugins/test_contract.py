@@ -16,7 +16,7 @@ from tests.plugins.examples import EXAMPLES, MORE_EXAMPLES, SETTINGS, example_ob
 from tests.reviews import RESOURCES, apply, request
 from webhooks.core.admission import Admission
 from webhooks.core.config import load_config
-from webhooks.core.plugin import Half, Phase, Plugin
+from webhooks.core.plugin import Mutator, Phase, Plugin, Validator
 from webhooks.plugins import REGISTRY
 
 HALVES = [
@@ -35,7 +35,7 @@ def _group_resource(obj: dict[str, Any]) -> tuple[str, str]:
     return group, resource
 
 
-def _handled(half: Half, obj: dict[str, Any]) -> bool:
+def _handled(half: Mutator | Validator, obj: dict[str, Any]) -> bool:
     return _group_resource(obj) in half.resources
 
 

@@ -601,18 +601,6 @@ REINVOKED = [
         runtime_class(scheduling={"tolerations": [tol(operator="Exists", effect="NoSchedule")]}),
     ),
     (
-        "a DaemonSet pod's own toleration that the DaemonSet defaults, added later, subsume",
-        owned_by(
-            pod(
-                runtimeClassName="foo",
-                tolerations=[
-                    tol("node.kubernetes.io/not-ready", "", effect="NoExecute", seconds=0)
-                ],
-            )
-        ),
-        runtime_class(scheduling={}),
-    ),
-    (
         "a null nodeSelector value from an offline RuntimeClass (YAML `key:`)",
         pod(runtimeClassName="foo"),
         runtime_class(scheduling={"nodeSelector": {"example.com/pool": None}}),
@@ -673,6 +661,19 @@ def test_containers_are_irrelevant_to_overhead() -> None:
     outcome = decide(obj, runtime_class(overhead=SMALL))
     assert outcome.allowed
     assert outcome.patch == [{"op": "add", "path": "/spec/overhead", "value": SMALL}]
+
+
+def test_a_merge_made_possible_by_the_later_daemonset_defaults_is_made_in_the_same_answer() -> None:
+    # The DaemonSet defaults come after RuntimeClass; their infinite not-ready entry makes
+    # the pod's own one redundant, which the chain, reinvoked as the API server would after
+    # a webhook's change, merges away before answering.
+    own = tol("node.kubernetes.io/not-ready", "", effect="NoExecute", seconds=0)
+    obj = owned_by(pod(runtimeClassName="foo", tolerations=[own]))
+    admission = Admission(REGISTRY, CONFIG, StaticCluster([runtime_class(scheduling={})]))
+    first = admission.decide(request(obj), PHASES)
+    assert first.obj is not None and own not in first.obj["spec"]["tolerations"]
+    assert apply(obj, first.patch) == first.obj
+    assert admission.decide(request(first.obj), PHASES).patch == []
 
 
 def test_a_merge_that_moves_a_toleration_nested_past_the_encoder_is_a_denial_not_a_crash() -> None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from webhooks.core.chain import Step, run_chain, steps
+from webhooks.core.chain import Steps, resolve, run_chain
 from webhooks.core.config import Config
-from webhooks.core.plugin import PHASES, ClusterView, Phase, Plugin, Registry
+from webhooks.core.plugin import ClusterView, Phase, Plugin, Registry
 from webhooks.core.result import Outcome
 from webhooks.core.review import AdmissionRequest, ReviewError, parse_review, response_bytes
 
@@ -40,8 +40,8 @@ def bad_request(reason: str, status: int = 400) -> Reply:
 class Admission:
     """The configured chain, ready to answer reviews; immutable once built.
 
-    Phase plugin lists are resolved once here rather than per request, because the enabled
-    set only changes with a new configuration (which builds a new :class:`Admission`).
+    Steps are resolved once here rather than per request, because the enabled set only
+    changes with a new configuration (which builds a new :class:`Admission`).
     """
 
     __slots__ = ("_chains", "cluster", "config", "registry")
@@ -50,30 +50,34 @@ class Admission:
         self.registry = registry
         self.config = config
         self.cluster = cluster
-        self._chains: dict[tuple[Phase, str | None], list[Step]] = {
-            (phase, None): steps(config.chain(registry, phase), phase, config, cluster)
-            for phase in PHASES
-        }
+        self._chains: dict[str | None, Steps] = {None: self._resolve(None)}
+
+    def _resolve(self, only: str | None) -> Steps:
+        return resolve(self.config.chain(self.registry, only), self.config, self.cluster)
+
+    def steps(self, only: str | None = None) -> Steps:
+        """The resolved chain: the enabled plugins, or just ``only`` (``KeyError`` if unknown)."""
+        chain = self._chains.get(only)
+        if chain is None:
+            chain = self._chains[only] = self._resolve(only)
+        return chain
 
     def plugins(self, phase: Phase, only: str | None = None) -> list[Plugin]:
         """The plugins ``phase`` runs: the enabled chain, or just ``only``."""
-        return [plugin for plugin, _, _ in self.steps(phase, only)]
-
-    def steps(self, phase: Phase, only: str | None = None) -> list[Step]:
-        """The resolved steps of ``phase`` (``KeyError`` for an unknown ``only``)."""
-        key = (phase, only)
-        chain = self._chains.get(key)
-        if chain is None:
-            plugins = self.config.chain(self.registry, phase, only)
-            chain = steps(plugins, phase, self.config, self.cluster)
-            self._chains[key] = chain
-        return chain
+        chain = self.steps(only)
+        found = chain.mutators if phase == "mutate" else chain.validators
+        return [plugin for plugin, _, _ in found]
 
     def decide(
         self, request: AdmissionRequest, phases: Sequence[Phase], only: str | None = None
     ) -> Outcome:
         """Run ``phases`` in order over a parsed request."""
-        return run_chain(request, [(phase, self.steps(phase, only)) for phase in phases])
+        chain = self.steps(only)
+        return run_chain(
+            request,
+            chain.mutators if "mutate" in phases else (),
+            chain.validators if "validate" in phases else (),
+        )
 
     def handle(self, body: bytes, phases: Sequence[Phase], only: str | None = None) -> Reply:
         """Answer one AdmissionReview body. Never raises for bad input: that is a 400 reply."""

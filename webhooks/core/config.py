@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from webhooks.core.plugin import Phase, Plugin, Registry
+from webhooks.core.plugin import Plugin, Registry
 
 
 class ConfigError(ValueError):
@@ -71,16 +71,15 @@ class Config:
         """The settings of plugin ``name``."""
         return self.plugins[name].settings
 
-    def chain(self, registry: Registry, phase: Phase, only: str | None = None) -> list[Plugin]:
-        """Plugins with a ``phase`` half, in chain order: the enabled ones, or just ``only``.
+    def chain(self, registry: Registry, only: str | None = None) -> list[Plugin]:
+        """The plugins to run, in chain order: the enabled ones, or just ``only``.
 
         Why ``only`` ignores ``enabled``: ``/mutate/<plugin>`` and ``review --plugin`` name a
         plugin explicitly, which is an instruction to run it.
         """
         if only is not None:
-            plugin = registry.get(only)
-            return [plugin] if plugin.half(phase) is not None else []
-        return [p for p in registry if p.half(phase) is not None and self.plugins[p.name].enabled]
+            return [registry.get(only)]
+        return [p for p in registry if self.plugins[p.name].enabled]
 
 
 def _convert(value: Any, hint: Any, key: str) -> Any:
@@ -191,6 +190,13 @@ def load_config(data: Any, registry: Registry) -> Config:
         if not isinstance(section, dict):
             raise ConfigError(f"{key}: must be a mapping, got {section!r}")
         section = dict(section)
+        for name in section:
+            if name in plugin.moved_settings:
+                target = plugin.moved_settings[name]
+                raise ConfigError(
+                    f"{key}.{name}: moved to plugins.{target}.{name} (the {target} plugin "
+                    "now holds this setting; enable it there)"
+                )
         enabled = section.pop("enabled", plugin.enabled_by_default)
         if not isinstance(enabled, bool):
             raise ConfigError(f"{key}.enabled: must be true or false, got {enabled!r}")

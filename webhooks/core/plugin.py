@@ -75,17 +75,36 @@ class Context:
     cluster: ClusterView = field(default_factory=NoCluster)
 
 
+#: A mutating half's function: the changed object and what to report, or violations.
 MutateFn = Callable[[AdmissionRequest, dict[str, Any], Context], Result]
+#: A validating half's function: every reason to refuse the object as it stands.
 ValidateFn = Callable[[AdmissionRequest, dict[str, Any], Context], Sequence[Violation]]
 
 
 @dataclass(frozen=True, slots=True)
-class Half:
-    """One half (mutating or validating) of a plugin: what it handles and the function."""
+class Mutator:
+    """The mutating half of a plugin: its function and what it handles.
 
-    run: Callable[..., Any]
+    Why resources and operations live here and not in the function: the chain filters on
+    them, so every plugin gets upstream's "no-op for anything else" for free, and the
+    contract tests check it from the descriptor.
+    """
+
+    run: MutateFn
     resources: frozenset[GroupResource]
     operations: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Validator:
+    """The validating half of a plugin: its function and what it handles (see :class:`Mutator`)."""
+
+    run: ValidateFn
+    resources: frozenset[GroupResource]
+    operations: frozenset[str]
+
+
+Half = Mutator | Validator
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,15 +114,22 @@ class Plugin:
     ``wrong_kind`` is the message template upstream answers with BadRequest when the object's
     kind does not match its resource (``{kind}`` is the object's, as Go prints its type;
     ``{expected}`` the resource's kind); ``None`` means such objects are ignored.
+    ``moved_settings`` maps setting keys this plugin no longer has to the plugin that took
+    them over, so an old config is refused with a message that says where they went.
+    ``upstream`` names the in-tree admission plugin this one reimplements ("" for ours):
+    the chain treats a change by one of ours as the API server treats a webhook's change
+    (see :mod:`webhooks.core.chain`).
     """
 
     name: str
     summary: str
     settings: type[Any]
-    mutate: Half | None = None
-    validate: Half | None = None
+    mutate: Mutator | None = None
+    validate: Validator | None = None
     wrong_kind: str | None = None
     enabled_by_default: bool = True
+    moved_settings: Mapping[str, str] = field(default_factory=dict)
+    upstream: str = ""
 
     def half(self, phase: Phase) -> Half | None:
         """The half for ``phase``."""

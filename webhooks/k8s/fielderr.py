@@ -270,3 +270,17 @@ def aggregate(messages: Iterable[str]) -> str:
     if len(unique) == 1:
         return unique[0]
     return "[" + ", ".join(unique) + "]" if unique else ""
+
+
+def pod_forbidden(pod: Mapping[str, Any], reason: str) -> str:
+    """Render ``errors.NewForbidden`` for pods as the in-tree plugins call it (spec §0).
+
+    Why the object's own name: LimitPodHardAntiAffinityTopology and PodNodeSelector pass
+    ``pod.Name``, so a CREATE that only has ``generateName`` reads
+    ``pods is forbidden: <reason>`` with no name at all.
+    """
+    meta = pod.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    if not isinstance(name, str) or not name:
+        return f"pods is forbidden: {reason}"
+    return f"pods {go_quote(name)} is forbidden: {reason}"

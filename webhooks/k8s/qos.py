@@ -1,19 +1,23 @@
 """The one QoS question admission asks: is a pod BestEffort?
 
 PodTolerationRestriction gives every pod that is *not* BestEffort a memory-pressure
-toleration; upstream ``ComputePodQOS`` calls a pod BestEffort when no container, init
-container or pod-level ``resources`` has a positive cpu or memory request or limit.
+toleration, deciding with upstream's ``GetPodQOS``: the class recorded in ``status.qosClass``
+when there is one (every pod the API server has stored), otherwise ``ComputePodQOS``. A pod
+is BestEffort when the resources that decide have no positive cpu or memory request or limit;
+with pod-level resources (``spec.resources``, PodLevelResources, on by default since v1.34)
+those alone decide and the containers are not read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 from webhooks.k8s.podspec import containers
 from webhooks.k8s.quantity import QuantityError, quantity
 
 QOS_RESOURCES = ("cpu", "memory")
+BEST_EFFORT: Final = "BestEffort"
 
 
 def is_positive_quantity(value: Any) -> bool:
@@ -30,8 +34,11 @@ def is_positive_quantity(value: Any) -> bool:
 
 
 def _resource_maps(spec: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
-    sources: list[Any] = [c.get("resources") for c in containers(spec)]
-    sources.append(spec.get("resources"))
+    pod_level = spec.get("resources")
+    if isinstance(pod_level, Mapping):
+        sources: list[Any] = [pod_level]  # present (even empty): the containers do not count
+    else:
+        sources = [c.get("resources") for c in containers(spec)]
     for resources in sources:
         if not isinstance(resources, Mapping):
             continue
@@ -41,13 +48,27 @@ def _resource_maps(spec: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
                 yield values
 
 
-def is_best_effort(spec: Mapping[str, Any]) -> bool:
-    """Whether a pod spec is in the BestEffort QoS class (no positive cpu/memory anywhere).
+def computed_best_effort(spec: Mapping[str, Any]) -> bool:
+    """``ComputePodQOS(pod) == BestEffort`` for a pod spec: no positive cpu/memory that counts.
 
-    Why pod-level resources count too: with PodLevelResources (beta, on by default since
-    v1.34) upstream derives the class from them.
+    Why pod-level resources replace the containers' rather than add to them: upstream
+    derives the class from ``spec.resources`` alone whenever the pod sets it.
     """
     for values in _resource_maps(spec):
         if any(is_positive_quantity(values.get(name)) for name in QOS_RESOURCES):
             return False
     return True
+
+
+def is_best_effort(pod: Mapping[str, Any]) -> bool:
+    """``GetPodQOS(pod) == BestEffort``: the recorded class if any, else the computed one.
+
+    Why the recorded class first: on UPDATE the stored pod carries it, and upstream trusts it
+    over the spec.
+    """
+    status = pod.get("status")
+    recorded = status.get("qosClass") if isinstance(status, Mapping) else None
+    if isinstance(recorded, str) and recorded:
+        return recorded == BEST_EFFORT
+    spec = pod.get("spec")
+    return computed_best_effort(spec if isinstance(spec, Mapping) else {})

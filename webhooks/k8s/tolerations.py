@@ -18,6 +18,7 @@ PREFER_NO_SCHEDULE = "PreferNoSchedule"
 EFFECTS = (NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE)
 EXISTS = "Exists"
 EQUAL = "Equal"
+FIELDS = ("key", "operator", "value", "effect", "tolerationSeconds")
 
 
 def _s(t: Toleration, key: str) -> str:
@@ -176,3 +177,39 @@ def previous_identities(operation: str, old_object: Any) -> set[tuple[str, str, 
     spec = old_object.get("spec")
     old = tolerations_of(spec) if isinstance(spec, Mapping) else None
     return {identity(t) for t in old or [] if isinstance(t, Mapping)}
+
+
+def normalize(toleration: Toleration) -> dict[str, Any]:
+    """The toleration as the API server stores it: empty strings and null seconds omitted.
+
+    Why: v1.Toleration serialises every field with ``omitempty``, so a default written as
+    ``{key: a, value: ""}`` comes back as ``{key: a}``; comparing or patching the raw form
+    would make a second pass see a difference that is not there.
+    """
+    return {name: toleration[name] for name in FIELDS if toleration.get(name) not in (None, "")}
+
+
+def decode_list(data: Any) -> list[dict[str, Any]]:
+    """Decoded JSON as ``[]v1.Toleration`` decodes it; ``ValueError`` says what is wrong.
+
+    Why these rules: namespace annotations hold tolerations as JSON, and upstream decodes
+    them with Go's ``encoding/json``: ``null`` is an empty list, a ``null`` item is the zero
+    toleration, unknown fields are ignored, and a field of the wrong type is an error.
+    """
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise ValueError("must be a JSON list of tolerations")
+    result = []
+    for index, raw in enumerate(data):
+        item = {} if raw is None else raw
+        if not isinstance(item, dict):
+            raise ValueError(f"item {index} must be an object")
+        for name in FIELDS[:4]:
+            if not isinstance(item.get(name, ""), str | None):
+                raise ValueError(f"item {index}: {name} must be a string")
+        seconds = item.get("tolerationSeconds")
+        if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int)):
+            raise ValueError(f"item {index}: tolerationSeconds must be an integer")
+        result.append(normalize(item))
+    return result

@@ -21,10 +21,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from webhooks.core.plugin import PODS, Context, Half, Plugin
+from webhooks.core.plugin import PODS, Context, Plugin, Validator
 from webhooks.core.result import Violation
 from webhooks.core.review import AdmissionRequest
-from webhooks.k8s.fielderr import go_quote
+from webhooks.k8s.fielderr import pod_forbidden
 from webhooks.k8s.podspec import dotted
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -65,17 +65,6 @@ def reason(key: str, allowed: Sequence[str]) -> str:
     return f"{head} but only keys {', '.join(allowed)} are allowed"
 
 
-def forbidden(name: str, detail: str) -> str:
-    """Render upstream's Forbidden status message for a pod called ``name`` (spec §0).
-
-    Why built from the object's name: upstream passes ``pod.Name`` itself, so a pod that only
-    has ``generateName`` gets ``pods is forbidden: ...`` with no name at all.
-    """
-    if not name:
-        return f"pods is forbidden: {detail}"
-    return f"pods {go_quote(name)} is forbidden: {detail}"
-
-
 def offending_term(pod: Mapping[str, Any], allowed: Sequence[str]) -> tuple[int, str] | None:
     """Index and topology key of the first required anti-affinity term with a disallowed key.
 
@@ -106,13 +95,9 @@ def validate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> li
     if found is None:
         return []
     index, key = found
-    meta = pod.get("metadata")
-    name = meta.get("name") if isinstance(meta, Mapping) else None
     return [
         Violation(
-            forbidden(
-                name if isinstance(name, str) else "", reason(key, settings.allowed_topology_keys)
-            ),
+            pod_forbidden(pod, reason(key, settings.allowed_topology_keys)),
             field=dotted(TERMS_PATH, index, "topologyKey"),
         )
     ]
@@ -122,6 +107,8 @@ PLUGIN = Plugin(
     name="anti-affinity-topology",
     summary="Limits required pod anti-affinity to allowed topology keys (hostname by default).",
     settings=Settings,
-    validate=Half(validate, frozenset({PODS}), frozenset({"CREATE", "UPDATE"})),
+    validate=Validator(validate, frozenset({PODS}), frozenset({"CREATE", "UPDATE"})),
     wrong_kind="Resource was marked with kind Pod but was unable to be converted",
+    enabled_by_default=False,
+    upstream="LimitPodHardAntiAffinityTopology",
 )

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhooks.core.patch import Editor
-from webhooks.core.plugin import PODS, Context, GroupResource, Half, Plugin
+from webhooks.core.plugin import PODS, Context, GroupResource, Mutator, Plugin
 from webhooks.core.result import UNCHANGED, Result
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.podspec import POD_SPEC_PATHS, get_path
@@ -165,6 +165,6 @@ PLUGIN = Plugin(
     name="daemonset-tolerations",
     summary="Gives DaemonSet templates and DaemonSet pods the controller's default tolerations.",
     settings=Settings,
-    mutate=Half(mutate, frozenset({DAEMONSETS, PODS}), frozenset({"CREATE", "UPDATE"})),
+    mutate=Mutator(mutate, frozenset({DAEMONSETS, PODS}), frozenset({"CREATE", "UPDATE"})),
     wrong_kind="Resource was marked with kind {expected} but was unable to be converted",
 )

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhooks.core.patch import Editor
-from webhooks.core.plugin import PODS, Context, Half, Plugin
+from webhooks.core.plugin import PODS, Context, Mutator, Plugin
 from webhooks.core.result import UNCHANGED, Result
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.tolerations import NO_EXECUTE, covers_no_execute, describe, tolerations_of
@@ -75,6 +75,7 @@ PLUGIN = Plugin(
     name="default-toleration-seconds",
     summary="Adds not-ready/unreachable NoExecute tolerations with a bounded grace period.",
     settings=Settings,
-    mutate=Half(mutate, frozenset({PODS}), frozenset({"CREATE", "UPDATE"})),
+    mutate=Mutator(mutate, frozenset({PODS}), frozenset({"CREATE", "UPDATE"})),
     wrong_kind="expected *api.Pod but got {kind}",
+    upstream="DefaultTolerationSeconds",
 )

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhooks.core.patch import Editor
-from webhooks.core.plugin import PODS, Context, Half, Plugin
+from webhooks.core.plugin import PODS, Context, Mutator, Plugin, Validator
 from webhooks.core.result import UNCHANGED, Result, Violation
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.names import is_extended_resource_name
@@ -112,7 +112,8 @@ PLUGIN = Plugin(
     name="extended-resource-toleration",
     summary="Tolerates the taint named after each extended resource a pod requests.",
     settings=Settings,
-    mutate=Half(mutate, frozenset({PODS}), frozenset({"CREATE", "UPDATE"})),
-    validate=Half(validate, frozenset({PODS}), frozenset({"CREATE", "UPDATE"})),
+    mutate=Mutator(mutate, frozenset({PODS}), frozenset({"CREATE", "UPDATE"})),
+    validate=Validator(validate, frozenset({PODS}), frozenset({"CREATE", "UPDATE"})),
     wrong_kind="expected *core.Pod but got {kind}",
+    upstream="ExtendedResourceToleration",
 )

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhooks.core.patch import Editor
-from webhooks.core.plugin import PODS, Context, Half, Plugin
+from webhooks.core.plugin import PODS, Context, Mutator, Plugin, Validator
 from webhooks.core.result import UNCHANGED, Result, Violation
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.fielderr import go_quote, invalid
@@ -266,7 +266,8 @@ PLUGIN = Plugin(
     name="runtime-class",
     summary="Sets pod overhead and merges scheduling constraints from the pod's RuntimeClass.",
     settings=Settings,
-    mutate=Half(mutate, frozenset({PODS}), frozenset({"CREATE"})),
-    validate=Half(validate, frozenset({PODS}), frozenset({"CREATE"})),
+    mutate=Mutator(mutate, frozenset({PODS}), frozenset({"CREATE"})),
+    validate=Validator(validate, frozenset({PODS}), frozenset({"CREATE"})),
     wrong_kind=WRONG_KIND,
+    upstream="RuntimeClass",
 )
