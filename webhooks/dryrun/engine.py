@@ -322,13 +322,10 @@ class Engine:
             checked.stored[target.role] = request.object or {}
             return checked.stored[target.role]
         admission = self.admission
-        outcome = admission.decide(request, PHASES)
-        if outcome.violations:
-            self._violations(checked, target, outcome.violations)
-        mutation = outcome
-        if not outcome.allowed and outcome.changed_by:
-            # A denial carries no patch; the offline report still wants to show it.
-            mutation = admission.decide(request, ("mutate",))
+        # One run answers both questions: a denial keeps the patch the mutators made.
+        mutation = admission.decide(request, PHASES)
+        if mutation.violations:
+            self._violations(checked, target, mutation.violations)
         patch, stored = mutation.patch, mutation.obj
         if patch and stored is not None:
             checked.patches[target.role] = patch

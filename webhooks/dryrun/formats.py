@@ -18,10 +18,12 @@ from pathlib import PurePath
 from typing import Any
 from urllib.parse import quote
 
-import click
 import orjson
 
 from webhooks.dryrun.engine import CONVERGENCE, SCHEMA, Checked, Finding, Report
+
+#: SGR codes of the text format's colours (the ones terminals and CI log viewers all show).
+BOLD, DIM, RED, CYAN = "1", "2", "31", "36"
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT = "placementWebhooks/v1"
@@ -107,15 +109,15 @@ def text(report: Report, options: Options) -> str:
     The compiler convention lets editors and CI log viewers jump to the line.
     """
 
-    def style(value: str, **kw: Any) -> str:
-        return click.style(value, **kw) if options.color else value
+    def style(value: str, code: str) -> str:
+        return f"\x1b[{code}m{value}\x1b[0m" if options.color else value
 
     out = []
     for item in lines(report, options):
-        where = style(f"{item.checked.document.path}:{item.finding.line}:", bold=True)
-        colour = "red" if item.failing else "cyan"
-        out.append(f"{where} {style(item.rule + ':', fg=colour)} {item.message}")
-    out.append(style(summary(report), dim=True))
+        where = style(f"{item.checked.document.path}:{item.finding.line}:", BOLD)
+        colour = RED if item.failing else CYAN
+        out.append(f"{where} {style(item.rule + ':', colour)} {item.message}")
+    out.append(style(summary(report), DIM))
     return "\n".join(out) + "\n"
 
 

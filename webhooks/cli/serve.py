@@ -1,0 +1,102 @@
+"""``placement-webhooks serve``: the webhooks over HTTPS under gunicorn.
+
+Why checks happen here, before any worker starts: a config, certificate or cluster source
+that cannot work would otherwise fail every worker's boot, and gunicorn would give up with a
+far less useful message.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from webhooks.cli.common import config_option, fail, load_config
+
+
+@click.command()
+@config_option()
+@click.option("--bind", default="127.0.0.1:8443", show_default=True, help="HOST:PORT to serve.")
+@click.option(
+    "--cert-dir",
+    type=click.Path(file_okay=False),
+    help="Directory with tls.crt and tls.key [default: certs/, generated when missing].",
+)
+@click.option("--client-ca", default="", help="Require client certificates signed by this CA.")
+@click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64))
+@click.option("--threads", default=4, show_default=True, type=click.IntRange(1, 256))
+@click.option(
+    "--shutdown-delay",
+    default=5.0,
+    show_default=True,
+    type=click.FloatRange(0, 300),
+    help="On SIGTERM, report not-ready and keep serving this long before stopping.",
+)
+@click.option(
+    "--log-reviews/--no-log-reviews",
+    default=True,
+    show_default=True,
+    help="One JSON line per review on stderr.",
+)
+@click.option(
+    "--io-timeout",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(0.5, 120),
+    help="Longest wait for a client's TLS handshake, headers or body.",
+)
+def serve(
+    config_path: str | None,
+    bind: str,
+    cert_dir: str | None,
+    client_ca: str,
+    workers: int,
+    threads: int,
+    shutdown_delay: float,
+    log_reviews: bool,
+    io_timeout: float,
+) -> None:
+    """Serve the webhooks over HTTPS under gunicorn.
+
+    With no --cert-dir a development CA and certificate are generated into certs/ when
+    missing; a --cert-dir must already hold tls.crt and tls.key (a mounted Secret).
+    """
+    from webhooks.certs import CERT_FILE, KEY_FILE, ensure_dev_certs
+    from webhooks.server.runner import ServeOptions, WebhookServer
+    from webhooks.server.wsgi import build_app
+
+    config = load_config(config_path)  # fail fast, naming the key, before any worker starts
+    _check_cluster_source(config)
+    if cert_dir is None:
+        directory = Path("certs")
+        ensure_dev_certs(directory)
+    else:
+        directory = Path(cert_dir)
+        missing = [n for n in (CERT_FILE, KEY_FILE) if not (directory / n).is_file()]
+        if missing:
+            fail(f"--cert-dir {directory}: missing {', '.join(missing)}")
+    if client_ca and not Path(client_ca).is_file():
+        fail(f"--client-ca {client_ca}: no such file")
+    options = ServeOptions(
+        cert_dir=directory,
+        config_path=config_path,
+        bind=bind,
+        client_ca=client_ca,
+        workers=workers,
+        threads=threads,
+        shutdown_delay=shutdown_delay,
+        log_reviews=log_reviews,
+        io_timeout=io_timeout,
+    )
+    WebhookServer(options, build_app).run()
+
+
+def _check_cluster_source(config: Any) -> None:
+    """Fail fast when the cluster source cannot be configured (every worker would fail)."""
+    from webhooks.cluster.api import ClusterError, check_source
+
+    try:
+        check_source(config.cluster)
+    except ClusterError as exc:
+        fail(f"cluster: {exc}")
