@@ -103,7 +103,13 @@ def test_defaults_match_the_documented_ones() -> None:
         "NoSchedule",
         True,
     )
-    assert s.exempt_namespaces == ("kube-system",)
+    exempt = config.exceptions[-1]
+    assert (exempt.name, exempt.plugins, exempt.namespaces, exempt.phases) == (
+        f"{NAME}.exemptNamespaces",
+        (NAME,),
+        ("kube-system",),
+        ("validate",),
+    )
 
 
 def test_settings_read_camel_case() -> None:
@@ -122,7 +128,8 @@ def test_settings_read_camel_case() -> None:
     )
     s = config.settings(NAME)
     assert s.namespaces == {"ml": "gpu-team"} and s.effect == "NoExecute"
-    assert s.exempt_namespaces == ("kube-system", "monitoring")
+    (exempt,) = [e for e in config.exceptions if e.plugins == (NAME,)]
+    assert exempt.namespaces == ("kube-system", "monitoring")
 
 
 BAD_SETTINGS: list[tuple[str, dict[str, Any], str]] = [

@@ -15,6 +15,8 @@ from webhooks.plugins.extended_resource_toleration import Settings, mutate, vali
 
 EK, DO = "example.com/device-ek", "example.com/device-do"
 
+NAME = "extended-resource-toleration"
+
 
 def T(name: str) -> dict[str, Any]:
     return tol(name, "Exists", effect="NoSchedule")
@@ -197,24 +199,43 @@ def test_enforce_message_names_the_toleration_and_the_missing_request() -> None:
     assert violation.field == "spec.tolerations[1].key"
 
 
-@pytest.mark.parametrize(
-    ("settings", "ns", "allowed"),
-    [
-        (Settings(), "default", True),
-        (ENFORCED, "kube-system", True),
-        (Settings(enforce=True, exempt_namespaces=("gpu-ops",)), "gpu-ops", True),
-        (Settings(enforce=True, exempt_namespaces=()), "kube-system", False),
-    ],
-    ids=[
-        "enforcement is off by default",
-        "kube-system is exempt by default",
+EXEMPTIONS: list[tuple[str, dict[str, Any], str, bool]] = [
+    ("enforcement is off by default", {}, "default", True),
+    ("kube-system is exempt by default", {"enforce": True}, "kube-system", True),
+    (
         "exemptNamespaces can name others",
+        {"enforce": True, "exemptNamespaces": ["gpu-ops"]},
+        "gpu-ops",
+        True,
+    ),
+    (
         "an empty exemption list exempts nobody",
-    ],
+        {"enforce": True, "exemptNamespaces": []},
+        "kube-system",
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("section", "ns", "allowed"), [c[1:] for c in EXEMPTIONS], ids=[c[0] for c in EXEMPTIONS]
 )
-def test_enforce_settings_and_exemptions(settings: Settings, ns: str, allowed: bool) -> None:
+def test_enforce_settings_and_exemptions(section: dict[str, Any], ns: str, allowed: bool) -> None:
+    config = load_config({"plugins": {"extended-resource-toleration": section}}, REGISTRY)
     obj = pod(namespace=ns, tolerations=[T(GPU)])
-    assert (not validate(request(obj), obj, Context(settings))) is allowed
+    outcome = Admission(REGISTRY, config).decide(request(obj), ("validate",))
+    assert outcome.allowed is allowed
+    if allowed and section.get("enforce"):
+        assert outcome.excepted == (("extended-resource-toleration.exemptNamespaces", NAME),)
+        assert outcome.audit_annotations["exception"] == (
+            "extended-resource-toleration.exemptNamespaces"
+        )
+
+
+def test_exempt_namespaces_leave_the_mutation_alone() -> None:
+    obj = pod(namespace="kube-system", containers=[container(requests={GPU: "1"})])
+    outcome = Admission(REGISTRY, load_config(None, REGISTRY)).decide(request(obj), ("mutate",))
+    assert "extended-resource-toleration" in outcome.changed_by
 
 
 def test_enforce_on_update_judges_only_new_tolerations() -> None:

@@ -7,10 +7,11 @@ so there are exactly two error channels and they cannot be mixed up: HTTP 400 wh
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import datetime as dt
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from webhooks.core.chain import Steps, resolve, run_chain
+from webhooks.core.chain import Steps, resolve, run_chain, utcnow
 from webhooks.core.config import Config
 from webhooks.core.plugin import ClusterView, Phase, Plugin, Registry
 from webhooks.core.result import Outcome
@@ -44,12 +45,20 @@ class Admission:
     changes with a new configuration (which builds a new :class:`Admission`).
     """
 
-    __slots__ = ("_chains", "cluster", "config", "registry")
+    __slots__ = ("_chains", "cluster", "config", "now", "registry")
 
-    def __init__(self, registry: Registry, config: Config, cluster: ClusterView | None = None):
+    def __init__(
+        self,
+        registry: Registry,
+        config: Config,
+        cluster: ClusterView | None = None,
+        now: Callable[[], dt.datetime] | None = None,
+    ):
         self.registry = registry
         self.config = config
         self.cluster = cluster
+        #: The clock exceptions expire by; tests and ``check --now`` may fix it.
+        self.now = now or utcnow
         self._chains: dict[str | None, Steps] = {None: self._resolve(None)}
 
     def _resolve(self, only: str | None) -> Steps:
@@ -66,7 +75,7 @@ class Admission:
         """The plugins ``phase`` runs: the enabled chain, or just ``only``."""
         chain = self.steps(only)
         found = chain.mutators if phase == "mutate" else chain.validators
-        return [plugin for plugin, _, _ in found]
+        return [plugin for plugin, *_ in found]
 
     def decide(
         self, request: AdmissionRequest, phases: Sequence[Phase], only: str | None = None
@@ -77,6 +86,8 @@ class Admission:
             request,
             chain.mutators if "mutate" in phases else (),
             chain.validators if "validate" in phases else (),
+            chain.exceptions,
+            self.now,
         )
 
     def handle(self, body: bytes, phases: Sequence[Phase], only: str | None = None) -> Reply:

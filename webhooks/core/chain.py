@@ -18,11 +18,12 @@ changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import datetime as dt
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from webhooks.core.config import Config
+from webhooks.core.config import Config, PluginConfig
 from webhooks.core.plugin import (
     RESOURCE_KINDS,
     ClusterView,
@@ -30,8 +31,17 @@ from webhooks.core.plugin import (
     LookupFailure,
     Mutator,
     NoCluster,
+    Phase,
     Plugin,
     Validator,
+)
+from webhooks.core.policy import (
+    ENFORCE,
+    EXCEPTION_ANNOTATION,
+    Action,
+    PolicyException,
+    choose_action,
+    match_exceptions,
 )
 from webhooks.core.result import (
     UNCHANGED,
@@ -42,21 +52,25 @@ from webhooks.core.result import (
     denial_message,
 )
 from webhooks.core.review import AdmissionRequest
+from webhooks.k8s.namespaces import labels_of
 
 #: Mutating passes at most; why a bound: a further pass runs only when one of our plugins
 #: changed the object, so still changing after this many is a bug, and the result so far
 #: is sent rather than looping.
 MAX_PASSES = 3
 
-#: A mutating half ready to run: the plugin, its half and its context.
-MutateStep = tuple[Plugin, Mutator, Context]
+#: A mutating half ready to run: the plugin, its half, its context and what its answers do.
+MutateStep = tuple[Plugin, Mutator, Context, PluginConfig]
 #: A validating half ready to run.
-ValidateStep = tuple[Plugin, Validator, Context]
+ValidateStep = tuple[Plugin, Validator, Context, PluginConfig]
+
+#: The default rules: enforce, apply, no overrides (plugins built outside a config).
+DEFAULT_RULES = PluginConfig(enabled=True, settings=None)
 
 
 @dataclass(frozen=True, slots=True)
 class Steps:
-    """The resolved halves of one chain, in order; built once per configuration.
+    """The resolved halves of one chain, in order, and the exceptions; built once per config.
 
     Why resolved ahead: contexts (settings, cluster view) do not change between requests,
     so nothing is looked up per review.
@@ -64,20 +78,22 @@ class Steps:
 
     mutators: tuple[MutateStep, ...] = ()
     validators: tuple[ValidateStep, ...] = ()
+    exceptions: tuple[PolicyException, ...] = ()
 
 
 def resolve(plugins: Iterable[Plugin], config: Config, cluster: ClusterView | None) -> Steps:
-    """The mutating and validating halves of ``plugins``, each with its context."""
+    """The mutating and validating halves of ``plugins``, each with its context and rules."""
     view = cluster if cluster is not None else NoCluster()
     mutators: list[MutateStep] = []
     validators: list[ValidateStep] = []
     for plugin in plugins:
-        context = Context(config.settings(plugin.name), view)
+        rules = config.plugins[plugin.name]
+        context = Context(rules.settings, view)
         if plugin.mutate is not None:
-            mutators.append((plugin, plugin.mutate, context))
+            mutators.append((plugin, plugin.mutate, context, rules))
         if plugin.validate is not None:
-            validators.append((plugin, plugin.validate, context))
-    return Steps(tuple(mutators), tuple(validators))
+            validators.append((plugin, plugin.validate, context, rules))
+    return Steps(tuple(mutators), tuple(validators), config.exceptions)
 
 
 class _Scope:
@@ -130,12 +146,24 @@ def _named(plugin: Plugin, found: Iterable[Violation]) -> list[Violation]:
 
 
 class _Progress:
-    """What the mutators have done so far: the object, the patch, and what to report.
+    """What the chain has done so far: the object, the patch, and what to report.
 
     ``reinvoke`` says one of our own plugins changed the object in the current pass.
     """
 
-    __slots__ = ("audit", "changed_by", "obj", "patch", "reinvoke", "warnings")
+    __slots__ = (
+        "advisories",
+        "audit",
+        "changed_by",
+        "decisions",
+        "excepted",
+        "expired",
+        "monitored",
+        "obj",
+        "patch",
+        "reinvoke",
+        "warnings",
+    )
 
     def __init__(self, obj: dict[str, Any]) -> None:
         self.obj = obj
@@ -144,6 +172,24 @@ class _Progress:
         self.audit: dict[str, str] = {}
         self.changed_by: list[str] = []
         self.reinvoke = False
+        self.advisories: list[tuple[Violation, str]] = []
+        self.decisions: list[tuple[str, str]] = []
+        self.excepted: list[tuple[str, str]] = []
+        self.expired: list[tuple[str, str]] = []
+        self.monitored: list[tuple[str, str]] = []
+
+    def note(self, key: str, text: str) -> None:
+        """Add ``text`` to audit annotation ``key``, once."""
+        earlier = self.audit.get(key)
+        if earlier is None:
+            self.audit[key] = text
+        elif text not in earlier.split("; "):
+            self.audit[key] = f"{earlier}; {text}"
+
+    def decide(self, plugin: str, decision: str) -> None:
+        """Record what ``plugin``'s answer did, once per request (the metrics count these)."""
+        if (plugin, decision) not in self.decisions:
+            self.decisions.append((plugin, decision))
 
     def take(self, name: str, result: Result) -> None:
         """Record plugin ``name``'s result, a denying one's change included.
@@ -153,21 +199,57 @@ class _Progress:
         """
         # A plugin run again on a further pass says the same things once.
         self.warnings.extend(w for w in result.warnings if w not in self.warnings)
-        self.audit.update(result.audit)
+        for key, text in result.audit.items():
+            self.note(key, text)
         if result.obj is not None and result.patch:
             self.obj = result.obj
             self.patch.extend(result.patch)
             if name not in self.changed_by:
                 self.changed_by.append(name)
+                self.decide(name, "patched")
+
+    def undo(self, original: dict[str, Any]) -> None:
+        """Forget every change: the mutators' changes cancelled out (see :func:`run_chain`)."""
+        for name in self.changed_by:
+            self.audit.pop(name, None)
+        self.decisions = [d for d in self.decisions if d[1] != "patched"]
+        self.obj, self.patch, self.changed_by = original, [], []
+
+    def monitor(self, name: str, result: Result) -> None:
+        """Record the change plugin ``name`` would have made, without making it."""
+        summary = result.audit.get(name) or f"{len(result.patch)} JSON Patch operations"
+        if (name, summary) not in self.monitored:
+            self.monitored.append((name, summary))
+        self.note(name, f"monitor, not applied: {summary}")
+        self.decide(name, "monitored")
+
+    def advise(self, plugin: str, violation: Violation, action: Action) -> None:
+        """A violation that ``warn`` or ``audit`` admits: say it where its action says."""
+        if (violation, action) in self.advisories:
+            return
+        self.advisories.append((violation, action))
+        if action == "warn":
+            text = f"{plugin}: {violation.message}"
+            if text not in self.warnings:
+                self.warnings.append(text)
+        self.note(plugin, f"{action}: {violation.message}")
+        self.decide(plugin, "warned" if action == "warn" else "audited")
 
     def outcome(self, violations: Sequence[Violation] = ()) -> Outcome:
         """The answer: allowed with the patch, or denied keeping what would have changed."""
+        for v in violations:
+            self.decide(v.plugin, "denied")
         common: dict[str, Any] = {
             "patch": self.patch,
             "obj": self.obj,
             "warnings": tuple(self.warnings),
             "changed_by": tuple(self.changed_by),
             "audit_annotations": self.audit,
+            "advisories": tuple(self.advisories),
+            "decisions": tuple(self.decisions),
+            "excepted": tuple(self.excepted),
+            "expired": tuple(self.expired),
+            "monitored": tuple(self.monitored),
         }
         if not violations:
             return Outcome(allowed=True, **common)
@@ -182,6 +264,77 @@ class _Progress:
         )
 
 
+class _Judge:
+    """For one request: which exceptions skip a plugin, and what a violation does.
+
+    Why per request and lazy: the clock is read, and the Namespace looked up, only when an
+    exception or an action override needs them, so a chain without either costs nothing.
+    """
+
+    __slots__ = ("_exceptions", "_labels", "_now", "_now_fn", "request")
+
+    def __init__(
+        self,
+        request: AdmissionRequest,
+        exceptions: Sequence[PolicyException],
+        now: Callable[[], dt.datetime],
+    ) -> None:
+        self.request = request
+        self._exceptions = exceptions
+        self._now_fn = now
+        self._now: dt.datetime | None = None
+        self._labels: Any = None
+
+    def skips(self, plugin: Plugin, phase: Phase, obj: dict[str, Any], progress: _Progress) -> bool:
+        """Whether an exception skips ``plugin``'s ``phase`` half for ``obj`` (and record it)."""
+        if not self._exceptions:
+            return False
+        if self._now is None:
+            self._now = self._now_fn()
+        found = match_exceptions(self._exceptions, plugin.name, phase, self.request, obj, self._now)
+        for name in found.expired:
+            if (name, plugin.name) not in progress.expired:
+                progress.expired.append((name, plugin.name))
+        if found.applied is None:
+            return False
+        if (found.applied, plugin.name) not in progress.excepted:
+            progress.excepted.append((found.applied, plugin.name))
+        progress.note(EXCEPTION_ANNOTATION, found.applied)
+        return True
+
+    def action(self, rules: PluginConfig, context: Context) -> Action:
+        """What a violation of this plugin does for this request's namespace."""
+        if not rules.action_overrides:
+            return rules.action
+        if self._labels is None:
+            self._labels = labels_of(context.cluster.namespace(self.request.namespace))
+        return choose_action(rules.action, rules.action_overrides, self._labels)
+
+    def enforced(
+        self,
+        plugin: Plugin,
+        found: Iterable[Violation],
+        rules: PluginConfig,
+        context: Context,
+        progress: _Progress,
+    ) -> list[Violation]:
+        """The violations that refuse the request; the others are advised as their action says.
+
+        Why internal errors and wrong kinds always refuse: they say the request could not be
+        judged, not that a policy found it wanting, and no action can make that right.
+        """
+        named = _named(plugin, found)
+        policy = [v for v in named if v.code not in (400, 500)]
+        if not policy:
+            return named
+        action = self.action(rules, context)
+        if action == ENFORCE:
+            return named
+        for violation in policy:
+            progress.advise(plugin.name, violation, action)
+        return [v for v in named if v.code in (400, 500)]
+
+
 def _same(obj: dict[str, Any], original: dict[str, Any]) -> bool:
     # Untouched branches are the input's own objects (copy-on-write), so this only walks
     # the edited paths; an edit deeper than the recursion limit just counts as a change.
@@ -192,11 +345,15 @@ def _same(obj: dict[str, Any], original: dict[str, Any]) -> bool:
 
 
 def _pass(
-    request: AdmissionRequest, scope: _Scope, steps: Sequence[MutateStep], progress: _Progress
+    request: AdmissionRequest,
+    scope: _Scope,
+    steps: Sequence[MutateStep],
+    progress: _Progress,
+    judge: _Judge,
 ) -> list[Violation]:
     """Run each mutator once, in order, on the previous one's output; stop at a denial."""
     progress.reinvoke = False
-    for plugin, half, context in steps:
+    for plugin, half, context, rules in steps:
         if not scope.applies(half):
             continue
         if scope.mismatch:
@@ -204,33 +361,44 @@ def _pass(
                 continue
             return [scope.wrong_kind(plugin)]
         try:
+            if judge.skips(plugin, "mutate", progress.obj, progress):
+                continue
             result = half.run(request, progress.obj, context)
+            if result is UNCHANGED:  # the common answer, shared: skip it fast
+                continue
+            if rules.mutation == "monitor" and result.patch:
+                progress.monitor(plugin.name, result)
+            else:
+                progress.take(plugin.name, result)
+                if result.patch and not plugin.upstream:
+                    progress.reinvoke = True
+            if result.violations:
+                denial = judge.enforced(plugin, result.violations, rules, context, progress)
+                if denial:
+                    return denial
         except Exception as exc:  # a plugin bug must not become an HTTP 500 or a hang
             return [_failure(plugin, exc)]
-        if result is UNCHANGED:  # the common answer, shared: skip it fast
-            continue
-        progress.take(plugin.name, result)
-        if result.violations:
-            return _named(plugin, result.violations)
-        if result.patch and not plugin.upstream:
-            progress.reinvoke = True
     return []
 
 
 def mutate(
-    request: AdmissionRequest, scope: _Scope, steps: Sequence[MutateStep], progress: _Progress
+    request: AdmissionRequest,
+    scope: _Scope,
+    steps: Sequence[MutateStep],
+    progress: _Progress,
+    judge: _Judge,
 ) -> list[Violation]:
     """One pass of the mutators, and more while one of ours keeps changing the object.
 
     A further pass that ends where the one before it ended (a namespace default merging
     away what a later plugin then appends again) leaves nothing in the patch.
     """
-    violations = _pass(request, scope, steps, progress)
+    violations = _pass(request, scope, steps, progress, judge)
     for _ in range(MAX_PASSES - 1):
         if violations or not progress.reinvoke:
             break
         before, ops = progress.obj, len(progress.patch)
-        violations = _pass(request._replace(object=before), scope, steps, progress)
+        violations = _pass(request._replace(object=before), scope, steps, progress, judge)
         if not violations and _same(progress.obj, before):
             progress.obj = before
             del progress.patch[ops:]
@@ -239,11 +407,16 @@ def mutate(
 
 
 def validate(
-    request: AdmissionRequest, scope: _Scope, steps: Sequence[ValidateStep], obj: dict[str, Any]
+    request: AdmissionRequest,
+    scope: _Scope,
+    steps: Sequence[ValidateStep],
+    progress: _Progress,
+    judge: _Judge,
 ) -> list[Violation]:
     """Run every validator on the final object, so one answer lists every problem."""
+    obj = progress.obj
     violations: list[Violation] = []
-    for plugin, half, context in steps:
+    for plugin, half, context, rules in steps:
         if not scope.applies(half):
             continue
         if scope.mismatch:
@@ -252,18 +425,27 @@ def validate(
             violations.append(scope.wrong_kind(plugin))
             break
         try:
+            if judge.skips(plugin, "validate", obj, progress):
+                continue
             found = half.run(request, obj, context)
+            if found:
+                violations.extend(judge.enforced(plugin, found, rules, context, progress))
         except Exception as exc:  # a plugin bug must not become an HTTP 500 or a hang
             return [*violations, _failure(plugin, exc)]
-        if found:
-            violations.extend(_named(plugin, found))
     return violations
+
+
+def utcnow() -> dt.datetime:
+    """The current time, aware and in UTC; why a function: the clock is injected for tests."""
+    return dt.datetime.now(dt.UTC)
 
 
 def run_chain(
     request: AdmissionRequest,
     mutators: Sequence[MutateStep] = (),
     validators: Sequence[ValidateStep] = (),
+    exceptions: Sequence[PolicyException] = (),
+    now: Callable[[], dt.datetime] = utcnow,
 ) -> Outcome:
     """Run ``mutators`` then ``validators`` over ``request``'s object.
 
@@ -279,13 +461,12 @@ def run_chain(
         return Outcome()
     scope = _Scope(request, obj)
     progress = _Progress(obj)
-    violations = mutate(request, scope, mutators, progress)
+    judge = _Judge(request, exceptions, now)
+    violations = mutate(request, scope, mutators, progress, judge)
     if not violations:
-        violations = validate(request, scope, validators, progress.obj)
+        violations = validate(request, scope, validators, progress, judge)
     if not violations and len(progress.changed_by) > 1 and _same(progress.obj, obj):
         # Later mutators undid earlier ones (a RuntimeClass toleration that subsumes one
         # just added): no net change, so no patch, or every reinvocation would "mutate".
-        unchanged = _Progress(obj)
-        unchanged.warnings = progress.warnings
-        progress = unchanged
+        progress.undo(obj)
     return progress.outcome(violations)

@@ -19,6 +19,15 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from webhooks.core.plugin import Plugin, Registry
+from webhooks.core.policy import (
+    ENFORCE,
+    Action,
+    ActionOverride,
+    Mutation,
+    PolicyException,
+    parse_expiry,
+)
+from webhooks.k8s.selectors import selector_problems
 
 
 class ConfigError(ValueError):
@@ -33,10 +42,17 @@ def camel(name: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class PluginConfig:
-    """Whether a plugin runs in the full chain, and its settings."""
+    """Whether a plugin runs in the full chain, its settings, and what its answers do.
+
+    ``action`` and ``action_overrides`` decide what a violation does (see
+    :mod:`webhooks.core.policy`); ``mutation`` whether a change is applied or only recorded.
+    """
 
     enabled: bool
     settings: Any
+    action: Action = "enforce"
+    action_overrides: tuple[ActionOverride, ...] = ()
+    mutation: Mutation = "apply"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +82,23 @@ class Config:
 
     plugins: Mapping[str, PluginConfig]
     cluster: ClusterSettings = field(default_factory=ClusterSettings)
+    exceptions: tuple[PolicyException, ...] = ()
 
     def settings(self, name: str) -> Any:
         """The settings of plugin ``name``."""
         return self.plugins[name].settings
+
+    def enforcing(self) -> Config:
+        """This config with every action ``enforce`` and no overrides.
+
+        Why: a pipeline that gates on the final policy (``check --enforce-all``) must fail
+        on what warn and audit let through today.
+        """
+        plugins = {
+            name: dataclasses.replace(p, action=ENFORCE, action_overrides=())
+            for name, p in self.plugins.items()
+        }
+        return dataclasses.replace(self, plugins=plugins)
 
     def chain(self, registry: Registry, only: str | None = None) -> list[Plugin]:
         """The plugins to run, in chain order: the enabled ones, or just ``only``.
@@ -161,7 +190,167 @@ def build_settings(cls: type[Any], data: Any, key: str, also: tuple[str, ...] = 
         raise ConfigError(f"{key}: {text}") from None
 
 
-TOP_LEVEL = ("plugins", "cluster")
+TOP_LEVEL = ("plugins", "exceptions", "cluster")
+
+#: Keys every plugin section may hold besides the plugin's own settings.
+POLICY_KEYS = ("enabled", "action", "actionOverrides", "mutation", "exemptNamespaces")
+
+
+def _moved(plugin: Plugin, key: str, section: Mapping[str, Any]) -> None:
+    for name in section:
+        if name in plugin.moved_settings:
+            target = plugin.moved_settings[name]
+            raise ConfigError(
+                f"{key}.{name}: moved to plugins.{target}.{name} (the {target} plugin "
+                "now holds this setting; enable it there)"
+            )
+
+
+def _offered(plugin: Plugin) -> dict[str, bool]:
+    """Which policy keys ``plugin`` takes: actions if it can deny, a mode if it mutates."""
+    return {
+        "action": plugin.validate is not None,
+        "actionOverrides": plugin.validate is not None,
+        "mutation": plugin.mutate is not None,
+        "exemptNamespaces": plugin.exempt_namespaces is not None,
+    }
+
+
+def _overrides(value: Any, key: str) -> tuple[ActionOverride, ...]:
+    if not isinstance(value, list):
+        raise ConfigError(f"{key}: must be a list of {{namespaceSelector, action}}")
+    out = []
+    for index, item in enumerate(value):
+        at = f"{key}[{index}]"
+        if not isinstance(item, dict):
+            raise ConfigError(f"{at}: must be a mapping with namespaceSelector and action")
+        unknown = [k for k in item if k not in ("namespaceSelector", "action")]
+        if unknown:
+            raise ConfigError(
+                f"{at}.{unknown[0]}: unknown key (known keys: action, namespaceSelector)"
+            )
+        if "namespaceSelector" not in item or "action" not in item:
+            missing = "namespaceSelector" if "namespaceSelector" not in item else "action"
+            raise ConfigError(f"{at}.{missing}: is required")
+        problems = selector_problems(item["namespaceSelector"])
+        if problems:
+            raise ConfigError(f"{at}.namespaceSelector: {problems[0]}")
+        action = _convert(item["action"], Action, f"{at}.action")
+        out.append(ActionOverride(dict(item["namespaceSelector"]), action))
+    return tuple(out)
+
+
+def _plugin_config(
+    plugin: Plugin, section: dict[str, Any], key: str
+) -> tuple[PluginConfig, PolicyException | None]:
+    """One plugin's section: its policy keys, then its own settings."""
+    _moved(plugin, key, section)
+    offered = _offered(plugin)
+    for name in POLICY_KEYS[1:]:
+        if name in section and not offered[name]:
+            why = "it never denies" if name.startswith("action") else "it never mutates"
+            if name == "exemptNamespaces":
+                why = "it has no enforcement to exempt from (use exceptions)"
+            raise ConfigError(f"{key}.{name}: not a setting of {plugin.name}: {why}")
+    enabled = section.pop("enabled", plugin.enabled_by_default)
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"{key}.enabled: must be true or false, got {enabled!r}")
+    action = _convert(section.pop("action", ENFORCE), Action, f"{key}.action")
+    overrides = _overrides(section.pop("actionOverrides", []), f"{key}.actionOverrides")
+    mutation = _convert(section.pop("mutation", "apply"), Mutation, f"{key}.mutation")
+    exempt: PolicyException | None = None
+    if plugin.exempt_namespaces is not None:
+        names = _convert(
+            section.pop("exemptNamespaces", list(plugin.exempt_namespaces)),
+            tuple[str, ...],
+            f"{key}.exemptNamespaces",
+        )
+        if names:
+            exempt = PolicyException(
+                f"{plugin.name}.exemptNamespaces", (plugin.name,), names, phases=("validate",)
+            )
+    settings = build_settings(plugin.settings, section, key, POLICY_KEYS)
+    return PluginConfig(enabled, settings, action, overrides, mutation), exempt
+
+
+_EXCEPTION_KEYS = (
+    "name",
+    "plugins",
+    "namespaces",
+    "objectSelector",
+    "serviceAccounts",
+    "users",
+    "groups",
+    "expires",
+)
+
+
+def _strings(item: dict[str, Any], name: str, at: str) -> tuple[str, ...]:
+    value = item.get(name)
+    if value is None:
+        return ()
+    return tuple(_convert(value, tuple[str, ...], f"{at}.{name}"))
+
+
+def _exception(item: Any, at: str, registry: Registry) -> PolicyException:
+    if not isinstance(item, dict):
+        raise ConfigError(f"{at}: must be a mapping (name, plugins and matchers)")
+    unknown = [k for k in item if k not in _EXCEPTION_KEYS]
+    if unknown:
+        known = ", ".join(sorted(_EXCEPTION_KEYS))
+        raise ConfigError(f"{at}.{unknown[0]}: unknown key (known keys: {known})")
+    name = item.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"{at}.name: is required (a non-empty string)")
+    plugins = _strings(item, "plugins", at)
+    if not plugins:
+        raise ConfigError(f'{at}.plugins: is required (plugin names, or ["*"] for all)')
+    for plugin in plugins:
+        if plugin != "*" and plugin not in registry:
+            known = ", ".join(registry.names)
+            raise ConfigError(f"{at}.plugins: unknown plugin {plugin!r} (known plugins: {known})")
+    selector = item.get("objectSelector")
+    if selector is not None:
+        problems = selector_problems(selector)
+        if problems:
+            raise ConfigError(f"{at}.objectSelector: {problems[0]}")
+    accounts = _strings(item, "serviceAccounts", at)
+    for account in accounts:
+        namespace, sep, sa = account.partition(":")
+        if not sep or not namespace or not sa or ":" in sa:
+            raise ConfigError(f"{at}.serviceAccounts: {account!r} must be namespace:name")
+    expires = None
+    if item.get("expires") is not None:
+        try:
+            expires = parse_expiry(item["expires"])
+        except ValueError as exc:
+            raise ConfigError(f"{at}.expires: {exc}") from None
+    return PolicyException(
+        name=name,
+        plugins=plugins,
+        namespaces=_strings(item, "namespaces", at),
+        object_selector=dict(selector) if selector is not None else None,
+        service_accounts=accounts,
+        users=_strings(item, "users", at),
+        groups=_strings(item, "groups", at),
+        expires=expires,
+    )
+
+
+def _exceptions(data: Any, registry: Registry) -> list[PolicyException]:
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise ConfigError("exceptions: must be a list")
+    out: list[PolicyException] = []
+    seen: set[str] = set()
+    for index, item in enumerate(data):
+        exception = _exception(item, f"exceptions[{index}]", registry)
+        if exception.name in seen:
+            raise ConfigError(f"exceptions[{index}].name: {exception.name!r} is used twice")
+        seen.add(exception.name)
+        out.append(exception)
+    return out
 
 
 def load_config(data: Any, registry: Registry) -> Config:
@@ -183,25 +372,15 @@ def load_config(data: Any, registry: Registry) -> Config:
                 f"plugins.{name}: unknown plugin (known plugins: {', '.join(registry.names)})"
             )
     plugins: dict[str, PluginConfig] = {}
+    exceptions = _exceptions(data.get("exceptions"), registry)
     for plugin in registry:
         key = f"plugins.{plugin.name}"
         section = plugins_data.get(plugin.name)
         section = {} if section is None else section
         if not isinstance(section, dict):
             raise ConfigError(f"{key}: must be a mapping, got {section!r}")
-        section = dict(section)
-        for name in section:
-            if name in plugin.moved_settings:
-                target = plugin.moved_settings[name]
-                raise ConfigError(
-                    f"{key}.{name}: moved to plugins.{target}.{name} (the {target} plugin "
-                    "now holds this setting; enable it there)"
-                )
-        enabled = section.pop("enabled", plugin.enabled_by_default)
-        if not isinstance(enabled, bool):
-            raise ConfigError(f"{key}.enabled: must be true or false, got {enabled!r}")
-        plugins[plugin.name] = PluginConfig(
-            enabled, build_settings(plugin.settings, section, key, ("enabled",))
-        )
+        plugins[plugin.name], exempt = _plugin_config(plugin, dict(section), key)
+        if exempt is not None:
+            exceptions.append(exempt)
     cluster = build_settings(ClusterSettings, data.get("cluster"), "cluster")
-    return Config(plugins=plugins, cluster=cluster)
+    return Config(plugins=plugins, cluster=cluster, exceptions=tuple(exceptions))

@@ -118,7 +118,9 @@ class Plugin:
     them over, so an old config is refused with a message that says where they went.
     ``upstream`` names the in-tree admission plugin this one reimplements ("" for ours):
     the chain treats a change by one of ours as the API server treats a webhook's change
-    (see :mod:`webhooks.core.chain`).
+    (see :mod:`webhooks.core.chain`). ``exempt_namespaces``, when not ``None``, offers the
+    ``exemptNamespaces`` setting with this default: namespaces whose objects the plugin's
+    validation skips, as an exception (:mod:`webhooks.core.policy`) would.
     """
 
     name: str
@@ -130,6 +132,7 @@ class Plugin:
     enabled_by_default: bool = True
     moved_settings: Mapping[str, str] = field(default_factory=dict)
     upstream: str = ""
+    exempt_namespaces: tuple[str, ...] | None = None
 
     def half(self, phase: Phase) -> Half | None:
         """The half for ``phase``."""

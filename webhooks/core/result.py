@@ -66,6 +66,16 @@ class Outcome:
     code: int = 200
     reason: str = ""
     message: str = ""
+    #: Violations whose action was ``warn`` or ``audit``: (violation, action); admitted.
+    advisories: tuple[tuple[Violation, str], ...] = ()
+    #: What each plugin's answer did: (plugin, patched|denied|warned|audited|monitored).
+    decisions: tuple[tuple[str, str], ...] = ()
+    #: Exceptions that skipped a plugin: (exception, plugin).
+    excepted: tuple[tuple[str, str], ...] = ()
+    #: Exceptions that matched but had expired, so did not apply: (exception, plugin).
+    expired: tuple[tuple[str, str], ...] = ()
+    #: Changes a plugin in monitor mode computed and did not make: (plugin, summary).
+    monitored: tuple[tuple[str, str], ...] = ()
 
     @property
     def denied_by(self) -> tuple[str, ...]:

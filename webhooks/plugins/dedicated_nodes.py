@@ -24,7 +24,8 @@ Settings (``plugins.dedicated-nodes``; the plugin is disabled by default):
 ``key``               taint key and node label key (``dedicated``).
 ``effect``            effect of the dedicated taint (``NoSchedule``).
 ``enforce``           deny foreign tolerations of dedicated taints (``true``).
-``exemptNamespaces``  namespaces enforcement never denies (``[kube-system]``).
+``exemptNamespaces``  namespaces enforcement never denies (``[kube-system]``): an exception
+                      for the validating half, as the chain handles every exception.
 
 Choices where upstream does not apply:
 
@@ -86,7 +87,6 @@ class Settings:
     key: str = "dedicated"
     effect: Effect = "NoSchedule"
     enforce: bool = True
-    exempt_namespaces: tuple[str, ...] = ("kube-system",)
 
     def __post_init__(self) -> None:
         for name, value in (("namespaceLabel", self.namespace_label), ("key", self.key)):
@@ -318,8 +318,6 @@ def validate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> li
     spec = pod.get("spec")
     if not isinstance(spec, dict) or not settings.enforce or is_mirror_pod(pod):
         return []
-    if request.namespace in settings.exempt_namespaces:
-        return []
     tolerations = tolerations_of(spec) or []
     ns = _lookup(request, ctx)
     violations: list[Violation] = []
@@ -348,4 +346,5 @@ PLUGIN = Plugin(
         "tolerationsWhitelist": "pod-toleration-restriction",
         "memoryPressureToleration": "pod-toleration-restriction",
     },
+    exempt_namespaces=("kube-system",),
 )

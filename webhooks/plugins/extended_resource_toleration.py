@@ -36,10 +36,13 @@ from webhooks.k8s.tolerations import (
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Upstream has no settings; ``enforce`` and ``exemptNamespaces`` drive the validating half."""
+    """Upstream has no settings; ``enforce`` switches the validating half's check on.
+
+    ``exemptNamespaces`` (default ``[kube-system]``) is an exception for the validating
+    half, handled by the chain like every exception.
+    """
 
     enforce: bool = False
-    exempt_namespaces: tuple[str, ...] = ("kube-system",)
 
 
 def wanted_tolerations(spec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -83,7 +86,7 @@ def validate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> li
     memory and leave a GPU pod Pending.
     """
     settings: Settings = ctx.settings
-    if not settings.enforce or request.namespace in settings.exempt_namespaces:
+    if not settings.enforce:
         return []
     spec = pod.get("spec")
     if not isinstance(spec, dict) or is_mirror_pod(pod):
@@ -116,4 +119,5 @@ PLUGIN = Plugin(
     validate=Validator(validate, frozenset({PODS}), frozenset({"CREATE", "UPDATE"})),
     wrong_kind="expected *core.Pod but got {kind}",
     upstream="ExtendedResourceToleration",
+    exempt_namespaces=("kube-system",),
 )

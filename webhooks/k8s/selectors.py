@@ -1,0 +1,83 @@
+"""metav1.LabelSelector on plain dicts: validation and matching, as apimachinery does them.
+
+Why here and not in ``affinity``: a LabelSelector (namespace selectors, object selectors in
+policy exceptions) is a different type from a NodeSelectorTerm. Its operators are only
+In, NotIn, Exists and DoesNotExist; ``matchLabels`` entries are ANDed with the expressions;
+and the empty selector ``{}`` matches everything (a nil one matches nothing, which config
+never produces: an absent selector means "no condition").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from webhooks.k8s.names import label_value_errors, qualified_name_errors
+
+IN, NOT_IN, EXISTS, DOES_NOT_EXIST = "In", "NotIn", "Exists", "DoesNotExist"
+OPERATORS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST)
+
+
+def selector_problems(selector: Any) -> list[str]:
+    """Why ``selector`` is not a usable LabelSelector; empty when it is.
+
+    Why checked at load: a selector that can never parse would otherwise fail (or, worse,
+    match nothing) on every request, far from the config line that caused it.
+    """
+    if not isinstance(selector, Mapping):
+        return ["must be a mapping with matchLabels and/or matchExpressions"]
+    unknown = [k for k in selector if k not in ("matchLabels", "matchExpressions")]
+    if unknown:
+        return [f"{unknown[0]}: unknown key (known keys: matchExpressions, matchLabels)"]
+    problems: list[str] = []
+    labels = selector.get("matchLabels") or {}
+    if not isinstance(labels, Mapping):
+        return ["matchLabels: must be a mapping"]
+    for key, value in labels.items():
+        if not isinstance(key, str) or qualified_name_errors(key):
+            problems.append(f"matchLabels: {key!r} is not a valid label key")
+        elif not isinstance(value, str) or label_value_errors(value):
+            problems.append(f"matchLabels.{key}: {value!r} is not a valid label value")
+    expressions = selector.get("matchExpressions") or []
+    if not isinstance(expressions, list):
+        return [*problems, "matchExpressions: must be a list"]
+    for index, expr in enumerate(expressions):
+        where = f"matchExpressions[{index}]"
+        if not isinstance(expr, Mapping):
+            problems.append(f"{where}: must be a mapping")
+            continue
+        key, operator, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        if not isinstance(key, str) or qualified_name_errors(key):
+            problems.append(f"{where}.key: {key!r} is not a valid label key")
+        if operator not in OPERATORS:
+            problems.append(f"{where}.operator: must be one of {', '.join(OPERATORS)}")
+        elif not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            problems.append(f"{where}.values: must be a list of strings")
+        elif operator in (IN, NOT_IN) and not values:
+            problems.append(f"{where}.values: must be non-empty for {operator}")
+        elif operator in (EXISTS, DOES_NOT_EXIST) and values:
+            problems.append(f"{where}.values: must be empty for {operator}")
+    return problems
+
+
+def matches(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
+    """Whether ``labels`` satisfy ``selector`` (checked with :func:`selector_problems`).
+
+    Why NotIn matches a missing label: that is apimachinery's rule, and a policy that
+    disagreed with kubectl's ``-l`` about which namespaces match would surprise its author.
+    """
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, operator, values = expr["key"], expr["operator"], expr.get("values") or []
+        present = isinstance(labels.get(key), str)
+        if operator == IN and not (present and labels[key] in values):
+            return False
+        if operator == NOT_IN and present and labels[key] in values:
+            return False
+        if operator == EXISTS and not present:
+            return False
+        if operator == DOES_NOT_EXIST and present:
+            return False
+    return True
