@@ -122,6 +122,8 @@ def serving(
     port = free_port()
     log = workdir / "server.log"
     cmd = [sys.executable, "-m", "webhooks", "serve", "--bind", f"127.0.0.1:{port}"]
+    if "--metrics-bind" not in args:
+        cmd += ["--metrics-bind", f"127.0.0.1:{free_port()}"]
     cmd += ["--shutdown-delay", "0", *args] if "--shutdown-delay" not in args else list(args)
     if cert_dir is not None:
         cmd += ["--cert-dir", str(cert_dir)]

@@ -18,9 +18,9 @@ from webhooks.cluster import ApiCluster
 from webhooks.configfile import read_config
 from webhooks.core.config import ClusterSettings, ConfigError
 from webhooks.server.app import ServerState, create_app
+from webhooks.server.assemble import build_app, build_state
 from webhooks.server.metrics import Family, Metrics
-from webhooks.server.runner import ON_WORKER_EXIT, DrainingArbiter, ServeOptions, _worker_exit
-from webhooks.server.wsgi import build_state
+from webhooks.server.runner import DrainingArbiter, ServeOptions
 
 
 @pytest.fixture
@@ -31,16 +31,13 @@ def cert_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def states() -> Iterator[list[ServerState]]:
-    """States built by a test; their clusters stop and their exit callbacks go afterwards."""
+    """States built by a test; whatever they started stops afterwards."""
     built: list[ServerState] = []
-    registered = len(ON_WORKER_EXIT)
     try:
         yield built
     finally:
         for state in built:
-            if isinstance(state.admission.cluster, ApiCluster):
-                state.admission.cluster.stop()
-        del ON_WORKER_EXIT[registered:]
+            state.close()
 
 
 def write_config(path: Path, text: str) -> str:
@@ -161,12 +158,11 @@ def test_a_worker_exit_stops_the_cluster_watches(
     fake: FakeApiServer, tmp_path: Path, cert_dir: Path, states: list[ServerState]
 ) -> None:
     config = str(fake.cluster_config(tmp_path))
-    state = build_state(ServeOptions(cert_dir=cert_dir, config_path=config))
-    states.append(state)
-    cluster = state.admission.cluster
+    built = build_app(ServeOptions(cert_dir=cert_dir, config_path=config))
+    cluster = built.app.extensions["placement-webhooks"].admission.cluster
     assert isinstance(cluster, ApiCluster)
-    assert cluster.stop in ON_WORKER_EXIT
-    _worker_exit(None, None)
+    eventually(lambda: all(i.alive for i in cluster.informers.values()), "the watches")
+    built.close()
     assert not any(i.alive for i in cluster.informers.values())
 
 

@@ -22,13 +22,10 @@ from werkzeug.exceptions import ClientDisconnected, HTTPException
 
 from webhooks.core.admission import Admission, Reply, bad_request
 from webhooks.core.plugin import Phase
+from webhooks.server.framing import DRAIN_LIMIT, MAX_BODY
 from webhooks.server.metrics import Metrics
 
-#: The API server caps admission bodies near this size too; larger is not a real review.
-MAX_BODY = 6 * 1024 * 1024
-#: An oversized body up to this size is read and discarded so the client sees the 413 and
-#: its keep-alive connection stays usable; beyond it the connection is closed instead.
-DRAIN_LIMIT = 16 * 1024 * 1024
+__all__ = ["MAX_BODY", "ReadyCheck", "ReviewLog", "ServerState", "create_app"]
 
 ReadyCheck = Callable[[], str | None]
 
@@ -36,22 +33,6 @@ REQUESTS = "placement_webhooks_requests_total"
 REQUESTS_HELP = "Admission reviews answered, by endpoint and outcome."
 DECISIONS = "placement_webhooks_plugin_decisions_total"
 DECISIONS_HELP = "Decisions per plugin: patched or denied."
-
-
-_SECOND: list[Any] = [0, ""]
-
-
-def _timestamp() -> str:
-    """RFC 3339 UTC time with milliseconds; the part up to the second is rendered once a second.
-
-    Why: formatting a datetime per review was the review log's largest cost.
-    """
-    now = time.time()
-    whole = int(now)
-    if whole != _SECOND[0]:
-        _SECOND[0] = whole
-        _SECOND[1] = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{_SECOND[1]}.{int((now - whole) * 1000):03d}Z"
 
 
 class ReviewLog:
@@ -64,11 +45,28 @@ class ReviewLog:
     def __init__(self, stream: IO[str] | None = None) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self._lock = threading.Lock()
+        self._second: tuple[int, str] = (0, "")
+
+    def timestamp(self) -> str:
+        """RFC 3339 UTC time with milliseconds; the part up to the second is rendered once a second.
+
+        Why: formatting a datetime per review was the review log's largest cost. The cache is
+        one tuple, swapped atomically, so threads never see a half-updated pair.
+        """
+        now = time.time()
+        whole = int(now)
+        second = self._second
+        if whole != second[0]:
+            second = self._second = (
+                whole,
+                datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S"),
+            )
+        return f"{second[1]}.{int((now - whole) * 1000):03d}Z"
 
     def write(self, endpoint: str, reply: Reply, seconds: float, decision: str) -> None:
         """Write the line for one answered request."""
         line: dict[str, Any] = {
-            "time": _timestamp(),
+            "time": self.timestamp(),
             "level": "info",
             "msg": "review",
             "endpoint": endpoint,
@@ -106,7 +104,8 @@ class ServerState:
     A readiness check returns ``None`` when fine, else the reason the pod is not ready.
     ``drain_marker`` is a file the master creates on SIGTERM, so every worker reports
     not-ready while it keeps serving; ``require_client_cert`` refuses admission calls that
-    did not present a certificate signed by the configured client CA.
+    did not present a certificate signed by the configured client CA. ``closers`` stop
+    what the state started (metrics writer, cluster watches) when its worker exits.
     """
 
     admission: Admission
@@ -115,6 +114,13 @@ class ServerState:
     drain_marker: Path | None = None
     require_client_cert: bool = False
     review_log: ReviewLog | None = None
+    closers: list[Callable[[], None]] = field(default_factory=list)
+
+    def close(self) -> None:
+        """Stop everything the state started, once; later calls do nothing."""
+        closers, self.closers = self.closers, []
+        for closer in closers:
+            closer()
 
     def not_ready_reason(self) -> str | None:
         """The first failing readiness check's reason, or ``None`` when ready."""
@@ -140,16 +146,21 @@ def _outcome_label(reply: Reply) -> str:
 
 
 def _peer_certificate(environ: dict[str, Any]) -> bool:
-    """Whether the TLS peer presented a certificate the server verified."""
-    sock = environ.get("gunicorn.socket")
-    getpeercert = getattr(sock, "getpeercert", None)
-    return bool(getpeercert()) if getpeercert is not None else False
+    """Whether the TLS peer presented a certificate the server verified (the worker says)."""
+    return bool(environ.get("webhooks.peer_certificate", False))
 
 
-def _drain(stream: Any, length: int) -> bool:
-    """Read and discard an oversized body when it is small enough; whether it was read whole."""
+def _drain(environ: dict[str, Any], length: int) -> bool:
+    """Discard an oversized body when it is small enough; whether it was read whole.
+
+    The worker discards such a body itself, before any thread is taken, and says whether it
+    could (``webhooks.body_discarded``); other WSGI servers (the test client) hand it over.
+    """
+    if "webhooks.body_discarded" in environ:
+        return bool(environ["webhooks.body_discarded"])
     if length > DRAIN_LIMIT:
         return False
+    stream = environ["wsgi.input"]
     remaining = length
     while remaining > 0:
         chunk = stream.read(min(remaining, 1 << 16))
@@ -167,7 +178,7 @@ def _answer(state: ServerState, phase: Phase, plugin: str | None) -> tuple[Reply
             "a client certificate signed by the configured CA is required", 401
         ), False
     if length is not None and length > MAX_BODY:
-        drained = _drain(request.environ["wsgi.input"], length)
+        drained = _drain(request.environ, length)
         return bad_request(f"request body larger than {MAX_BODY} bytes", 413), not drained
     raw_type = request.environ.get("CONTENT_TYPE", "")
     # The API server always sends exactly "application/json"; parse only anything else.
@@ -208,6 +219,7 @@ def create_app(state: ServerState) -> Flask:
     """Build the WSGI app for one worker around ``state``."""
     app = Flask("webhooks")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
+    app.extensions["placement-webhooks"] = state
 
     def admit(phase: Phase, plugin: str | None) -> Response:
         started = time.perf_counter()
