@@ -19,7 +19,6 @@ Usage: python -m bench.hostile_bench [--reviews 200] [--rate 10] [--idle 500] [-
 from __future__ import annotations
 
 import argparse
-import contextlib
 import http.client
 import multiprocessing
 import multiprocessing.synchronize
@@ -45,6 +44,88 @@ def _tls(port: int, ctx: ssl.SSLContext) -> ssl.SSLSocket:
     return ctx.wrap_socket(raw, server_hostname="localhost")
 
 
+class Holder:
+    """The hostile clients of one run, driven by one selector loop in their own process.
+
+    ``held`` is a shared array: connections currently open of each kind (idle TCP, silent
+    TLS, byte-a-second), then how often each kind was reopened after the server closed it.
+    """
+
+    def __init__(self, port: int, cafile: str, counts: tuple[int, int, int], held: Any) -> None:
+        self.port = port
+        self.ctx = ssl.create_default_context(cafile=cafile)
+        self.counts = counts
+        self.held = held
+        self.body = payloads.small()
+        self.head = (
+            b"POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            b"Content-Length: " + str(len(self.body)).encode() + b"\r\n\r\n"
+        )
+        self.selector = selectors.DefaultSelector()
+        self.kinds: dict[int, tuple[int, Any]] = {}
+        self.slow_sent: dict[int, int] = {}
+
+    def open_one(self, kind: int) -> None:
+        """Open one connection of ``kind`` (0 idle TCP, 1 silent TLS, 2 byte-a-second)."""
+        try:
+            if kind == 0:
+                sock: Any = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+            else:
+                sock = _tls(self.port, self.ctx)
+                if kind == 2:
+                    sock.sendall(self.head)
+                    self.slow_sent[sock.fileno()] = 0
+            sock.setblocking(False)
+        except OSError:
+            return
+        self.kinds[sock.fileno()] = (kind, sock)
+        self.selector.register(sock, selectors.EVENT_READ)
+        self.held[kind] += 1
+
+    def drop(self, fd: int) -> None:
+        """Forget a connection the server closed (or answered), counting the reopening."""
+        kind, sock = self.kinds.pop(fd)
+        self.selector.unregister(sock)
+        self.slow_sent.pop(fd, None)
+        sock.close()
+        self.held[kind] -= 1
+        self.held[3 + kind] += 1
+
+    def trickle(self) -> None:
+        """Send every slow client's next byte."""
+        for fd, sent in list(self.slow_sent.items()):
+            try:
+                self.kinds[fd][1].send(self.body[sent : sent + 1])
+                self.slow_sent[fd] = (sent + 1) % len(self.body)
+            except (ssl.SSLWantWriteError, BlockingIOError):
+                pass
+            except OSError:
+                self.drop(fd)
+
+    def run(self, stop_event: multiprocessing.synchronize.Event) -> None:
+        """Keep every kind at its count, a byte a second for the slow ones, until stopped."""
+        next_byte = time.monotonic()
+        while not stop_event.is_set():
+            for kind, want in enumerate(self.counts):
+                for _ in range(min(want - self.held[kind], 50)):
+                    self.open_one(kind)
+            for key, _ in self.selector.select(0.05):
+                kind, sock = self.kinds[key.fd]
+                try:
+                    data = sock.recv(65536)
+                except (ssl.SSLWantReadError, BlockingIOError):
+                    continue
+                except OSError:
+                    data = b""
+                if not data or kind != 1:
+                    self.drop(key.fd)
+            if time.monotonic() >= next_byte:
+                next_byte += 1.0
+                self.trickle()
+        for fd in list(self.kinds):
+            self.drop(fd)
+
+
 def hold(
     port: int,
     cafile: str,
@@ -52,73 +133,11 @@ def hold(
     stop_event: multiprocessing.synchronize.Event,
     held: Any,
 ) -> None:
-    """Keep ``counts`` (idle TCP, silent TLS, byte-a-second) connections open until stopped.
+    """Process entry point: run a :class:`Holder` until ``stop_event`` is set.
 
-    Runs in its own process so its work never delays the timed client. ``held`` is a shared
-    array: connections currently open of each kind, and reopenings of each kind.
+    Its own process, so its work never delays the timed client.
     """
-    ctx = ssl.create_default_context(cafile=cafile)
-    body = payloads.small()
-    head = (
-        b"POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n"
-    )
-    selector = selectors.DefaultSelector()
-    kinds: dict[int, tuple[int, Any]] = {}
-    slow_sent: dict[int, int] = {}
-
-    def open_one(kind: int) -> None:
-        try:
-            if kind == 0:
-                sock: Any = socket.create_connection(("127.0.0.1", port), timeout=10)
-            else:
-                sock = _tls(port, ctx)
-                if kind == 2:
-                    sock.sendall(head)
-                    slow_sent[sock.fileno()] = 0
-            sock.setblocking(False)
-        except OSError:
-            return
-        kinds[sock.fileno()] = (kind, sock)
-        selector.register(sock, selectors.EVENT_READ)
-        held[kind] += 1
-
-    def drop(fd: int) -> None:
-        kind, sock = kinds.pop(fd)
-        selector.unregister(sock)
-        slow_sent.pop(fd, None)
-        sock.close()
-        held[kind] -= 1
-        held[3 + kind] += 1
-
-    next_byte = time.monotonic()
-    while not stop_event.is_set():
-        for kind, want in enumerate(counts):
-            for _ in range(min(want - held[kind], 50)):
-                open_one(kind)
-        for key, _ in selector.select(0.05):
-            fd = key.fd
-            kind, sock = kinds[fd]
-            try:
-                data = sock.recv(65536)
-            except (ssl.SSLWantReadError, BlockingIOError):
-                continue
-            except OSError:
-                data = b""
-            if not data or kind != 1:
-                drop(fd)
-        if time.monotonic() >= next_byte:
-            next_byte += 1.0
-            for fd, sent in list(slow_sent.items()):
-                try:
-                    kinds[fd][1].send(body[sent : sent + 1])
-                    slow_sent[fd] = (sent + 1) % len(body)
-                except (ssl.SSLWantWriteError, BlockingIOError):
-                    pass
-                except OSError:
-                    drop(fd)
-    for fd in list(kinds):
-        drop(fd)
+    Holder(port, cafile, counts, held).run(stop_event)
 
 
 def review_once(port: int, ctx: ssl.SSLContext, body: bytes, uid: str) -> tuple[float, str | None]:
@@ -138,6 +157,35 @@ def review_once(port: int, ctx: ssl.SSLContext, body: bytes, uid: str) -> tuple[
     finally:
         conn.close()
     return time.perf_counter() - started, None
+
+
+def timed_reviews(
+    args: argparse.Namespace, port: int, cafile: str, master: int, held: Any
+) -> tuple[list[float], list[str], dict[int, float], list[int]]:
+    """Send the real reviews at the steady rate; latencies, errors, peak RSS, low-water marks."""
+    ctx = ssl.create_default_context(cafile=cafile)
+    template = orjson.loads(payloads.small())
+    latencies: list[float] = []
+    errors: list[str] = []
+    rss: dict[int, float] = {}
+    low_water = [args.idle, args.silent, args.slow]
+    started = time.monotonic()
+    for i in range(args.reviews):
+        wait = started + i / args.rate - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        uid = f"hostile-{i}"
+        template["request"]["uid"] = uid
+        seconds, error = review_once(port, ctx, orjson.dumps(template), uid)
+        latencies.append(seconds)
+        if error:
+            errors.append(error)
+        for kind in range(3):
+            low_water[kind] = min(low_water[kind], held[kind])
+        if i % 10 == 0:
+            for n, mib in enumerate(worker_rss_mib(master)):
+                rss[n] = max(rss.get(n, 0.0), mib)
+    return latencies, errors, rss, low_water
 
 
 def main() -> None:
@@ -160,37 +208,14 @@ def main() -> None:
     holder = multiprocessing.Process(
         target=hold, args=(port, cafile, counts, stop_event, held), daemon=True
     )
-    latencies: list[float] = []
-    errors: list[str] = []
-    rss: dict[int, float] = {}
-    low_water = list(counts)
     try:
         holder.start()
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and any(held[i] < counts[i] for i in range(3)):
             time.sleep(0.1)
         time.sleep(1.0)
-        print(
-            f"holding: {held[0]} idle TCP, {held[1]} silent TLS, {held[2]} byte-a-second bodies"
-        )
-        ctx = ssl.create_default_context(cafile=cafile)
-        template = orjson.loads(payloads.small())
-        started = time.monotonic()
-        for i in range(args.reviews):
-            wait = started + i / args.rate - time.monotonic()
-            if wait > 0:
-                time.sleep(wait)
-            uid = f"hostile-{i}"
-            template["request"]["uid"] = uid
-            seconds, error = review_once(port, ctx, orjson.dumps(template), uid)
-            latencies.append(seconds)
-            if error:
-                errors.append(error)
-            for kind in range(3):
-                low_water[kind] = min(low_water[kind], held[kind])
-            if i % 10 == 0:
-                for n, mib in enumerate(worker_rss_mib(proc.pid)):
-                    rss[n] = max(rss.get(n, 0.0), mib)
+        print(f"holding: {held[0]} idle TCP, {held[1]} silent TLS, {held[2]} byte-a-second bodies")
+        latencies, errors, rss, low_water = timed_reviews(args, port, cafile, proc.pid, held)
         reopened = (held[3], held[4], held[5])
     finally:
         stop_event.set()
@@ -214,10 +239,8 @@ def main() -> None:
     )
     peak = ", ".join(f"{v:.1f}" for _, v in sorted(rss.items()))
     print(f"worker RSS (peak per worker): {peak} MiB")
-    verdict = p99 <= 50 and not errors and rss and max(rss.values()) <= 80
-    print(f"targets (p99 <= 50 ms, no errors, RSS <= 80 MiB): {'met' if verdict else 'NOT met'}")
-    with contextlib.suppress(Exception):
-        multiprocessing.active_children()
+    met = p99 <= 50 and not errors and bool(rss) and max(rss.values()) <= 80
+    print(f"targets (p99 <= 50 ms, no errors, RSS <= 80 MiB): {'met' if met else 'NOT met'}")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
-import orjson
 import pytest
 from click.testing import CliRunner
 
@@ -19,7 +18,6 @@ from webhooks.configfile import read_config
 from webhooks.core.config import ClusterSettings, ConfigError
 from webhooks.server.app import ServerState, create_app
 from webhooks.server.assemble import build_app, build_state
-from webhooks.server.metrics import Family, Metrics
 from webhooks.server.runner import DrainingArbiter, ServeOptions
 
 
@@ -125,33 +123,6 @@ def test_serve_refuses_an_unusable_kubeconfig_before_starting(tmp_path: Path) ->
     result = CliRunner().invoke(main, ["serve", "--config", config, "--cert-dir", str(tmp_path)])
     assert result.exit_code == 2
     assert result.output.startswith(f"placement-webhooks: cluster: kubeconfig {missing}: ")
-
-
-def test_collected_families_are_read_at_scrape_time_and_counters_add_up(
-    tmp_path: Path,
-) -> None:
-    value = [1.0]
-
-    def families() -> list[Family]:
-        return [
-            Family("demo_things", "gauge", "Things.", [((("kind", "a"),), value[0])]),
-            Family("demo_events_total", "counter", "Events.", [((("kind", "a"),), 2 * value[0])]),
-        ]
-
-    other_worker = Metrics()
-    other_worker.inc("demo_events_total", "Events.", (("kind", "a"),), 5)
-    (tmp_path / "metrics-1.json").write_bytes(orjson.dumps(other_worker.snapshot()))
-    metrics = Metrics(tmp_path)
-    metrics.collect(families)
-    value[0] = 3.0
-    assert metrics.render().splitlines() == [
-        "# HELP demo_events_total Events.",
-        "# TYPE demo_events_total counter",
-        'demo_events_total{kind="a"} 11',
-        "# HELP demo_things Things.",
-        "# TYPE demo_things gauge",
-        'demo_things{kind="a"} 3',
-    ]
 
 
 def test_a_worker_exit_stops_the_cluster_watches(

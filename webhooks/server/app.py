@@ -23,16 +23,11 @@ from werkzeug.exceptions import ClientDisconnected, HTTPException
 from webhooks.core.admission import Admission, Reply, bad_request
 from webhooks.core.plugin import Phase
 from webhooks.server.framing import DRAIN_LIMIT, MAX_BODY
-from webhooks.server.metrics import Metrics
+from webhooks.server.metrics import CONTENT_TYPE, Metrics
 
 __all__ = ["MAX_BODY", "ReadyCheck", "ReviewLog", "ServerState", "create_app"]
 
 ReadyCheck = Callable[[], str | None]
-
-REQUESTS = "placement_webhooks_requests_total"
-REQUESTS_HELP = "Admission reviews answered, by endpoint and outcome."
-DECISIONS = "placement_webhooks_plugin_decisions_total"
-DECISIONS_HELP = "Decisions per plugin: patched or denied."
 
 
 class ReviewLog:
@@ -170,24 +165,37 @@ def _drain(environ: dict[str, Any], length: int) -> bool:
     return True
 
 
+def _content_length(environ: dict[str, Any]) -> int | None:
+    raw = environ.get("CONTENT_LENGTH")
+    return int(raw) if raw and raw.isdigit() else None
+
+
 def _answer(state: ServerState, phase: Phase, plugin: str | None) -> tuple[Reply, bool]:
-    """Check the HTTP envelope, then let the core answer; also whether to close the connection."""
-    length = request.content_length
-    if state.require_client_cert and not _peer_certificate(request.environ):
+    """Check the HTTP envelope, then let the core answer; also whether to close the connection.
+
+    Reads the WSGI environ directly rather than through ``request``'s properties: each
+    property is a context lookup, and they were a measurable share of a 4 KB review.
+    """
+    environ = request.environ
+    length = _content_length(environ)
+    if state.require_client_cert and not _peer_certificate(environ):
         return bad_request(
             "a client certificate signed by the configured CA is required", 401
         ), False
     if length is not None and length > MAX_BODY:
-        drained = _drain(request.environ, length)
+        drained = _drain(environ, length)
         return bad_request(f"request body larger than {MAX_BODY} bytes", 413), not drained
-    raw_type = request.environ.get("CONTENT_TYPE", "")
+    raw_type = environ.get("CONTENT_TYPE", "")
     # The API server always sends exactly "application/json"; parse only anything else.
     if raw_type and raw_type != "application/json" and request.mimetype != "application/json":
         return bad_request(
             f"content type must be application/json, got {request.mimetype}", 415
         ), False
     try:
-        body = request.get_data(cache=False)
+        if length is None:
+            body = request.get_data(cache=False)
+        else:
+            body = environ["wsgi.input"].read(length)
     except (TimeoutError, OSError, ClientDisconnected):
         body = None
     if body is None or (length is not None and len(body) < length):
@@ -200,17 +208,17 @@ def _answer(state: ServerState, phase: Phase, plugin: str | None) -> tuple[Reply
 def _account(state: ServerState, endpoint: str, reply: Reply, elapsed: float) -> None:
     """Metrics and the review log line for one answered request."""
     decision = _outcome_label(reply)
-    counts = [(REQUESTS, REQUESTS_HELP, (("endpoint", endpoint), ("outcome", decision)))]
-    if reply.outcome is not None:
-        counts.extend(
-            (DECISIONS, DECISIONS_HELP, (("plugin", name), ("decision", "patched")))
-            for name in reply.outcome.changed_by
+    outcome = reply.outcome
+    if outcome is None or not (outcome.changed_by or outcome.denied_by):
+        state.metrics.record(endpoint, decision, elapsed)
+    else:
+        state.metrics.record(
+            endpoint,
+            decision,
+            elapsed,
+            [(name, "patched") for name in outcome.changed_by]
+            + [(name, "denied") for name in outcome.denied_by],
         )
-        counts.extend(
-            (DECISIONS, DECISIONS_HELP, (("plugin", name), ("decision", "denied")))
-            for name in reply.outcome.denied_by
-        )
-    state.metrics.record(counts, (("endpoint", endpoint), ("outcome", decision)), elapsed)
     if state.review_log is not None:
         state.review_log.write(endpoint, reply, elapsed, decision)
 
@@ -260,9 +268,7 @@ def create_app(state: ServerState) -> Flask:
 
     @app.get("/metrics")
     def metrics_route() -> Response:
-        return Response(
-            state.metrics.render(), content_type="text/plain; version=0.0.4; charset=utf-8"
-        )
+        return Response(state.metrics.render(), content_type=CONTENT_TYPE)
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Any:

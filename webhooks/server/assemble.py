@@ -16,8 +16,8 @@ from webhooks.core.admission import Admission
 from webhooks.plugins import REGISTRY
 from webhooks.server.app import ReviewLog, ServerState, create_app
 from webhooks.server.certwatch import CertificateWatch
-from webhooks.server.clusterseries import cluster_families
-from webhooks.server.metrics import Metrics
+from webhooks.server.clusterseries import ClusterSeries
+from webhooks.server.metrics import GaugeCollector, Metrics
 from webhooks.server.readiness import cluster_check
 from webhooks.server.runner import Built, ServeOptions
 
@@ -31,8 +31,7 @@ def build_state(options: ServeOptions) -> ServerState:
     config = options.config if options.config is not None else read_config(options.config_path)
     cluster = open_cluster(config.cluster)
     admission = Admission(REGISTRY, config, cluster)
-    metrics = Metrics(options.runtime_dir)
-    metrics.start_writer()
+    metrics = Metrics()
     state = ServerState(
         admission,
         metrics=metrics,
@@ -43,22 +42,25 @@ def build_state(options: ServeOptions) -> ServerState:
     watch = CertificateWatch(
         Path(options.certfile), Path(options.keyfile), options.cert_dir / CA_FILE
     )
-    state.closers.append(metrics.stop_writer)
     state.ready_checks.append(watch.problem)
-    if cluster is not None:
-        state.closers.append(cluster.stop)
-        state.ready_checks.append(cluster_check(cluster))
-        metrics.collect(lambda: cluster_families(cluster))
-    state.metrics.gauge(
+    expiry = GaugeCollector()
+    expiry.add(
         "placement_webhooks_certificate_expiry_seconds",
         "Seconds until the served certificate expires.",
         watch.leaf_seconds,
     )
-    state.metrics.gauge(
+    expiry.add(
         "placement_webhooks_ca_expiry_seconds",
         "Seconds until the first CA certificate in the cert directory's ca.crt expires.",
         watch.ca_seconds,
     )
+    metrics.collect(expiry)
+    if cluster is not None:
+        state.closers.append(cluster.stop)
+        state.ready_checks.append(cluster_check(cluster))
+        metrics.sync(ClusterSeries(cluster, metrics.registry).update)
+    metrics.start()
+    state.closers.append(metrics.stop)
     return state
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import shutil
 import ssl
 import sys
@@ -26,6 +27,7 @@ from gunicorn import util
 from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
+from webhooks.server.metrics import MULTIPROC_ENV, mark_worker_dead
 from webhooks.server.tls import ContextCache, TLSFiles
 
 log = logging.getLogger("webhooks.server")
@@ -104,6 +106,10 @@ def prime_context(files: TLSFiles) -> ContextCache:
         ) from None
 
 
+def _child_exit(_arbiter: Any, worker: Any) -> None:
+    mark_worker_dead(worker.pid)
+
+
 class DrainingArbiter(Arbiter):  # type: ignore[misc]
     """gunicorn's master, with a shutdown that drains and a reload that checks first.
 
@@ -164,6 +170,14 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
             from webhooks.configfile import read_config
 
             options = replace(options, config=read_config(options.config_path))
+        assert options.runtime_dir is not None
+        # prometheus-client's multiprocess mode: every worker writes its series here and a
+        # scrape adds them up. It must be in the environment before the library is first
+        # imported, which happens in the workers (webhooks.server.metrics).
+        metrics_dir = options.runtime_dir / "prometheus"
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+        metrics_dir.mkdir(parents=True)
+        os.environ[MULTIPROC_ENV] = str(metrics_dir)
         self.options = options
         self.factory = factory
         self.contexts: ContextCache | None = None
@@ -176,6 +190,7 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
     def run(self) -> None:
         """Run the draining master in the foreground until it stops."""
         o = self.options
+        master = os.getpid()
         try:
             self.contexts = prime_context(TLSFiles(o.certfile, o.keyfile, o.client_ca))
             DrainingArbiter(self).run()
@@ -183,8 +198,10 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
             print(f"placement-webhooks: {exc}", file=sys.stderr)
             sys.exit(1)
         finally:
-            if self._own_runtime_dir and self.options.runtime_dir is not None:
-                shutil.rmtree(self.options.runtime_dir, ignore_errors=True)
+            # Workers are forked from inside the arbiter's loop, and their exit unwinds
+            # through here too: only the master may remove what every worker shares.
+            if self._own_runtime_dir and o.runtime_dir is not None and os.getpid() == master:
+                shutil.rmtree(o.runtime_dir, ignore_errors=True)
 
     def load_config(self) -> None:
         """Apply :class:`ServeOptions` to gunicorn's config."""
@@ -198,6 +215,7 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
             "keepalive": o.keepalive,
             "timeout": o.timeout,
             "graceful_timeout": o.graceful_timeout,
+            "child_exit": _child_exit,
             "loglevel": o.log_level,
             "errorlog": "-",
             "accesslog": None,
