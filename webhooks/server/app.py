@@ -7,6 +7,7 @@ CLI cannot disagree.
 
 from __future__ import annotations
 
+import collections
 import sys
 import threading
 import time
@@ -34,13 +35,47 @@ class ReviewLog:
     """One JSON line per review on a stream: who asked what, what we decided, how fast.
 
     It carries identifiers and decisions only, never object bodies, so logs cannot leak
-    Secrets or environment values that pods carry.
+    Secrets or environment values that pods carry. With an ``interval`` (the server's
+    case) lines are queued and written in batches by a thread of their own, at most that
+    many seconds late: a write per review was a system call in the request thread, and
+    each one handed the interpreter lock to another thread and waited to get it back.
     """
 
-    def __init__(self, stream: IO[str] | None = None) -> None:
+    def __init__(self, stream: IO[str] | None = None, interval: float | None = None) -> None:
         self.stream = stream if stream is not None else sys.stderr
+        self.interval = interval
         self._lock = threading.Lock()
         self._second: tuple[int, str] = (0, "")
+        self._pending: collections.deque[str] = collections.deque()
+        self._stop = threading.Event()
+
+    def start(self) -> None:
+        """Start the batch writer (only with an ``interval``)."""
+        if self.interval is None:
+            return
+        interval = self.interval
+
+        def loop() -> None:
+            while not self._stop.wait(interval):
+                self.flush()
+
+        threading.Thread(target=loop, name="review-log", daemon=True).start()
+
+    def flush(self) -> None:
+        """Write every queued line, in order, with one write."""
+        lines = []
+        pending = self._pending
+        while pending:
+            lines.append(pending.popleft())
+        if lines:
+            with self._lock:
+                self.stream.write("".join(lines))
+                self.stream.flush()
+
+    def stop(self) -> None:
+        """Stop the batch writer after writing what is queued."""
+        self._stop.set()
+        self.flush()
 
     def timestamp(self) -> str:
         """RFC 3339 UTC time with milliseconds; the part up to the second is rendered once a second.
@@ -87,6 +122,9 @@ class ReviewLog:
         else:
             line["error"] = reply.body.decode(errors="replace").strip()
         data = orjson.dumps(line).decode() + "\n"
+        if self.interval is not None:
+            self._pending.append(data)
+            return
         with self._lock:
             self.stream.write(data)
             self.stream.flush()

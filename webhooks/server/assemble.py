@@ -37,8 +37,11 @@ def build_state(options: ServeOptions) -> ServerState:
         metrics=metrics,
         drain_marker=options.drain_marker,
         require_client_cert=bool(options.client_ca),
-        review_log=ReviewLog() if options.log_reviews else None,
+        review_log=ReviewLog(interval=0.05) if options.log_reviews else None,
     )
+    if state.review_log is not None:
+        state.review_log.start()
+        state.closers.append(state.review_log.stop)
     watch = CertificateWatch(
         Path(options.certfile), Path(options.keyfile), options.cert_dir / CA_FILE
     )
