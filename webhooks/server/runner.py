@@ -120,6 +120,21 @@ class DrainingArbiter(Arbiter):  # type: ignore[misc]
     that fail to boot would take the whole server down.
     """
 
+    def start(self) -> None:
+        """Start as gunicorn does, then say which listener speaks what.
+
+        Why: gunicorn lists every address as ``http://``, since this worker, not gunicorn,
+        does the TLS; an operator reading the log should not be misled.
+        """
+        super().start()
+        options: ServeOptions = self.app.options
+        plain = f"; /metrics, /healthz, /readyz over HTTP at {options.metrics_bind}"
+        self.log.info(
+            "admission over HTTPS at %s%s",
+            options.bind,
+            plain if options.metrics_bind else "",
+        )
+
     def handle_term(self) -> None:
         """Drain, then stop."""
         options: ServeOptions = self.app.options
