@@ -176,15 +176,7 @@ def test_the_plain_port_serves_metrics_summed_across_workers_and_the_probes(
     assert total() - start == 20
     assert server.plain("GET", "/healthz") == (200, b"ok\n")
     assert server.plain("GET", "/readyz") == (200, b"ok\n")
-    status, _ = server.plain("GET", "/metrics")
-    assert status == 200
-    deadline = time.monotonic() + 5
-    while (
-        "placement_webhooks_certificate_expiry_seconds"
-        not in server.plain("GET", "/metrics")[1].decode()
-    ):
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
+    assert b"\nplacement_webhooks_certificate_expiry_seconds " in server.plain("GET", "/metrics")[1]
 
 
 PLAIN_REFUSALS = [
