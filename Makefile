@@ -37,6 +37,7 @@ test: lint typecheck unit
 bench: $(STAMP) bench-deps
 	$(BIN)/python -m bench.chain_bench
 	$(BIN)/python -m bench.metrics_bench
+	$(BIN)/python -m bench.app_bench
 	$(BIN)/python -m bench.http_bench
 	$(BIN)/python -m bench.hostile_bench
 	$(BIN)/python bench/check_bench.py

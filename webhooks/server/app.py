@@ -26,7 +26,7 @@ from webhooks.core.plugin import Phase
 from webhooks.server.framing import DRAIN_LIMIT, MAX_BODY
 from webhooks.server.metrics import CONTENT_TYPE, Metrics
 
-__all__ = ["MAX_BODY", "ReadyCheck", "ReviewLog", "ServerState", "create_app"]
+__all__ = ("MAX_BODY", "ReadyCheck", "ReviewLog", "ServerState", "create_app")
 
 ReadyCheck = Callable[[], str | None]
 

@@ -11,7 +11,9 @@ with the status a client can act on, never guessed at.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 #: The API server caps admission bodies near this size too; larger is not a real review.
 MAX_BODY = 6 * 1024 * 1024
@@ -136,15 +138,17 @@ def error_response(status: int, reason: str, date: str) -> bytes:
     ).encode("latin-1") + body
 
 
-REASONS = {
-    400: "Bad Request",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    408: "Request Timeout",
-    411: "Length Required",
-    413: "Content Too Large",
-    417: "Expectation Failed",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-    505: "HTTP Version Not Supported",
-}
+REASONS: Mapping[int, str] = MappingProxyType(
+    {
+        400: "Bad Request",
+        404: "Not Found",
+        405: "Method Not Allowed",
+        408: "Request Timeout",
+        411: "Length Required",
+        413: "Content Too Large",
+        417: "Expectation Failed",
+        431: "Request Header Fields Too Large",
+        500: "Internal Server Error",
+        505: "HTTP Version Not Supported",
+    }
+)
