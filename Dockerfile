@@ -25,6 +25,7 @@ RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
     python -m pip install --no-index --find-links=/wheels placement-webhooks
 USER 65532:65532
 WORKDIR /
-EXPOSE 8443
+# 8443: admission (TLS); 8080: /metrics, /healthz, /readyz over plain HTTP.
+EXPOSE 8443 8080
 ENTRYPOINT ["placement-webhooks"]
-CMD ["serve", "--bind", "0.0.0.0:8443", "--config", "/etc/placement-webhooks/config.yaml", "--cert-dir", "/etc/placement-webhooks/tls"]
+CMD ["serve", "--bind", "0.0.0.0:8443", "--metrics-bind", "0.0.0.0:8080", "--config", "/etc/placement-webhooks/config.yaml", "--cert-dir", "/etc/placement-webhooks/tls"]

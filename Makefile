@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: serve test lint typecheck unit system-deps properties bench bench-deps bench-check clean
+.PHONY: serve test lint typecheck unit system-deps properties bench bench-deps bench-check bench-hostile clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -36,8 +36,16 @@ test: lint typecheck unit
 # Benchmarks print figures; ratios are measured side by side in one run (docs/performance.md).
 bench: $(STAMP) bench-deps
 	$(BIN)/python -m bench.chain_bench
+	$(BIN)/python -m bench.metrics_bench
+	$(BIN)/python -m bench.app_bench
 	$(BIN)/python -m bench.http_bench
+	$(BIN)/python -m bench.hostile_bench
 	$(BIN)/python bench/check_bench.py
+
+# Reviews on new connections while 500 idle TCP, 100 silent TLS and 20 byte-a-second
+# clients hold connections (targets: p99 <= 50 ms, no errors, worker RSS <= 80 MiB).
+bench-hostile: $(STAMP)
+	$(BIN)/python -m bench.hostile_bench
 
 # wrk drives the HTTP benchmark; installed from Debian's packages when missing.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

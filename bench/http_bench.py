@@ -4,7 +4,14 @@ All three run under identical gunicorn settings (those of the real server and th
 over TLS, driven by ``wrk`` side by side in one run, interleaved, median of ``--repeat``.
 Absolute numbers on a shared machine are noise; the ratios are the result.
 
-Usage: python -m bench.http_bench [--duration 5] [--repeat 3] [--connections 8]
+Per worker: each server runs ONE worker (4 threads) by default. With several workers,
+wrk's keep-alive connections land on them at random (the kernel hands each accept to
+whichever worker asks first), and a run in which one worker holds most connections halves
+that server's throughput whatever its code does: the ratios swung from 0.33x to 1.7x that
+way. One worker per server measures the code, not the draw. Each ratio is printed as the
+median of the repeats and their spread (min-max).
+
+Usage: python -m bench.http_bench [--duration 5] [--repeat 3] [--connections 8] [--workers 1]
 """
 
 from __future__ import annotations
@@ -83,7 +90,7 @@ def parse_wrk(out: str) -> Run:
     return Run(rps, p50, p99, errors)
 
 
-def _spawn(kind: str, port: int, certs: Path) -> subprocess.Popen[bytes]:
+def _spawn(kind: str, port: int, certs: Path, workers: int = 2) -> subprocess.Popen[bytes]:
     """``python -m bench.serve KIND`` on ``port``, in a session of its own for :func:`stop`."""
     return subprocess.Popen(
         [
@@ -95,6 +102,8 @@ def _spawn(kind: str, port: int, certs: Path) -> subprocess.Popen[bytes]:
             f"127.0.0.1:{port}",
             "--cert-dir",
             str(certs),
+            "--workers",
+            str(workers),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -129,10 +138,10 @@ def _first_200(
     return None
 
 
-def start(kind: str, certs: Path) -> tuple[subprocess.Popen[bytes], int]:
+def start(kind: str, certs: Path, workers: int = 2) -> tuple[subprocess.Popen[bytes], int]:
     """Start one app under gunicorn; returns the process and its port."""
     port = _free_port()
-    proc = _spawn(kind, port, certs)
+    proc = _spawn(kind, port, certs, workers)
     if _first_200(port, certs / "ca.crt", time.monotonic() + 30) is None:
         stop(proc)
         raise SystemExit(f"{kind} server did not start")
@@ -180,6 +189,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=1, help="gunicorn workers per server")
     args = parser.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit(
@@ -196,10 +206,11 @@ def main() -> None:
     print(
         f"machine: {os.cpu_count()} cores; "
         f"wrk -t{args.threads} -c{args.connections} -d{args.duration}s, "
+        f"{args.workers} worker(s) x 4 threads per server, "
         f"median of {args.repeat}; review sizes: 4 KB = {bodies['small'].stat().st_size} B, "
         f"200 KB = {bodies['large'].stat().st_size} B"
     )
-    servers = {kind: start(kind, certs) for kind in KINDS}
+    servers = {kind: start(kind, certs, args.workers) for kind in KINDS}
     results: dict[tuple[str, str], list[Run]] = {}
     try:
         for label, size, close in SCENARIOS:
@@ -248,15 +259,20 @@ def main() -> None:
                 f"{med(label, kind, 'p50_ms'):8.2f} "
                 f"{med(label, kind, 'p99_ms'):8.2f} {errors:7d}"
             )
+
+    def ratio(label: str, attr: str, base: str) -> str:
+        """Median and spread of the per-repeat ratios real/base (same repeat, side by side)."""
+        pairs = zip(results[(label, "real")], results[(label, base)], strict=True)
+        values = [getattr(r, attr) / getattr(b, attr) for r, b in pairs]
+        return f"{statistics.median(values):4.2f}x ({min(values):.2f}-{max(values):.2f})"
+
     print()
-    print("ratios (real / bare):")
+    print("ratios (real / bare), median of the repeats (spread):")
     for label, _, _ in SCENARIOS:
-        flask_ratio = med(label, "real", "rps") / med(label, "flask", "rps")
-        wsgi_ratio = med(label, "real", "rps") / med(label, "wsgi", "rps")
-        p99_ratio = med(label, "real", "p99_ms") / med(label, "flask", "p99_ms")
         print(
-            f"  {label:30} req/s vs Flask {flask_ratio:5.2f}x   vs WSGI {wsgi_ratio:5.2f}x   "
-            f"p99 vs Flask {p99_ratio:5.2f}x"
+            f"  {label:30} req/s vs Flask {ratio(label, 'rps', 'flask')}   "
+            f"vs WSGI {ratio(label, 'rps', 'wsgi')}   "
+            f"p99 vs Flask {ratio(label, 'p99_ms', 'flask')}"
         )
     print()
     print(f"worker RSS (real server, no cluster source): {', '.join(f'{r:.1f}' for r in rss)} MiB")

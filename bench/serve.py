@@ -7,20 +7,21 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
-from webhooks.server.runner import ServeOptions, WebhookServer
+from webhooks.server.runner import Built, Factory, ServeOptions, WebhookServer
 
 
-def factory(kind: str) -> Any:
+def factory(kind: str) -> Factory:
     """The app factory for ``kind``."""
     if kind == "real":
-        from webhooks.server.wsgi import build_app
+        from webhooks.server.assemble import build_app
 
         return build_app
     from bench import apps
 
-    return (lambda _o: apps.bare_flask()) if kind == "flask" else (lambda _o: apps.bare_wsgi)
+    if kind == "flask":
+        return lambda _o: Built(apps.bare_flask())
+    return lambda _o: Built(apps.bare_wsgi)
 
 
 def main() -> None:

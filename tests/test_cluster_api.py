@@ -426,7 +426,7 @@ def test_the_kubernetes_client_is_imported_only_for_a_cluster_source() -> None:
         "from webhooks.cli import main\n"
         "from webhooks.cluster.api import open_cluster\n"
         "from webhooks.core.config import ClusterSettings\n"
-        "import webhooks.server.wsgi\n"
+        "import webhooks.server.assemble\n"
         "assert open_cluster(ClusterSettings(source='none')) is None\n"
         "print('kubernetes' in sys.modules)\n"
     )

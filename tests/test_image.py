@@ -124,15 +124,16 @@ def test_nothing_is_fetched_from_urls_and_nothing_is_added() -> None:
             assert "curl" not in instruction.args and "wget" not in instruction.args
 
 
-def test_entrypoint_and_cmd_are_exec_form_and_serve_on_8443_from_mounted_paths() -> None:
+def test_entrypoint_and_cmd_are_exec_form_and_serve_from_mounted_paths() -> None:
     assert _exec_form("ENTRYPOINT") == ["placement-webhooks"]
     cmd = _exec_form("CMD")
     assert cmd[0] == "serve"
     options = dict(zip(cmd[1::2], cmd[2::2], strict=True))
     assert options["--bind"] == "0.0.0.0:8443"
+    assert options["--metrics-bind"] == "0.0.0.0:8080"
     assert options["--config"].startswith("/etc/placement-webhooks/")
     assert options["--cert-dir"].startswith("/etc/placement-webhooks/")
-    assert [i.args for i in _final("EXPOSE")] == ["8443"]
+    assert [i.args for i in _final("EXPOSE")] == ["8443 8080"]
 
 
 def test_the_runtime_writes_no_bytecode_and_keeps_temporary_files_on_a_tmpfs() -> None:
@@ -202,9 +203,10 @@ def test_the_wheel_in_a_fresh_virtualenv_runs_the_images_command(tmp_path: Path)
     config = mounts / "config.yaml"
     config.write_text("plugins:\n  default-toleration-seconds:\n    notReadySeconds: 60\n")
     secret = _secret_dir(mounts / "tls")
-    port = free_port()
+    port, plain = free_port(), free_port()
     substitute = {
         "0.0.0.0:8443": f"127.0.0.1:{port}",
+        "0.0.0.0:8080": f"127.0.0.1:{plain}",
         "/etc/placement-webhooks/config.yaml": str(config),
         "/etc/placement-webhooks/tls": str(secret),
     }
@@ -233,6 +235,10 @@ def test_the_wheel_in_a_fresh_virtualenv_runs_the_images_command(tmp_path: Path)
                     statuses[path] = server.request("GET", path)[0]
             time.sleep(0.2)
         assert statuses == {"/healthz": 200, "/readyz": 200}, log.read_text(errors="replace")
+        probe = http.client.HTTPConnection("127.0.0.1", plain, timeout=10)
+        probe.request("GET", "/readyz")
+        assert probe.getresponse().status == 200  # the chart's probes use the plain port
+        probe.close()
     finally:
         stop(process, grace=20)
     assert list(workdir.iterdir()) == [], "the server wrote into its working directory"

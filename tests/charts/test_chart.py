@@ -20,6 +20,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from tests.charts.certmanager import SCHEMAS
+from tests.charts.monitoring import SERVICE_MONITOR
 from tests.charts.render import (
     CHART,
     NAMESPACE,
@@ -129,6 +130,36 @@ OPTIONS: dict[str, Values] = {
     },
 }
 
+#: The opt-in extras for monitoring and scale, all on, with a control plane outside the
+#: pod network reaching the webhook port from its node CIDR.
+EXTRAS: Values = lambda: {  # noqa: E731
+    "metrics": {
+        "serviceMonitor": {
+            "enabled": True,
+            "labels": {"release": "kube-prometheus-stack"},
+            "scrapeTimeout": "10s",
+        }
+    },
+    "networkPolicy": {
+        "enabled": True,
+        "webhook": {"from": [{"ipBlock": {"cidr": "10.0.0.0/16"}}]},
+        "metrics": {
+            "from": [
+                {
+                    "namespaceSelector": {
+                        "matchLabels": {"kubernetes.io/metadata.name": "monitoring"}
+                    }
+                }
+            ]
+        },
+    },
+    "autoscaling": {
+        "enabled": True,
+        "behavior": {"scaleDown": {"stabilizationWindowSeconds": 300}},
+    },
+}
+OPTIONS["ServiceMonitor, NetworkPolicy and autoscaling on"] = EXTRAS
+
 SCENARIOS: dict[str, Values] = {**{f"TLS {k}": v for k, v in MODES.items()}, **OPTIONS}
 
 
@@ -163,6 +194,8 @@ def test_every_rendered_object_passes_strict_schema_validation(scenario: str, ve
     for obj in objects:
         if obj["apiVersion"].startswith("cert-manager.io/"):
             jsonschema.validate(obj, SCHEMAS[obj["kind"]])
+        elif obj["apiVersion"] == "monitoring.coreos.com/v1":
+            jsonschema.validate(obj, SERVICE_MONITOR)
         else:
             kubernetes_validate.validate(obj, version, strict=True)
 
@@ -221,13 +254,14 @@ def test_deployment_is_highly_available_and_hardened() -> None:
     assert context["runAsNonRoot"] is True
     assert context["seccompProfile"] == {"type": "RuntimeDefault"}
 
-    assert container["livenessProbe"]["httpGet"] == {
-        "path": "/healthz",
-        "port": "https",
-        "scheme": "HTTPS",
+    # Probes use the plain-HTTP port: no TLS, and a kubelet needs no certificate.
+    for probe, path in (("startupProbe", "/healthz"), ("livenessProbe", "/healthz")):
+        assert container[probe]["httpGet"] == {"path": path, "port": "metrics", "scheme": "HTTP"}
+    assert container["readinessProbe"]["httpGet"] == {
+        "path": "/readyz",
+        "port": "metrics",
+        "scheme": "HTTP",
     }
-    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
-    assert container["readinessProbe"]["httpGet"]["scheme"] == "HTTPS"
     assert container["resources"]["requests"] == {"cpu": "100m", "memory": "128Mi"}
     assert container["resources"]["limits"]["memory"] == "256Mi"
 
@@ -242,7 +276,11 @@ def test_the_container_serves_the_mounted_config_and_certificates() -> None:
 
     assert args[0] == "serve"
     assert args[args.index("--bind") + 1] == "0.0.0.0:8443"
-    assert container["ports"] == [{"name": "https", "containerPort": 8443, "protocol": "TCP"}]
+    assert args[args.index("--metrics-bind") + 1] == "0.0.0.0:8080"
+    assert container["ports"] == [
+        {"name": "https", "containerPort": 8443, "protocol": "TCP"},
+        {"name": "metrics", "containerPort": 8080, "protocol": "TCP"},
+    ]
     assert mounts["config"]["mountPath"] + "" == args[args.index("--config") + 1]
     assert mounts["tls"]["mountPath"] == args[args.index("--cert-dir") + 1]
     assert all(mounts[n]["readOnly"] for n in ("config", "tls"))
@@ -286,6 +324,123 @@ def test_service_targets_the_pods_on_443() -> None:
     assert service["spec"]["ports"] == [
         {"name": "https", "port": 443, "targetPort": "https", "protocol": "TCP"}
     ]
+
+
+DEFAULT_KINDS = [
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "ConfigMap",
+    "Deployment",
+    MUTATING,
+    "PodDisruptionBudget",
+    "Secret",
+    "Service",
+    "ServiceAccount",
+    VALIDATING,
+]
+
+
+def test_nothing_new_renders_while_monitoring_policy_and_autoscaling_are_off() -> None:
+    assert sorted(o["kind"] for o in rendered("TLS generate")) == sorted(DEFAULT_KINDS)
+    assert one(rendered("TLS generate"), "Deployment")["spec"]["replicas"] == 2
+
+
+def test_with_them_on_exactly_their_objects_are_added() -> None:
+    kinds = sorted(o["kind"] for o in rendered("ServiceMonitor, NetworkPolicy and autoscaling on"))
+    added = ["HorizontalPodAutoscaler", "NetworkPolicy", "Service", "ServiceMonitor"]
+    assert kinds == sorted(DEFAULT_KINDS + added)
+
+
+def test_the_service_monitor_scrapes_the_plain_metrics_port_of_the_pods() -> None:
+    objects = rendered("ServiceMonitor, NetworkPolicy and autoscaling on")
+    monitor = one(objects, "ServiceMonitor")
+    [metrics] = [
+        s for s in of_kind(objects, "Service") if s["metadata"]["name"].endswith("-metrics")
+    ]
+    [webhook] = [s for s in of_kind(objects, "Service") if s is not metrics]
+    pod_labels = one(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+
+    assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= metrics["metadata"]["labels"].items()
+    assert not selector.items() <= webhook["metadata"]["labels"].items()
+    assert metrics["spec"]["selector"].items() <= pod_labels.items()
+    assert metrics["spec"]["ports"] == [
+        {"name": "metrics", "port": 8080, "targetPort": "metrics", "protocol": "TCP"}
+    ]
+    assert monitor["spec"]["endpoints"] == [
+        {
+            "port": "metrics",
+            "path": "/metrics",
+            "scheme": "http",
+            "interval": "30s",
+            "scrapeTimeout": "10s",
+        }
+    ]
+    # The webhook Service keeps its single TLS port, which the webhook configurations name.
+    assert [p["name"] for p in webhook["spec"]["ports"]] == ["https"]
+
+
+def test_the_network_policy_admits_each_port_from_its_own_peers() -> None:
+    objects = rendered("ServiceMonitor, NetworkPolicy and autoscaling on")
+    policy = one(objects, "NetworkPolicy")["spec"]
+    values = EXTRAS()["networkPolicy"]
+    assert (
+        policy["podSelector"]["matchLabels"]
+        == one(objects, "Deployment")["spec"]["selector"]["matchLabels"]
+    )
+    assert policy["policyTypes"] == ["Ingress"]
+    assert policy["ingress"] == [
+        {"ports": [{"port": 8443, "protocol": "TCP"}], "from": values["webhook"]["from"]},
+        {"ports": [{"port": 8080, "protocol": "TCP"}], "from": values["metrics"]["from"]},
+    ]
+
+
+def test_a_port_without_peers_is_open_to_every_source() -> None:
+    policy = one(render({"networkPolicy": {"enabled": True}}), "NetworkPolicy")["spec"]
+    assert policy["ingress"] == [
+        {"ports": [{"port": 8443, "protocol": "TCP"}]},
+        {"ports": [{"port": 8080, "protocol": "TCP"}]},
+    ]
+
+
+HPA_CASES = [
+    ("a minimum of one is raised above the budget's minAvailable of one", 1, 1, True, 2, True),
+    ("a minimum above the budget is kept", 3, 1, True, 3, True),
+    ("a budget of two raises the minimum to three", 2, 2, True, 3, True),
+    ("without a budget a minimum of one stays one, and no budget renders", 1, 1, False, 1, False),
+]
+
+
+@pytest.mark.parametrize(
+    ("min_replicas", "min_available", "budget", "expected", "pdb"),
+    [c[1:] for c in HPA_CASES],
+    ids=[c[0] for c in HPA_CASES],
+)
+def test_the_autoscaler_minimum_never_undercuts_the_disruption_budget(
+    min_replicas: int, min_available: int, budget: bool, expected: int, pdb: bool
+) -> None:
+    objects = render(
+        {
+            "autoscaling": {"enabled": True, "minReplicas": min_replicas, "maxReplicas": 2},
+            "podDisruptionBudget": {"enabled": budget, "minAvailable": min_available},
+        }
+    )
+    hpa = one(objects, "HorizontalPodAutoscaler")["spec"]
+    assert hpa["minReplicas"] == expected
+    assert hpa["maxReplicas"] == max(expected, 2)
+    assert hpa["scaleTargetRef"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": one(objects, "Deployment")["metadata"]["name"],
+    }
+    assert hpa["metrics"][0]["resource"]["name"] == "cpu"
+    assert "replicas" not in one(objects, "Deployment")["spec"]  # the autoscaler owns it
+    budgets = of_kind(objects, "PodDisruptionBudget")
+    assert len(budgets) == int(pdb)
+    if budgets:
+        assert hpa["minReplicas"] > budgets[0]["spec"]["minAvailable"]
 
 
 def test_rbac_grants_only_reads_of_runtimeclasses_and_namespaces() -> None:
@@ -442,7 +597,7 @@ def test_no_validating_configuration_when_no_validating_plugin_is_enabled() -> N
 def test_webhook_settings(scenario: str) -> None:
     values = SCENARIOS[scenario]()
     objects = rendered(scenario)
-    service = one(objects, "Service")
+    [service] = [s for s in of_kind(objects, "Service") if s["spec"]["ports"][0]["name"] == "https"]
     hooks = webhooks_of(objects)
     per_plugin = values.get("webhooks", {}).get("perPlugin", False)
     conditions = values.get("webhooks", {}).get("matchConditions", {}).get("enabled", True)
@@ -585,6 +740,9 @@ BAD_VALUES = [
     ({"webhooks": {"mutating": {"failurePolicy": "ignore"}}}, "failurePolicy"),
     ({"webhooks": {"timeoutSeconds": 31}}, "timeoutSeconds"),
     ({"replicas": 3}, "replicas"),
+    ({"networkPolicy": {"enabled": True, "webhook": {"from": [{"cidr": "10.0.0.0/8"}]}}}, "cidr"),
+    ({"metrics": {"serviceMonitor": {"interval": "30 seconds"}}}, "interval"),
+    ({"autoscaling": {"targetCPUUtilizationPercentage": 150}}, "targetCPUUtilizationPercentage"),
 ]
 
 
@@ -601,6 +759,9 @@ BAD_VALUES = [
         "a failurePolicy in the wrong case is refused",
         "a timeout above the API server's 30 s is refused",
         "a misspelt top-level key is refused",
+        "a network policy peer that is not a NetworkPolicyPeer is refused",
+        "a scrape interval that is not a duration is refused",
+        "a CPU target above 100 percent is refused",
     ],
 )
 def test_bad_values_are_refused_naming_the_key(values: dict[str, Any], named: str) -> None:

@@ -36,6 +36,18 @@ class Server:
     port: int
     ca: Path
     log: Path
+    #: The plain-HTTP port of /metrics, /healthz and /readyz (0 when not known).
+    metrics_port: int = 0
+
+    def plain(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+        """One request over plain HTTP to the metrics port."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.metrics_port, timeout=10)
+        try:
+            conn.request(method, path, body=body)
+            resp = conn.getresponse()
+            return resp.status, resp.read()
+        finally:
+            conn.close()
 
     def context(self) -> ssl.SSLContext:
         """A client context that trusts only the server's CA and checks the host name."""
@@ -122,6 +134,10 @@ def serving(
     port = free_port()
     log = workdir / "server.log"
     cmd = [sys.executable, "-m", "webhooks", "serve", "--bind", f"127.0.0.1:{port}"]
+    metrics_port = 0
+    if "--metrics-bind" not in args:
+        metrics_port = free_port()
+        cmd += ["--metrics-bind", f"127.0.0.1:{metrics_port}"]
     cmd += ["--shutdown-delay", "0", *args] if "--shutdown-delay" not in args else list(args)
     if cert_dir is not None:
         cmd += ["--cert-dir", str(cert_dir)]
@@ -130,7 +146,7 @@ def serving(
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
     process = launch(cmd, cwd=workdir, env=env, log=log)
     ca = (cert_dir or workdir / "certs") / "ca.crt"
-    server = Server(process, port, ca, log)
+    server = Server(process, port, ca, log, metrics_port)
     try:
         wait_ready(server, ready_path)
         yield server

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import http.client
 import os
 import signal
 import socket
@@ -264,3 +265,94 @@ def test_with_a_client_ca_only_authenticated_callers_may_review(tmp_path: Path) 
         assert authed.request("POST", "/mutate", review(pod()), conn=with_cert)[0] == 200
         with_cert.close()
         conn.close()
+
+
+# --------------------------------------------------------------------------- the poller
+
+
+def _review_head(body: bytes) -> bytes:
+    return (
+        b"POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n"
+    )
+
+
+def _closed_by_server(sock: socket.socket | ssl.SSLSocket, within: float) -> bytes:
+    """Read until the server closes; what it said first (b"" for a bare close or a reset)."""
+    sock.settimeout(within)
+    data = b""
+    try:
+        while chunk := sock.recv(65536):
+            data += chunk
+    except (ConnectionResetError, ssl.SSLError):
+        pass
+    except TimeoutError:
+        pytest.fail(f"the server kept the connection open for more than {within} s")
+    return data
+
+
+def test_with_300_idle_connections_held_a_review_on_a_new_connection_is_answered(
+    server: Server,
+) -> None:
+    idle = []
+    try:
+        for _ in range(300):
+            idle.append(socket.create_connection(("127.0.0.1", server.port), timeout=15))
+        for i in range(5):
+            status, body = server.request("POST", "/mutate", review(pod(), uid=f"crowd-{i}"))
+            assert status == 200 and orjson.loads(body)["response"]["uid"] == f"crowd-{i}"
+    finally:
+        for sock in idle:
+            sock.close()
+
+
+def test_a_byte_a_second_body_is_cut_off_at_the_deadline_and_the_connection_closed(
+    server: Server,
+) -> None:
+    body = orjson.dumps(review(pod()))
+    with (
+        socket.create_connection(("127.0.0.1", server.port), timeout=15) as raw,
+        server.context().wrap_socket(raw, server_hostname="localhost") as slow,
+    ):
+        slow.sendall(_review_head(body))
+        started = time.monotonic()
+        answer = b""
+        # Keep trickling well past the deadline: each byte is on time, the request is not.
+        slow.settimeout(0.25)
+        for i in range(min(len(body), int((IO_TIMEOUT + 6) / 0.25))):
+            try:
+                slow.sendall(body[i : i + 1])
+                answer = slow.recv(65536)
+            except TimeoutError:
+                continue
+            except (ConnectionResetError, BrokenPipeError, ssl.SSLError):
+                break
+            break
+        waited = time.monotonic() - started
+        assert answer == b"" or answer.startswith(b"HTTP/1.1 408"), answer[:80]
+        assert waited < IO_TIMEOUT + 5, "a byte a second must not extend the request's deadline"
+        if answer:
+            assert _closed_by_server(slow, 5) == b""
+    _healthy(server)
+
+
+def test_the_oldest_idle_connection_is_closed_when_the_cap_is_reached(tmp_path: Path) -> None:
+    cap = 16
+    with serving(tmp_path, "--workers", "1", "--max-connections", str(cap)) as capped:
+        held: list[ssl.SSLSocket] = []
+        try:
+            for _ in range(cap):
+                raw = socket.create_connection(("127.0.0.1", capped.port), timeout=15)
+                held.append(capped.context().wrap_socket(raw, server_hostname="localhost"))
+                time.sleep(0.01)  # accepted in this order
+            status, _ = capped.request("POST", "/mutate", review(pod(), uid="newcomer"))
+            assert status == 200
+            assert _closed_by_server(held[0], 10) == b""
+            conn = http.client.HTTPSConnection(
+                "localhost", capped.port, context=capped.context(), timeout=10
+            )
+            conn.sock = held[1]  # the second oldest is still served
+            assert capped.request("POST", "/mutate", review(pod()), conn=conn)[0] == 200
+        finally:
+            for sock in held:
+                sock.close()

@@ -153,3 +153,43 @@ def test_metrics_add_up_across_workers(server: Server) -> None:
         )
     time.sleep(1.5)  # each worker snapshots its counters about once a second
     assert total() - start == 40
+
+
+def test_the_plain_port_serves_metrics_summed_across_workers_and_the_probes(
+    server: Server,
+) -> None:
+    import re
+
+    def total() -> float:
+        status, body = server.plain("GET", "/metrics")
+        assert status == 200
+        pattern = (
+            r'placement_webhooks_requests_total\{endpoint="/validate",outcome="allowed"\} (\S+)'
+        )
+        match = re.search(pattern, body.decode())
+        return float(match.group(1)) if match else 0.0
+
+    start = total()
+    for i in range(20):  # fresh connections, spread over both workers
+        assert server.request("POST", "/validate", review(pod(), uid=f"p{i}"))[0] == 200
+    # Multiprocess mode: every worker's series are in the shared files at once.
+    assert total() - start == 20
+    assert server.plain("GET", "/healthz") == (200, b"ok\n")
+    assert server.plain("GET", "/readyz") == (200, b"ok\n")
+    assert b"\nplacement_webhooks_certificate_expiry_seconds " in server.plain("GET", "/metrics")[1]
+
+
+PLAIN_REFUSALS = [
+    ("an admission review over plain HTTP is refused", "POST", "/mutate"),
+    ("a per-plugin path over plain HTTP is refused", "POST", "/validate/runtime-class"),
+    ("an unknown path over plain HTTP is refused", "GET", "/debug"),
+]
+
+
+@pytest.mark.parametrize(
+    ("method", "path"), [r[1:] for r in PLAIN_REFUSALS], ids=[r[0] for r in PLAIN_REFUSALS]
+)
+def test_admission_paths_stay_tls_only(server: Server, method: str, path: str) -> None:
+    body = orjson.dumps(review(pod())) if method == "POST" else None
+    status, text = server.plain(method, path, body)
+    assert status == 404 and b"this port serves /metrics" in text

@@ -10,8 +10,9 @@ import pytest
 from tests.certfiles import SecretVolume, write_expired_pair
 from webhooks import certs
 from webhooks.server.app import create_app
+from webhooks.server.assemble import build_state
+from webhooks.server.certwatch import CertificateWatch
 from webhooks.server.runner import ServeOptions
-from webhooks.server.wsgi import CertificateWatch, build_state
 
 DAY = 86400.0
 
@@ -86,7 +87,7 @@ def test_readyz_and_metrics_of_a_worker_report_the_certificate(tmp_path: Path) -
         ready = client.get("/readyz")
         metrics = client.get("/metrics").get_data(as_text=True)
     finally:
-        state.metrics.stop_writer()
+        state.close()
     assert ready.status_code == 503
     assert "expired at" in ready.get_data(as_text=True)
     [line] = [

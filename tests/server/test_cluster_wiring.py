@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
-import orjson
 import pytest
 from click.testing import CliRunner
 
@@ -18,9 +17,8 @@ from webhooks.cluster.api import ApiCluster
 from webhooks.configfile import read_config
 from webhooks.core.config import ClusterSettings, ConfigError
 from webhooks.server.app import ServerState, create_app
-from webhooks.server.metrics import Family, Metrics
-from webhooks.server.runner import ON_WORKER_EXIT, DrainingArbiter, ServeOptions, _worker_exit
-from webhooks.server.wsgi import build_state
+from webhooks.server.assemble import build_app, build_state
+from webhooks.server.runner import DrainingArbiter, ServeOptions
 
 
 @pytest.fixture
@@ -31,16 +29,13 @@ def cert_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def states() -> Iterator[list[ServerState]]:
-    """States built by a test; their clusters stop and their exit callbacks go afterwards."""
+    """States built by a test; whatever they started stops afterwards."""
     built: list[ServerState] = []
-    registered = len(ON_WORKER_EXIT)
     try:
         yield built
     finally:
         for state in built:
-            if isinstance(state.admission.cluster, ApiCluster):
-                state.admission.cluster.stop()
-        del ON_WORKER_EXIT[registered:]
+            state.close()
 
 
 def write_config(path: Path, text: str) -> str:
@@ -130,43 +125,15 @@ def test_serve_refuses_an_unusable_kubeconfig_before_starting(tmp_path: Path) ->
     assert result.output.startswith(f"placement-webhooks: cluster: kubeconfig {missing}: ")
 
 
-def test_collected_families_are_read_at_scrape_time_and_counters_add_up(
-    tmp_path: Path,
-) -> None:
-    value = [1.0]
-
-    def families() -> list[Family]:
-        return [
-            Family("demo_things", "gauge", "Things.", [((("kind", "a"),), value[0])]),
-            Family("demo_events_total", "counter", "Events.", [((("kind", "a"),), 2 * value[0])]),
-        ]
-
-    other_worker = Metrics()
-    other_worker.inc("demo_events_total", "Events.", (("kind", "a"),), 5)
-    (tmp_path / "metrics-1.json").write_bytes(orjson.dumps(other_worker.snapshot()))
-    metrics = Metrics(tmp_path)
-    metrics.collect(families)
-    value[0] = 3.0
-    assert metrics.render().splitlines() == [
-        "# HELP demo_events_total Events.",
-        "# TYPE demo_events_total counter",
-        'demo_events_total{kind="a"} 11',
-        "# HELP demo_things Things.",
-        "# TYPE demo_things gauge",
-        'demo_things{kind="a"} 3',
-    ]
-
-
 def test_a_worker_exit_stops_the_cluster_watches(
     fake: FakeApiServer, tmp_path: Path, cert_dir: Path, states: list[ServerState]
 ) -> None:
     config = str(fake.cluster_config(tmp_path))
-    state = build_state(ServeOptions(cert_dir=cert_dir, config_path=config))
-    states.append(state)
-    cluster = state.admission.cluster
+    built = build_app(ServeOptions(cert_dir=cert_dir, config_path=config))
+    cluster = built.app.extensions["placement-webhooks"].admission.cluster
     assert isinstance(cluster, ApiCluster)
-    assert cluster.stop in ON_WORKER_EXIT
-    _worker_exit(None, None)
+    eventually(lambda: all(i.alive for i in cluster.informers.values()), "the watches")
+    built.close()
     assert not any(i.alive for i in cluster.informers.values())
 
 

@@ -44,7 +44,21 @@ from webhooks.cli.common import config_option, fail, load_config
     default=10.0,
     show_default=True,
     type=click.FloatRange(0.5, 120),
-    help="Longest wait for a client's TLS handshake, headers or body.",
+    help="Deadline for a client's whole TLS handshake, and for each whole request "
+    "(head and body) from its first byte.",
+)
+@click.option(
+    "--metrics-bind",
+    default="127.0.0.1:8080",
+    show_default=True,
+    help="HOST:PORT serving /metrics, /healthz and /readyz over plain HTTP; '' for none.",
+)
+@click.option(
+    "--max-connections",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(16, 100000),
+    help="Open connections per worker; past it the longest-idle ones are closed.",
 )
 def serve(
     config_path: str | None,
@@ -56,6 +70,8 @@ def serve(
     shutdown_delay: float,
     log_reviews: bool,
     io_timeout: float,
+    metrics_bind: str,
+    max_connections: int,
 ) -> None:
     """Serve the webhooks over HTTPS under gunicorn.
 
@@ -63,8 +79,8 @@ def serve(
     missing; a --cert-dir must already hold tls.crt and tls.key (a mounted Secret).
     """
     from webhooks.certs import CERT_FILE, KEY_FILE, ensure_dev_certs
+    from webhooks.server.assemble import build_app
     from webhooks.server.runner import ServeOptions, WebhookServer
-    from webhooks.server.wsgi import build_app
 
     config = load_config(config_path)  # fail fast, naming the key, before any worker starts
     _check_cluster_source(config)
@@ -88,8 +104,13 @@ def serve(
         shutdown_delay=shutdown_delay,
         log_reviews=log_reviews,
         io_timeout=io_timeout,
+        metrics_bind=metrics_bind,
+        max_connections=max_connections,
     )
-    WebhookServer(options, build_app).run()
+    try:
+        WebhookServer(options, build_app).run()
+    except RuntimeError as exc:
+        fail(str(exc), code=1)
 
 
 def _check_cluster_source(config: Any) -> None:

@@ -1,216 +1,196 @@
-"""Prometheus text-format metrics that add up across gunicorn workers, with no client library.
+"""Prometheus metrics from prometheus-client, added up across gunicorn workers.
 
-Why hand-rolled: a handful of counters and one histogram do not justify a dependency on the
-request path. Why files: each worker is a process with its own counters, and a scrape lands
-on one of them; so every worker writes a snapshot of its own series into a shared runtime
-directory about once a second, and a scrape sums the snapshots of every worker that ever
-ran (files of replaced workers stay, so counters never go backwards).
+Why the library and its multiprocess mode: each gunicorn worker is a process with its own
+counters while a scrape lands on one of them. In multiprocess mode every worker writes its
+series into memory-mapped files in a shared directory (``PROMETHEUS_MULTIPROC_DIR``, set
+by the master before any worker starts) and a scrape reads them all, so counters add up
+and never go backwards when a worker is replaced. Recording a review through it costs
+about 4 us more than the hand-written counters it replaced (``bench/metrics_bench.py``).
+
+Values known only at scrape time (certificate expiry) come from collectors registered
+beside the multiprocess collector. The cluster caches keep their own counts inside each
+worker, which neither mode can read from another process; :class:`Metrics` therefore
+copies them into library series (counters by their increase, gauges in a ``live*`` mode)
+about once a second and just before the worker answers a scrape (see ``clusterseries``).
+
+prometheus-client is imported inside the methods here: it chooses its storage when first
+imported, from the environment, and the master sets that environment only once it has a
+runtime directory.
 """
 
 from __future__ import annotations
 
-import bisect
-import contextlib
 import os
 import threading
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
-import orjson
+if TYPE_CHECKING:
+    from prometheus_client.registry import Collector
 
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 HISTOGRAM = "placement_webhooks_request_duration_seconds"
 HISTOGRAM_HELP = "Time to answer an admission review."
-
-Labels = tuple[tuple[str, str], ...]
-Snapshot = dict[str, Any]
-
-
-def _fmt_labels(labels: Iterable[Sequence[str]], extra: Iterable[Sequence[str]] = ()) -> str:
-    items = [*labels, *extra]
-    if not items:
-        return ""
-    return "{" + ",".join(f'{k}="{_esc(v)}"' for k, v in items) + "}"
+REQUESTS = "placement_webhooks_requests_total"
+REQUESTS_HELP = "Admission reviews answered, by endpoint and outcome."
+DECISIONS = "placement_webhooks_plugin_decisions_total"
+DECISIONS_HELP = "Decisions per plugin: patched or denied."
+#: Where multiprocess mode keeps its files; the master sets it before workers start.
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
-def _esc(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+def multiprocess_dir() -> str | None:
+    """The directory of multiprocess mode when the library is in it, else ``None``."""
+    from prometheus_client import values
 
-
-class Family(NamedTuple):
-    """One metric family produced at scrape time by a collector (see :meth:`Metrics.collect`).
-
-    Counter families join the worker's snapshot, so they add up across workers like
-    :meth:`Metrics.inc` counters; gauge families describe the worker that answers the scrape.
-    """
-
-    name: str
-    kind: Literal["counter", "gauge"]
-    help: str
-    samples: Sequence[tuple[Labels, float]]
+    if getattr(values.ValueClass, "_multiprocess", False):
+        return os.environ.get(MULTIPROC_ENV)
+    return None
 
 
 class Metrics:
-    """Counters, per-interval histogram buckets, and gauges read at scrape time."""
+    """The request series of one worker, scrape-time collectors, and a once-a-second sync.
 
-    def __init__(self, directory: Path | None = None) -> None:
-        self._lock = threading.Lock()
-        self._counters: dict[str, dict[Labels, float]] = defaultdict(lambda: defaultdict(float))
-        self._help: dict[str, str] = {}
-        self._hist: dict[Labels, list[float]] = {}
-        self._gauges: dict[str, tuple[str, Callable[[], float | None]]] = {}
-        self._collectors: list[Callable[[], Iterable[Family]]] = []
-        self.directory = directory
-        self._file = directory / f"metrics-{os.getpid()}.json" if directory else None
+    One per worker (or per test app): it owns its registry, so nothing here is global
+    beyond the library's choice of storage.
+    """
+
+    def __init__(self) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Histogram
+
+        self.directory = multiprocess_dir()
+        self.registry = CollectorRegistry()
+        self._requests = Counter(
+            REQUESTS, REQUESTS_HELP, ["endpoint", "outcome"], registry=self.registry
+        )
+        self._decisions = Counter(
+            DECISIONS, DECISIONS_HELP, ["plugin", "decision"], registry=self.registry
+        )
+        self._duration = Histogram(
+            HISTOGRAM,
+            HISTOGRAM_HELP,
+            ["endpoint", "outcome"],
+            buckets=BUCKETS,
+            registry=self.registry,
+        )
+        self._children: dict[tuple[str, str], Any] = {}
+        self._decided: dict[tuple[str, str], Any] = {}
+        self._collectors: list[Collector] = []
+        self._syncs: list[Callable[[], None]] = []
         self._stop = threading.Event()
-
-    def inc(self, name: str, help_text: str, labels: Labels = (), value: float = 1.0) -> None:
-        """Add ``value`` to counter ``name`` with ``labels``."""
-        with self._lock:
-            self._help[name] = help_text
-            self._counters[name][labels] += value
-
-    def observe(self, labels: Labels, seconds: float) -> None:
-        """Record one request duration under ``labels``."""
-        with self._lock:
-            self._observe(labels, seconds)
-
-    def _observe(self, labels: Labels, seconds: float) -> None:
-        row = self._hist.get(labels)
-        if row is None:
-            row = self._hist[labels] = [0.0] * (len(BUCKETS) + 2)
-        # Buckets are stored per interval and summed when rendered: one increment per call.
-        row[bisect.bisect_left(BUCKETS, seconds)] += 1
-        row[-1] += seconds
+        self._thread: threading.Thread | None = None
 
     def record(
-        self, counts: Sequence[tuple[str, str, Labels]], histogram: Labels, seconds: float
+        self,
+        endpoint: str,
+        outcome: str,
+        seconds: float,
+        decisions: Iterable[tuple[str, str]] = (),
     ) -> None:
-        """Count ``counts`` (name, help, labels) and observe ``seconds``, under one lock.
+        """Count one answered review, observe its latency, and count each plugin decision.
 
-        Why one call: every review updates several series, and one lock round-trip per
-        review keeps metrics off the request path's profile.
+        Why the cached children: resolving label values through the library takes a lock
+        and a dict lookup per call; a review needs the same few series again and again.
         """
-        with self._lock:
-            for name, help_text, labels in counts:
-                self._help[name] = help_text
-                self._counters[name][labels] += 1
-            self._observe(histogram, seconds)
+        key = (endpoint, outcome)
+        pair = self._children.get(key)
+        if pair is None:
+            pair = self._children[key] = (
+                self._requests.labels(endpoint, outcome),
+                self._duration.labels(endpoint, outcome),
+            )
+        pair[0].inc()
+        pair[1].observe(seconds)
+        for decision in decisions:
+            child = self._decided.get(decision)
+            if child is None:
+                child = self._decided[decision] = self._decisions.labels(*decision)
+            child.inc()
 
-    def gauge(self, name: str, help_text: str, read: Callable[[], float | None]) -> None:
-        """Register a gauge read at scrape time (omitted when ``read`` returns ``None``)."""
-        self._gauges[name] = (help_text, read)
+    def collect(self, collector: Collector) -> None:
+        """Register a collector read at scrape time (its families describe this worker)."""
+        self._collectors.append(collector)
+        if self.directory is None:
+            self.registry.register(collector)
 
-    def collect(self, read: Callable[[], Iterable[Family]]) -> None:
-        """Register a collector whose families are read at scrape time.
+    def sync(self, update: Callable[[], None]) -> None:
+        """Run ``update`` about once a second (after :meth:`start`) and before each scrape.
 
-        Why: some figures are kept by other objects (the cluster caches count their own
-        lists, watches and lookups); reading them when needed costs nothing per request.
+        Why: figures kept by other objects of a worker (the cluster caches) reach the
+        shared files only when copied; scrapes answered by another worker see them at
+        most a second late, the answering worker's own are current.
         """
-        self._collectors.append(read)
+        self._syncs.append(update)
 
-    def _collected(self, kind: str) -> list[Family]:
-        return [f for read in self._collectors for f in read() if f.kind == kind]
+    def _run_syncs(self) -> None:
+        for update in self._syncs:
+            update()
 
-    def snapshot(self) -> Snapshot:
-        """This process's counters (collected ones included) and histogram as JSON-able data."""
-        collected = self._collected("counter")
-        with self._lock:
-            snap: Snapshot = {
-                "help": dict(self._help),
-                "counters": {
-                    name: [[list(map(list, lb)), v] for lb, v in series.items()]
-                    for name, series in self._counters.items()
-                },
-                "hist": [[list(map(list, lb)), list(row)] for lb, row in self._hist.items()],
-            }
-        for family in collected:
-            snap["help"][family.name] = family.help
-            snap["counters"][family.name] = [[list(map(list, lb)), v] for lb, v in family.samples]
-        return snap
-
-    def write_snapshot(self) -> None:
-        """Write this worker's snapshot file atomically (no-op without a directory)."""
-        if self._file is None:
-            return
-        tmp = self._file.with_suffix(".tmp")
-        with contextlib.suppress(OSError):
-            tmp.write_bytes(orjson.dumps(self.snapshot()))
-            tmp.replace(self._file)
-
-    def start_writer(self, interval: float = 1.0) -> None:
-        """Write the snapshot every ``interval`` seconds from a daemon thread."""
-        if self._file is None:
+    def start(self, interval: float = 1.0) -> None:
+        """Start the sync thread (a no-op without anything to sync)."""
+        if not self._syncs or self._thread is not None:
             return
 
         def loop() -> None:
             while not self._stop.wait(interval):
-                self.write_snapshot()
+                self._run_syncs()
 
-        threading.Thread(target=loop, name="metrics-writer", daemon=True).start()
+        self._thread = threading.Thread(target=loop, name="metrics-sync", daemon=True)
+        self._thread.start()
 
-    def stop_writer(self) -> None:
-        """Stop the writer thread after one last snapshot."""
+    def stop(self) -> None:
+        """Stop the sync thread after one last sync, so a worker's final counts are kept."""
         self._stop.set()
-        self.write_snapshot()
+        self._run_syncs()
 
-    def _snapshots(self) -> list[Snapshot]:
-        if self.directory is None or self._file is None:
-            return [self.snapshot()]
-        self.write_snapshot()
-        snaps = []
-        for path in sorted(self.directory.glob("metrics-*.json")):
-            with contextlib.suppress(OSError, orjson.JSONDecodeError):
-                snaps.append(orjson.loads(path.read_bytes()))
-        if not snaps:
-            snaps.append(self.snapshot())
-        return snaps
+    def render(self) -> bytes:
+        """The exposition: every worker's series in multiprocess mode, plus the collectors."""
+        from prometheus_client import CollectorRegistry, generate_latest
+        from prometheus_client.multiprocess import MultiProcessCollector
 
-    def render(self) -> str:
-        """Every worker's series summed, plus this worker's gauges, in text format 0.0.4."""
-        helps: dict[str, str] = {}
-        counters: dict[str, dict[Labels, float]] = defaultdict(lambda: defaultdict(float))
-        hist: dict[Labels, list[float]] = {}
-        for snap in self._snapshots():
-            helps.update(snap["help"])
-            for name, series in snap["counters"].items():
-                for labels, value in series:
-                    counters[name][tuple(tuple(p) for p in labels)] += value
-            for labels, row in snap["hist"]:
-                key = tuple(tuple(p) for p in labels)
-                total = hist.setdefault(key, [0.0] * len(row))
-                for i, value in enumerate(row):
-                    total[i] += value
-        out: list[str] = []
-        for name, series in sorted(counters.items()):
-            out.append(f"# HELP {name} {helps.get(name, name)}")
-            out.append(f"# TYPE {name} counter")
-            out.extend(f"{name}{_fmt_labels(lb)} {v:g}" for lb, v in sorted(series.items()))
-        if hist:
-            out.append(f"# HELP {HISTOGRAM} {HISTOGRAM_HELP}")
-            out.append(f"# TYPE {HISTOGRAM} histogram")
-            for labels, row in sorted(hist.items()):
-                cumulative = 0.0
-                for i, bound in enumerate(BUCKETS):
-                    cumulative += row[i]
-                    le = (("le", f"{bound:g}"),)
-                    out.append(f"{HISTOGRAM}_bucket{_fmt_labels(labels, le)} {cumulative:g}")
-                count = cumulative + row[-2]
-                inf = (("le", "+Inf"),)
-                out.append(f"{HISTOGRAM}_bucket{_fmt_labels(labels, inf)} {count:g}")
-                out.append(f"{HISTOGRAM}_count{_fmt_labels(labels)} {count:g}")
-                out.append(f"{HISTOGRAM}_sum{_fmt_labels(labels)} {row[-1]:g}")
-        for name, (help_text, read) in sorted(self._gauges.items()):
+        self._run_syncs()
+        if self.directory is None:
+            return generate_latest(self.registry)
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry, path=self.directory)  # type: ignore[no-untyped-call]
+        for collector in self._collectors:
+            registry.register(collector)
+        return generate_latest(registry)
+
+
+class GaugeCollector:
+    """Scrape-time gauges without labels, each omitted while its reader returns ``None``.
+
+    Why: certificate expiry is a property of files, read when asked; storing it in the
+    shared files would show a stale value from whichever worker wrote last.
+    """
+
+    def __init__(self) -> None:
+        self._gauges: list[tuple[str, str, Callable[[], float | None]]] = []
+
+    def add(self, name: str, help_text: str, read: Callable[[], float | None]) -> None:
+        """Expose ``read()`` as gauge ``name``."""
+        self._gauges.append((name, help_text, read))
+
+    def collect(self) -> Iterable[Any]:
+        """The current values (called by the registry at each scrape)."""
+        from prometheus_client.core import GaugeMetricFamily
+
+        for name, help_text, read in self._gauges:
             value = read()
-            if value is None:
-                continue
-            out.append(f"# HELP {name} {help_text}")
-            out.append(f"# TYPE {name} gauge")
-            out.append(f"{name} {value:g}")
-        for family in self._collected("gauge"):
-            out.append(f"# HELP {family.name} {family.help}")
-            out.append(f"# TYPE {family.name} gauge")
-            out.extend(f"{family.name}{_fmt_labels(lb)} {v:g}" for lb, v in family.samples)
-        return "\n".join(out) + "\n"
+            if value is not None:
+                yield GaugeMetricFamily(name, help_text, value=value)
+
+
+def mark_worker_dead(pid: int) -> None:
+    """Drop a dead worker's ``live*`` gauges from the shared files (master, on child exit).
+
+    Why: a replaced worker's cache gauges would otherwise keep counting in the pod's
+    ``livemin``/``livemax`` figures; its counters stay, so totals never go backwards.
+    """
+    directory = os.environ.get(MULTIPROC_ENV)
+    if directory:
+        from prometheus_client.multiprocess import mark_process_dead
+
+        mark_process_dead(pid, directory)  # type: ignore[no-untyped-call]

@@ -1,30 +1,32 @@
-"""Run the app under gunicorn: gthread workers, long keep-alive, TLS with a cached context.
+"""Run the app under gunicorn: the poller worker, long keep-alive, TLS, a plain metrics port.
 
 Why these settings: the API server keeps pooled HTTPS connections to webhooks and idles
 them for up to 90 s, so a keep-alive shorter than that (gunicorn's default is 2 s) makes it
-pay a TLS handshake on most reviews; ``gthread`` workers are the gunicorn model that keeps
-connections open while serving others. The SSL context is cached per worker
-(:mod:`webhooks.server.tls`) because gunicorn would otherwise build one per connection.
+pay a TLS handshake on most reviews. gunicorn stays the process manager (workers, reloads,
+signals); each worker is :class:`webhooks.server.worker.Worker`, whose poller does all the
+waiting on clients. The TLS context is built once in the master and rebuilt when the
+certificate files change (:mod:`webhooks.server.tls`).
 """
 
 from __future__ import annotations
 
 import gc
 import logging
+import os
 import shutil
 import ssl
-import sys
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from gunicorn import util
 from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
-from webhooks.server import tls
+from webhooks.server.metrics import MULTIPROC_ENV, mark_worker_dead
 from webhooks.server.tls import ContextCache, TLSFiles
 
 log = logging.getLogger("webhooks.server")
@@ -51,6 +53,10 @@ class ServeOptions:
     runtime_dir: Path | None = None
     log_reviews: bool = True
     io_timeout: float = 10.0
+    #: HOST:PORT of the plain-HTTP listener for /metrics, /healthz and /readyz; "" for none.
+    metrics_bind: str = ""
+    #: Open connections per worker; at the cap the longest-idle ones are closed first.
+    max_connections: int = 1000
 
     @property
     def drain_marker(self) -> Path | None:
@@ -68,43 +74,39 @@ class ServeOptions:
         return str(self.cert_dir / "tls.key")
 
 
-_CACHE: dict[TLSFiles, ContextCache] = {}
+def _nothing() -> None:
+    """Nothing to stop."""
 
 
-def cached_ssl_context(conf: Any, _default: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
-    """gunicorn's ``ssl_context`` hook: the per-worker cached context for the configured files."""
-    files = TLSFiles(conf.certfile, conf.keyfile, conf.ca_certs or "")
-    cache = _CACHE.get(files)
-    if cache is None:
-        cache = _CACHE[files] = ContextCache(files)
-    return cache.get()
+@dataclass(frozen=True, slots=True)
+class Built:
+    """What a factory builds in each worker: the WSGI app, and what stops it at worker exit."""
+
+    app: Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+    close: Callable[[], None] = field(default=_nothing)
 
 
-def prime_ssl_context(files: TLSFiles) -> None:
-    """Build the cached context in the master, before any worker forks.
+Factory = Callable[[ServeOptions], Built]
+
+
+def prime_context(files: TLSFiles) -> ContextCache:
+    """Build the TLS context cache in the master, before any worker forks.
 
     Why: a worker inherits it, so even its first connection has a known-good context to
     fall back on when the Secret is caught half-way through an update; and a pair that
     cannot be used at all stops start-up with a clear message instead of failing every
     handshake. Raises ``RuntimeError`` naming the files.
     """
-    if files in _CACHE:
-        return
     try:
-        _CACHE[files] = ContextCache(files)
+        return ContextCache(files)
     except (OSError, ssl.SSLError) as exc:
         raise RuntimeError(
             f"cannot serve TLS with {files.certfile} and {files.keyfile}: {exc}"
         ) from None
 
 
-#: Called in a worker as it exits (after its last request); set by the app factory.
-ON_WORKER_EXIT: list[Callable[[], None]] = []
-
-
-def _worker_exit(_server: Any, _worker: Any) -> None:
-    for callback in ON_WORKER_EXIT:
-        callback()
+def _child_exit(_arbiter: Any, worker: Any) -> None:
+    mark_worker_dead(worker.pid)
 
 
 class DrainingArbiter(Arbiter):  # type: ignore[misc]
@@ -116,6 +118,21 @@ class DrainingArbiter(Arbiter):  # type: ignore[misc]
     file first, and keep the running workers when it is unusable, because new workers
     that fail to boot would take the whole server down.
     """
+
+    def start(self) -> None:
+        """Start as gunicorn does, then say which listener speaks what.
+
+        Why: gunicorn lists every address as ``http://``, since this worker, not gunicorn,
+        does the TLS; an operator reading the log should not be misled.
+        """
+        super().start()
+        options: ServeOptions = self.app.options
+        plain = f"; /metrics, /healthz, /readyz over HTTP at {options.metrics_bind}"
+        self.log.info(
+            "admission over HTTPS at %s%s",
+            options.bind,
+            plain if options.metrics_bind else "",
+        )
 
     def handle_term(self) -> None:
         """Drain, then stop."""
@@ -148,9 +165,14 @@ class DrainingArbiter(Arbiter):  # type: ignore[misc]
 
 
 class WebhookServer(BaseApplication):  # type: ignore[misc]
-    """A gunicorn application whose workers each build the app from ``factory``."""
+    """A gunicorn application whose workers each build the app from ``factory``.
 
-    def __init__(self, options: ServeOptions, factory: Callable[[ServeOptions], Any]) -> None:
+    The worker class reads what it needs from here: ``options`` (timeouts, the connection
+    cap), ``contexts`` (the TLS context cache, built in the master), ``plain_address`` (the
+    listener that serves plain HTTP) and ``close_worker`` (called once the worker stops).
+    """
+
+    def __init__(self, options: ServeOptions, factory: Factory) -> None:
         self._own_runtime_dir = options.runtime_dir is None
         if options.runtime_dir is None:
             # Shared by the workers (metrics snapshots, the drain marker); an emptyDir or
@@ -162,62 +184,76 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
             from webhooks.configfile import read_config
 
             options = replace(options, config=read_config(options.config_path))
+        assert options.runtime_dir is not None
+        # prometheus-client's multiprocess mode: every worker writes its series here and a
+        # scrape adds them up. It must be in the environment before the library is first
+        # imported, which happens in the workers (webhooks.server.metrics).
+        metrics_dir = options.runtime_dir / "prometheus"
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+        metrics_dir.mkdir(parents=True)
+        os.environ[MULTIPROC_ENV] = str(metrics_dir)
         self.options = options
         self.factory = factory
+        self.contexts: ContextCache | None = None
+        self.plain_address: Any = (
+            util.parse_address(options.metrics_bind) if options.metrics_bind else None
+        )
+        self.built: Built | None = None
         super().__init__()
 
     def run(self) -> None:
-        """Run the draining master in the foreground until it stops."""
+        """Run the draining master in the foreground until it stops.
+
+        ``RuntimeError`` says why the server could not start (the TLS pair, say); the CLI
+        turns it into an exit status, because only the CLI ends the process.
+        """
+        o = self.options
+        master = os.getpid()
         try:
-            prime_ssl_context(
-                TLSFiles(self.cfg.certfile, self.cfg.keyfile, self.cfg.ca_certs or "")
-            )
+            self.contexts = prime_context(TLSFiles(o.certfile, o.keyfile, o.client_ca))
             DrainingArbiter(self).run()
-        except RuntimeError as exc:
-            print(f"placement-webhooks: {exc}", file=sys.stderr)
-            sys.exit(1)
         finally:
-            if self._own_runtime_dir and self.options.runtime_dir is not None:
-                shutil.rmtree(self.options.runtime_dir, ignore_errors=True)
+            # Workers are forked from inside the arbiter's loop, and their exit unwinds
+            # through here too: only the master may remove what every worker shares.
+            if self._own_runtime_dir and o.runtime_dir is not None and os.getpid() == master:
+                shutil.rmtree(o.runtime_dir, ignore_errors=True)
 
     def load_config(self) -> None:
         """Apply :class:`ServeOptions` to gunicorn's config."""
         o = self.options
         settings: dict[str, Any] = {
-            "bind": [o.bind],
+            "bind": [o.bind, *([o.metrics_bind] if o.metrics_bind else [])],
             "worker_class": "webhooks.server.worker.Worker",
             "workers": o.workers,
             "threads": o.threads,
+            "worker_connections": o.max_connections,
             "keepalive": o.keepalive,
             "timeout": o.timeout,
             "graceful_timeout": o.graceful_timeout,
-            "worker_exit": _worker_exit,
-            "certfile": o.certfile,
-            "keyfile": o.keyfile,
-            "ssl_context": cached_ssl_context,
+            "child_exit": _child_exit,
             "loglevel": o.log_level,
             "errorlog": "-",
             "accesslog": None,
             "proc_name": "placement-webhooks",
-            "limit_request_line": 8190,
             "worker_tmp_dir": "/dev/shm" if Path("/dev/shm").is_dir() else None,
         }
         if "control_socket_disable" in self.cfg.settings:
             # Newer gunicorn opens a control socket under $HOME, which a read-only root
             # filesystem forbids and nothing here uses.
             settings["control_socket_disable"] = True
-        if o.client_ca:
-            settings["ca_certs"] = o.client_ca
-            settings["cert_reqs"] = ssl.CERT_REQUIRED
         for key, value in settings.items():
             self.cfg.set(key, value)
 
     def load(self) -> Any:
         """Build the WSGI app inside the worker (after fork), so threads start per worker."""
-        tls.IO_TIMEOUT = self.options.io_timeout
-        app = self.factory(self.options)
+        self.built = self.factory(self.options)
         # Everything built so far (modules, the app, caches) lives as long as the worker.
         # Freezing it keeps the cyclic garbage collector from re-scanning it on every full
         # collection, which large reviews trigger often: measured in bench/http_bench.py.
         gc.freeze()
-        return app
+        return self.built.app
+
+    def close_worker(self) -> None:
+        """Stop what the worker's app started (called by the worker as it exits)."""
+        if self.built is not None:
+            self.built.close()

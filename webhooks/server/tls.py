@@ -1,9 +1,9 @@
 """Server TLS contexts, built once and rebuilt only when the certificate files change.
 
-Why: gunicorn asks for an SSL context on every accepted connection and by default builds a
-new one each time (parsing the key and chain per handshake). Caching it removes that cost,
-and checking the files' identity lets a rotated Secret take effect for new connections
-without a restart, while established connections keep the context they started with.
+Why: the worker needs a context for every accepted connection, and building one parses the
+key and chain. Caching it removes that cost, and checking the files' identity lets a
+rotated Secret take effect for new connections without a restart, while established
+connections keep the context they started with.
 """
 
 from __future__ import annotations
@@ -16,32 +16,6 @@ from dataclasses import dataclass
 
 #: Modern AEAD suites for TLS 1.2; TLS 1.3 suites are fixed by OpenSSL and all modern.
 TLS12_CIPHERS = "ECDHE+AESGCM:ECDHE+CHACHA20"
-
-#: Longest a worker thread waits on one socket operation (handshake, headers, body).
-IO_TIMEOUT = 10.0
-
-
-class TimedSSLSocket(ssl.SSLSocket):
-    """An SSL socket whose blocking mode is bounded by :data:`IO_TIMEOUT`.
-
-    Why: gunicorn's threaded worker puts connections into plain blocking mode for the
-    handshake and the request, so a client that stops half-way through its handshake or
-    body would hold a worker thread forever. Bounding every blocking operation turns such a
-    client into a timeout on its own connection while other requests carry on.
-    """
-
-    def setblocking(self, flag: bool) -> None:
-        """Blocking means blocking with a deadline; non-blocking is unchanged."""
-        if flag:
-            self.settimeout(IO_TIMEOUT)
-        else:
-            super().setblocking(False)
-
-    def do_handshake(self, block: bool = False) -> None:
-        """Bound the handshake too (it runs before gunicorn sets any mode)."""
-        if self.gettimeout() is None:
-            self.settimeout(IO_TIMEOUT)
-        super().do_handshake(block)
 
 
 def _identity(path: str) -> tuple[int, int, int]:
@@ -61,7 +35,6 @@ class TLSFiles:
 def build_context(files: TLSFiles) -> ssl.SSLContext:
     """A server context: TLS 1.2 minimum, modern ciphers, optional client-certificate check."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.sslsocket_class = TimedSSLSocket
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.set_ciphers(TLS12_CIPHERS)
     context.options |= ssl.OP_NO_COMPRESSION | ssl.OP_CIPHER_SERVER_PREFERENCE

@@ -1,55 +1,556 @@
-"""gunicorn's threaded worker, made safe against clients that connect and then say nothing.
+"""A gunicorn worker whose poller, not its threads, waits on clients.
 
-Why: the stock worker hands every new connection to a thread, waits up to five seconds for
-its first bytes there, then reads the request headers in blocking mode right after the TLS
-handshake. A client that opens connections and stays silent (or stops after its handshake)
-therefore holds worker threads, and a few dozen such clients stall the webhook. This worker
-gives a new connection a brief look for data, and otherwise parks it in the worker's poller
-— where idle keep-alive connections already wait, at no thread cost — both before and after
-the handshake. Connections that have data are served exactly as before.
+Why: every pod creation waits on this server, so no client may be able to stall it. The
+threaded worker handed each new connection to a thread that waited for the client's
+bytes, and read bodies at the client's pace; a few hundred silent connections, or twenty
+bodies sent a byte a second, held every thread. Here one loop per worker (``selectors``)
+accepts connections, drives each TLS handshake without blocking, reads the request head
+and body into memory, and only then hands the complete request to a thread. A thread
+never touches a socket that might not be ready: it runs the app and writes the answer
+with a non-blocking send, and whatever the socket does not take goes back to the loop.
 
-It relies on the threaded worker's internals (``TConn.initialized``/``data_ready``, the
-deferral marker), which is why the project pins gunicorn's major version.
+Bounds, all per worker: a total deadline per handshake and per request (``--io-timeout``,
+counted from the first byte, so a byte a second does not extend it), the keep-alive idle
+time for connections between requests, and a cap on open connections
+(``worker_connections``) that closes the longest-idle connections first when reached.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
+import errno
+import os
+import queue
 import selectors
+import socket
 import ssl
+import threading
+import time
+from dataclasses import dataclass
 from typing import Any
 
-from gunicorn.workers import gthread
+from gunicorn import util
+from gunicorn.workers import base
 
-#: How long a thread looks at a new connection for data before parking it in the poller.
-FIRST_DATA_WAIT = 0.2
+from webhooks.server.framing import (
+    DRAIN_LIMIT,
+    MAX_BODY,
+    MAX_HEAD,
+    FramingError,
+    Head,
+    error_response,
+    head_end,
+    parse_head,
+)
+from webhooks.server.wsgi import HttpDate, Responder
+
+#: How much one connection may read per loop turn before others get theirs.
+READ_BUDGET = 1 << 20
+#: Deadlines are checked this often; they are seconds long, so this is precise enough.
+SWEEP_INTERVAL = 0.25
+#: On a graceful stop, idle keep-alive connections stay open this long at most: a request
+#: arriving meanwhile is answered with ``Connection: close`` instead of being dropped.
+STOP_LINGER = 2.0
+#: Paths the plain-HTTP (metrics) listener serves; everything else there is 404.
+PLAIN_PATHS = frozenset({"/metrics", "/healthz", "/readyz"})
+
+HANDSHAKE, IDLE, READING, DISCARDING, BUSY, WRITING = range(6)
+_CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
-def _readable(sock: Any, timeout: float) -> bool:
-    if isinstance(sock, ssl.SSLSocket) and sock.pending():
-        return True
-    with selectors.DefaultSelector() as selector:
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What bounds one worker's connections (from ``ServeOptions`` and gunicorn's config)."""
+
+    io_timeout: float = 10.0
+    keepalive: float = 120.0
+    max_connections: int = 1000
+    threads: int = 4
+
+
+class Connection:
+    """One client connection and where it is in its request cycle."""
+
+    __slots__ = (
+        "addr",
+        "buf",
+        "close_after",
+        "deadline",
+        "discard",
+        "events",
+        "fd",
+        "head",
+        "listener",
+        "out",
+        "peer_certificate",
+        "phase",
+        "scanned",
+        "sock",
+    )
+
+    def __init__(self, sock: socket.socket, listener: Listener, addr: Any, phase: int) -> None:
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.listener = listener
+        self.addr = addr if isinstance(addr, tuple) else None
+        self.phase = phase
+        self.buf = bytearray()
+        self.scanned = 0
+        self.head: Head | None = None
+        self.discard = 0
+        self.deadline = 0.0
+        self.events = 0
+        self.out: memoryview | None = None
+        self.close_after = False
+        self.peer_certificate = False
+
+
+@dataclass(slots=True)
+class Listener:
+    """A listening socket: TLS (admission) or plain HTTP (metrics and probes)."""
+
+    sock: socket.socket
+    plain: bool
+    responder: Responder
+
+
+class Worker(base.Worker):  # type: ignore[misc]
+    """gunicorn worker: a poller that frames requests, threads that run the app."""
+
+    def init_process(self) -> None:
+        """Set up the loop's plumbing after fork, then let gunicorn load the app and run."""
+        self.conns: dict[int, Connection] = {}
+        #: Connections with no request under way, longest idle first (eviction order).
+        self.idle: collections.OrderedDict[int, Connection] = collections.OrderedDict()
+        self.again: list[Connection] = []
+        self.done: collections.deque[tuple[Connection, memoryview | None, bool]] = (
+            collections.deque()
+        )
+        self.jobs: queue.SimpleQueue[tuple[Connection, Head, bytes, bool] | None] = (
+            queue.SimpleQueue()
+        )
+        self.date = HttpDate()
+        self.selector = selectors.DefaultSelector()
+        self.stopping = False
+        #: True while the loop may block in select(): only then must a request thread wake
+        #: it through the pipe (a write and a read fewer per request under load).
+        self.sleeping = False
+        super().init_process()
+
+    # ------------------------------------------------------------------ set-up
+
+    def _limits(self) -> Limits:
+        options = getattr(self.app, "options", None)
+        io_timeout = float(getattr(options, "io_timeout", 10.0))
+        return Limits(
+            io_timeout=io_timeout,
+            keepalive=float(self.cfg.keepalive),
+            max_connections=int(self.cfg.worker_connections),
+            threads=max(1, int(self.cfg.threads)),
+        )
+
+    def _listeners(self) -> list[Listener]:
+        plain_addr = getattr(self.app, "plain_address", None)
+        listeners = []
+        for sock in self.sockets:
+            plain = plain_addr is not None and getattr(sock, "cfg_addr", None) == plain_addr
+            name = sock.getsockname()
+            server = (str(name[0]), int(name[1])) if isinstance(name, tuple) else (str(name), 0)
+            responder = Responder(self.wsgi, server, "http" if plain else "https", self.date)
+            listeners.append(
+                Listener(sock.sock if hasattr(sock, "sock") else sock, plain, responder)
+            )
+        return listeners
+
+    def run(self) -> None:
+        """The loop: accept, handshake, read, dispatch, write, expire; then drain and stop."""
+        self.limits = self._limits()
+        self.contexts = getattr(self.app, "contexts", None)
+        self.listeners = self._listeners()
+        for listener in self.listeners:
+            listener.sock.setblocking(False)
+            self.selector.register(listener.sock, selectors.EVENT_READ, listener)
+        self.selector.register(self.PIPE[0], selectors.EVENT_READ, None)
+        threads = [
+            threading.Thread(target=self._serve_jobs, name=f"request-{i}", daemon=True)
+            for i in range(self.limits.threads)
+        ]
+        for thread in threads:
+            thread.start()
         try:
-            selector.register(sock, selectors.EVENT_READ)
-            return bool(selector.select(timeout))
-        except (OSError, ValueError):
-            return True  # let the normal path find the error and close
+            self._loop()
+            self._drain()
+        finally:
+            for _ in threads:
+                self.jobs.put(None)
+            for conn in list(self.conns.values()):
+                self._close(conn)
+            self.selector.close()
+            for listener in self.listeners:
+                listener.sock.close()
+            closer = getattr(self.app, "close_worker", None)
+            if closer is not None:
+                closer()
 
+    def _loop(self) -> None:
+        next_sweep = next_notify = 0.0
+        while self.alive:
+            now = time.monotonic()
+            if now >= next_notify:
+                self.notify()
+                next_notify = now + 1.0
+            self._turn(0.0 if self.again else SWEEP_INTERVAL)
+            now = time.monotonic()
+            if now >= next_sweep:
+                next_sweep = now + SWEEP_INTERVAL
+                self._sweep(now)
+                if self.ppid != os.getppid():
+                    self.log.info("Parent changed, shutting down: %s", self)
+                    break
 
-class Worker(gthread.ThreadWorker):  # type: ignore[misc]
-    """The threaded worker with silent connections parked instead of holding threads."""
+    def _drain(self) -> None:
+        """Stop accepting; finish what is under way within the graceful timeout."""
+        self.stopping = True
+        for listener in self.listeners:
+            self.selector.unregister(listener.sock)
+        now = time.monotonic()
+        for conn in list(self.conns.values()):
+            if conn.phase == HANDSHAKE:
+                self._close(conn)
+            elif conn.phase == IDLE:
+                conn.deadline = min(conn.deadline, now + STOP_LINGER)
+        until = now + self.cfg.graceful_timeout
+        while self.conns and time.monotonic() < until:
+            self.notify()
+            self._turn(0.0 if self.again else 0.1)
+            self._sweep(time.monotonic())
 
-    def handle(self, conn: Any) -> Any:
-        """Park a new connection that has nothing to read; otherwise serve it as usual."""
-        if not conn.initialized:
-            if not conn.data_ready and not conn.wait_for_data(FIRST_DATA_WAIT):
-                return gthread._DEFER
+    def _turn(self, timeout: float) -> None:
+        self.sleeping = True
+        if self.done:  # checked after announcing the sleep: see _serve_jobs
+            timeout = 0.0
+        events = self.selector.select(timeout)
+        self.sleeping = False
+        for key, mask in events:
+            data = key.data
+            if data is None:
+                self._wake()
+            elif isinstance(data, Listener):
+                self._accept(data)
+            else:
+                self._step(data, mask)
+        if self.done:
+            self._finish()
+        if self.again:
+            again, self.again = self.again, []
+            for conn in again:
+                if self.conns.get(conn.fd) is conn and conn.phase in (IDLE, READING, DISCARDING):
+                    self._read(conn)
+
+    # ------------------------------------------------------------------ connections
+
+    def _accept(self, listener: Listener) -> None:
+        for _ in range(64):
             try:
-                conn.sock.setblocking(True)
-                conn.init()  # the TLS handshake, bounded by the socket's I/O timeout
-            except Exception:  # a failed handshake: the client is gone or hostile
-                self.log.debug("handshake failed", exc_info=True)
+                sock, addr = listener.sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                if exc.errno not in (errno.ECONNABORTED, errno.EPROTO):
+                    self.log.warning("accept failed: %s", exc)
+                return
+            if len(self.conns) >= self.limits.max_connections and not self._evict():
+                sock.close()
+                continue
+            sock.setblocking(False)
+            util.close_on_exec(sock.fileno())
+            if sock.family in (socket.AF_INET, socket.AF_INET6):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            now = time.monotonic()
+            if listener.plain or self.contexts is None:
+                conn = Connection(sock, listener, addr, IDLE)
+                conn.deadline = now + self.limits.io_timeout
+            else:
+                try:
+                    wrapped = self.contexts.get().wrap_socket(
+                        sock, server_side=True, do_handshake_on_connect=False
+                    )
+                except (OSError, ValueError):
+                    sock.close()
+                    continue
+                conn = Connection(wrapped, listener, addr, HANDSHAKE)
+                conn.deadline = now + self.limits.io_timeout
+            self.conns[conn.fd] = conn
+            self.idle[conn.fd] = conn
+            self._want(conn, selectors.EVENT_READ)
+
+    def _evict(self) -> bool:
+        """Close the longest-idle connection to make room; whether there was one."""
+        if not self.idle:
+            return False
+        _, oldest = self.idle.popitem(last=False)
+        self._close(oldest)
+        return True
+
+    def _want(self, conn: Connection, events: int) -> None:
+        if conn.events == events:
+            return
+        if conn.events == 0:
+            self.selector.register(conn.sock, events, conn)
+        elif events == 0:
+            self.selector.unregister(conn.sock)
+        else:
+            self.selector.modify(conn.sock, events, conn)
+        conn.events = events
+
+    def _close(self, conn: Connection) -> None:
+        if self.conns.get(conn.fd) is not conn:
+            return
+        del self.conns[conn.fd]
+        self.idle.pop(conn.fd, None)
+        if conn.events:
+            with contextlib.suppress(KeyError, ValueError, OSError):
+                self.selector.unregister(conn.sock)
+            conn.events = 0
+        with contextlib.suppress(OSError):
+            conn.sock.close()
+
+    def _sweep(self, now: float) -> None:
+        """Close connections past their deadline; a late request body gets a 408 first."""
+        for conn in [c for c in self.conns.values() if c.phase != BUSY and c.deadline < now]:
+            if conn.phase in (READING, DISCARDING) and conn.head is not None:
+                self._send_nowait(
+                    conn, error_response(408, "request not received in time", self.date.now())
+                )
+            self._close(conn)
+
+    def _step(self, conn: Connection, mask: int) -> None:
+        if conn.phase == HANDSHAKE:
+            self._handshake(conn)
+        elif conn.phase == WRITING:
+            self._write(conn)
+        elif conn.phase != BUSY:
+            self._read(conn)
+
+    def _handshake(self, conn: Connection) -> None:
+        sock = conn.sock
+        assert isinstance(sock, ssl.SSLSocket)
+        try:
+            sock.do_handshake()
+        except ssl.SSLWantReadError:
+            self._want(conn, selectors.EVENT_READ)
+            return
+        except ssl.SSLWantWriteError:
+            self._want(conn, selectors.EVENT_WRITE)
+            return
+        except (ssl.SSLError, OSError, ValueError):
+            self._close(conn)
+            return
+        conn.phase = IDLE
+        conn.deadline = time.monotonic() + self.limits.keepalive
+        conn.peer_certificate = bool(sock.getpeercert())
+        self._want(conn, selectors.EVENT_READ)
+        if sock.pending():
+            self.again.append(conn)
+
+    # ------------------------------------------------------------------ reading
+
+    def _read(self, conn: Connection) -> None:
+        budget = READ_BUDGET
+        sock = conn.sock
+        while True:
+            try:
+                data = sock.recv(65536)
+            except (ssl.SSLWantReadError, BlockingIOError, InterruptedError):
+                return
+            except ssl.SSLWantWriteError:
+                self._want(conn, selectors.EVENT_READ | selectors.EVENT_WRITE)
+                return
+            except (OSError, ValueError):
+                self._close(conn)
+                return
+            if not data:
+                self._close(conn)
+                return
+            if self._feed(conn, data):
+                return
+            budget -= len(data)
+            if budget <= 0:
+                self.again.append(conn)
+                return
+
+    def _feed(self, conn: Connection, data: bytes) -> bool:
+        """Take bytes; True when the connection left the reading phases (dispatched, closed)."""
+        if conn.phase == IDLE:
+            conn.phase = READING
+            conn.deadline = time.monotonic() + self.limits.io_timeout
+            self.idle.pop(conn.fd, None)
+        if conn.phase == DISCARDING:
+            taken = min(conn.discard, len(data))
+            conn.discard -= taken
+            conn.buf += data[taken:]
+            if conn.discard == 0:
+                assert conn.head is not None
+                self._dispatch(conn, conn.head, b"", drained=True)
+                return True
+            return False
+        conn.buf += data
+        return self._advance(conn)
+
+    def _advance(self, conn: Connection) -> bool:
+        """Parse what the buffer holds; dispatch when a request is complete."""
+        buf = conn.buf
+        head = conn.head
+        if head is None:
+            end = head_end(buf, conn.scanned)
+            if end < 0:
+                conn.scanned = len(buf)
+                if len(buf) > MAX_HEAD:
+                    self._refuse(conn, 431, "request head too large")
+                    return True
                 return False
-            if not _readable(conn.sock, FIRST_DATA_WAIT):
-                conn.data_ready = False
-                return gthread._DEFER
-        return super().handle(conn)
+            try:
+                head = parse_head(bytes(buf[:end]))
+            except FramingError as exc:
+                self._refuse(conn, exc.status, exc.reason)
+                return True
+            del buf[:end]
+            conn.scanned = 0
+            conn.head = head
+            if conn.listener.plain and (
+                head.path not in PLAIN_PATHS or head.method not in ("GET", "HEAD")
+            ):
+                self._refuse(conn, 404, "not found: this port serves /metrics, /healthz, /readyz")
+                return True
+            length = head.content_length
+            if length > MAX_BODY:
+                if length > DRAIN_LIMIT:
+                    conn.close_after = True
+                    self._dispatch(conn, head, b"", drained=False)
+                    return True
+                conn.phase = DISCARDING
+                conn.discard = length
+                rest = bytes(buf)
+                buf.clear()
+                return self._feed(conn, rest) if rest else False
+            if head.expect_continue and len(buf) < length:
+                self._send_nowait(conn, _CONTINUE)
+        length = head.content_length
+        if len(buf) < length:
+            return False
+        body = bytes(buf[:length]) if len(buf) > length else bytes(buf)
+        del buf[:length]
+        self._dispatch(conn, head, body, drained=False)
+        return True
+
+    def _refuse(self, conn: Connection, status: int, reason: str) -> None:
+        self._send_nowait(conn, error_response(status, reason, self.date.now()))
+        self._close(conn)
+
+    def _send_nowait(self, conn: Connection, data: bytes) -> None:
+        """Best effort for short answers the loop gives itself (errors, 100 Continue)."""
+        with contextlib.suppress(OSError, ValueError):
+            conn.sock.send(data)
+
+    # ------------------------------------------------------------------ requests
+
+    def _dispatch(self, conn: Connection, head: Head, body: bytes, drained: bool) -> None:
+        conn.phase = BUSY
+        conn.head = None
+        self._want(conn, 0)
+        self.jobs.put((conn, head, body, drained))
+
+    def _serve_jobs(self) -> None:
+        """A request thread: run the app on complete requests, send without blocking."""
+        while True:
+            job = self.jobs.get()
+            if job is None:
+                return
+            conn, head, body, drained = job
+            keep_alive = head.keep_alive and not conn.close_after and not self.stopping
+            try:
+                extra: dict[str, Any] = {"webhooks.peer_certificate": conn.peer_certificate}
+                if head.content_length > MAX_BODY:
+                    extra["webhooks.body_discarded"] = drained
+                responder = conn.listener.responder
+                env = responder.environ(head, body, conn.addr, extra)
+                out, close = responder.respond(env, keep_alive)
+            except Exception:
+                self.log.exception("Error handling request %s %s", head.method, head.path)
+                out, close = error_response(500, "internal server error", self.date.now()), True
+            rest = self._send_some(conn, memoryview(out))
+            self.done.append((conn, rest, close))
+            # Appended before reading the flag, which the loop sets before checking ``done``:
+            # either the loop sees this entry, or this thread sees it asleep and wakes it.
+            if self.sleeping:
+                with contextlib.suppress(BlockingIOError):  # a full pipe wakes it anyway
+                    os.write(self.PIPE[1], b".")
+
+    @staticmethod
+    def _send_some(conn: Connection, data: memoryview) -> memoryview | None:
+        """Send what the socket takes now; the rest (``None`` when all went, empty on error)."""
+        sock = conn.sock
+        try:
+            while data:
+                sent = sock.send(data)
+                data = data[sent:]
+        except (ssl.SSLWantWriteError, ssl.SSLWantReadError, BlockingIOError, InterruptedError):
+            return data
+        except (OSError, ValueError):
+            return memoryview(b"")
+        return None
+
+    def _wake(self) -> None:
+        try:
+            while os.read(self.PIPE[0], 4096):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+
+    def _finish(self) -> None:
+        while self.done:
+            conn, rest, close = self.done.popleft()
+            if self.conns.get(conn.fd) is not conn:
+                continue
+            conn.close_after = conn.close_after or close
+            if rest is not None:
+                if not rest:
+                    self._close(conn)
+                    continue
+                conn.out = rest
+                conn.phase = WRITING
+                conn.deadline = time.monotonic() + self.limits.io_timeout
+                self._want(conn, selectors.EVENT_WRITE)
+                continue
+            self._answered(conn)
+
+    def _write(self, conn: Connection) -> None:
+        assert conn.out is not None
+        rest = self._send_some(conn, conn.out)
+        if rest is None:
+            conn.out = None
+            self._answered(conn)
+        elif not rest:
+            self._close(conn)
+        else:
+            conn.out = rest
+
+    def _answered(self, conn: Connection) -> None:
+        """A response went out: close, or wait for the next request on the connection."""
+        if conn.close_after or self.stopping or self.limits.keepalive <= 0:
+            self._close(conn)
+            return
+        conn.phase = IDLE
+        conn.deadline = time.monotonic() + self.limits.keepalive
+        self.idle[conn.fd] = conn
+        self._want(conn, selectors.EVENT_READ)
+        if conn.buf:
+            conn.phase = READING
+            conn.deadline = time.monotonic() + self.limits.io_timeout
+            self.idle.pop(conn.fd, None)
+            if self._advance(conn):
+                return
+        sock = conn.sock
+        if isinstance(sock, ssl.SSLSocket) and sock.pending():
+            self.again.append(conn)

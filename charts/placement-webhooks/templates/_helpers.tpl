@@ -56,3 +56,23 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- $ns := .Release.Namespace }}
 {{- toYaml (list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.cluster.local" $svc $ns)) }}
 {{- end }}
+
+{{/*
+The fewest replicas that run: replicaCount, or with autoscaling the HPA's minimum. That
+minimum is raised to one above an integer PodDisruptionBudget minAvailable, so scaling in
+never leaves a budget that allows no eviction at all (node drains would hang).
+*/}}
+{{- define "placement-webhooks.minReplicas" -}}
+{{- if .Values.autoscaling.enabled }}
+{{- $min := int .Values.autoscaling.minReplicas }}
+{{- $budget := .Values.podDisruptionBudget.minAvailable }}
+{{- if and .Values.podDisruptionBudget.enabled (kindIs "float64" $budget) }}
+{{- $min = max $min (add1 (int $budget)) }}
+{{- else if and .Values.podDisruptionBudget.enabled (kindIs "int" $budget) }}
+{{- $min = max $min (add1 $budget) }}
+{{- end }}
+{{- $min }}
+{{- else }}
+{{- .Values.replicaCount }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,75 @@
+"""A strict JSON schema for the Prometheus Operator ServiceMonitor the chart renders.
+
+kubernetes-validate ships schemas for built-in kinds only; this covers exactly the
+monitoring.coreos.com/v1 ServiceMonitor fields the chart uses (names from the operator's
+API reference), with ``additionalProperties: false`` so a misspelt field fails here as it
+would at the API server.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
+_DURATION = {
+    "type": "string",
+    "pattern": (
+        r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?"
+        r"(([0-9]+)s)?(([0-9]+)ms)?)$"
+    ),
+}
+
+SERVICE_MONITOR: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "properties": {
+        "apiVersion": {"const": "monitoring.coreos.com/v1"},
+        "kind": {"const": "ServiceMonitor"},
+        "metadata": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["name", "namespace"],
+            "properties": {
+                "name": {"type": "string", "minLength": 1},
+                "namespace": {"type": "string", "minLength": 1},
+                "labels": _STRING_MAP,
+            },
+        },
+        "spec": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["selector", "endpoints"],
+            "properties": {
+                "namespaceSelector": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "any": {"type": "boolean"},
+                        "matchNames": {"type": "array", "items": {"type": "string"}},
+                    },
+                },
+                "selector": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {"matchLabels": _STRING_MAP},
+                },
+                "endpoints": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "properties": {
+                            "port": {"type": "string", "minLength": 1},
+                            "path": {"type": "string"},
+                            "scheme": {"enum": ["http", "https", "HTTP", "HTTPS"]},
+                            "interval": _DURATION,
+                            "scrapeTimeout": _DURATION,
+                        },
+                    },
+                },
+            },
+        },
+    },
+}

@@ -1,0 +1,73 @@
+"""Assemble the app a worker serves from :class:`ServeOptions`: config, cluster, checks, metrics.
+
+Why its own module: both gunicorn workers and tests construct the exact same app, so the
+wiring (which checks make the pod ready, which figures a scrape shows, what stops when the
+worker exits) is written once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from webhooks.certs import CA_FILE
+from webhooks.cluster.api import open_cluster
+from webhooks.configfile import read_config
+from webhooks.core.admission import Admission
+from webhooks.plugins import REGISTRY
+from webhooks.server.app import ReviewLog, ServerState, create_app
+from webhooks.server.certwatch import CertificateWatch
+from webhooks.server.clusterseries import ClusterSeries
+from webhooks.server.metrics import GaugeCollector, Metrics
+from webhooks.server.readiness import cluster_check
+from webhooks.server.runner import Built, ServeOptions
+
+
+def build_state(options: ServeOptions) -> ServerState:
+    """Read the config and assemble the worker's state (raises ConfigError when unusable).
+
+    Called in each gunicorn worker after fork, so the cluster source's threads and
+    connections belong to the worker that uses them.
+    """
+    config = options.config if options.config is not None else read_config(options.config_path)
+    cluster = open_cluster(config.cluster)
+    admission = Admission(REGISTRY, config, cluster)
+    metrics = Metrics()
+    state = ServerState(
+        admission,
+        metrics=metrics,
+        drain_marker=options.drain_marker,
+        require_client_cert=bool(options.client_ca),
+        review_log=ReviewLog(interval=0.05) if options.log_reviews else None,
+    )
+    if state.review_log is not None:
+        state.review_log.start()
+        state.closers.append(state.review_log.stop)
+    watch = CertificateWatch(
+        Path(options.certfile), Path(options.keyfile), options.cert_dir / CA_FILE
+    )
+    state.ready_checks.append(watch.problem)
+    expiry = GaugeCollector()
+    expiry.add(
+        "placement_webhooks_certificate_expiry_seconds",
+        "Seconds until the served certificate expires.",
+        watch.leaf_seconds,
+    )
+    expiry.add(
+        "placement_webhooks_ca_expiry_seconds",
+        "Seconds until the first CA certificate in the cert directory's ca.crt expires.",
+        watch.ca_seconds,
+    )
+    metrics.collect(expiry)
+    if cluster is not None:
+        state.closers.append(cluster.stop)
+        state.ready_checks.append(cluster_check(cluster))
+        metrics.sync(ClusterSeries(cluster, metrics.registry).update)
+    metrics.start()
+    state.closers.append(metrics.stop)
+    return state
+
+
+def build_app(options: ServeOptions) -> Built:
+    """The Flask app for one worker, and what stops its threads when the worker exits."""
+    state = build_state(options)
+    return Built(create_app(state), state.close)
