@@ -86,7 +86,6 @@ class Admission:
             request,
             chain.mutators if "mutate" in phases else (),
             chain.validators if "validate" in phases else (),
-            chain.exceptions,
             self.now,
         )
 

@@ -59,10 +59,13 @@ from webhooks.k8s.namespaces import labels_of
 #: is sent rather than looping.
 MAX_PASSES = 3
 
-#: A mutating half ready to run: the plugin, its half, its context and what its answers do.
-MutateStep = tuple[Plugin, Mutator, Context, PluginConfig]
+#: Exceptions that concern one half (the others need not be looked at per request).
+Excepting = tuple[PolicyException, ...]
+#: A mutating half ready to run: the plugin, its half, its context, what its answers do,
+#: and the exceptions that may skip it.
+MutateStep = tuple[Plugin, Mutator, Context, PluginConfig, Excepting]
 #: A validating half ready to run.
-ValidateStep = tuple[Plugin, Validator, Context, PluginConfig]
+ValidateStep = tuple[Plugin, Validator, Context, PluginConfig, Excepting]
 
 #: The default rules: enforce, apply, no overrides (plugins built outside a config).
 DEFAULT_RULES = PluginConfig(enabled=True, settings=None)
@@ -78,11 +81,18 @@ class Steps:
 
     mutators: tuple[MutateStep, ...] = ()
     validators: tuple[ValidateStep, ...] = ()
-    exceptions: tuple[PolicyException, ...] = ()
+
+
+def _concerning(config: Config, plugin: Plugin, phase: Phase) -> Excepting:
+    return tuple(e for e in config.exceptions if e.covers(plugin.name, phase))
 
 
 def resolve(plugins: Iterable[Plugin], config: Config, cluster: ClusterView | None) -> Steps:
-    """The mutating and validating halves of ``plugins``, each with its context and rules."""
+    """The mutating and validating halves of ``plugins``, each with its context and rules.
+
+    Why each half keeps only the exceptions about it: most halves have none, and then a
+    request pays nothing for exceptions at all.
+    """
     view = cluster if cluster is not None else NoCluster()
     mutators: list[MutateStep] = []
     validators: list[ValidateStep] = []
@@ -90,10 +100,12 @@ def resolve(plugins: Iterable[Plugin], config: Config, cluster: ClusterView | No
         rules = config.plugins[plugin.name]
         context = Context(rules.settings, view)
         if plugin.mutate is not None:
-            mutators.append((plugin, plugin.mutate, context, rules))
+            excepting = _concerning(config, plugin, "mutate")
+            mutators.append((plugin, plugin.mutate, context, rules, excepting))
         if plugin.validate is not None:
-            validators.append((plugin, plugin.validate, context, rules))
-    return Steps(tuple(mutators), tuple(validators), config.exceptions)
+            excepting = _concerning(config, plugin, "validate")
+            validators.append((plugin, plugin.validate, context, rules, excepting))
+    return Steps(tuple(mutators), tuple(validators))
 
 
 class _Scope:
@@ -271,27 +283,26 @@ class _Judge:
     exception or an action override needs them, so a chain without either costs nothing.
     """
 
-    __slots__ = ("_exceptions", "_labels", "_now", "_now_fn", "request")
+    __slots__ = ("_labels", "_now", "_now_fn", "request")
 
-    def __init__(
-        self,
-        request: AdmissionRequest,
-        exceptions: Sequence[PolicyException],
-        now: Callable[[], dt.datetime],
-    ) -> None:
+    def __init__(self, request: AdmissionRequest, now: Callable[[], dt.datetime]) -> None:
         self.request = request
-        self._exceptions = exceptions
         self._now_fn = now
         self._now: dt.datetime | None = None
         self._labels: Any = None
 
-    def skips(self, plugin: Plugin, phase: Phase, obj: dict[str, Any], progress: _Progress) -> bool:
-        """Whether an exception skips ``plugin``'s ``phase`` half for ``obj`` (and record it)."""
-        if not self._exceptions:
-            return False
+    def skips(
+        self,
+        plugin: Plugin,
+        phase: Phase,
+        exceptions: Excepting,
+        obj: dict[str, Any],
+        progress: _Progress,
+    ) -> bool:
+        """Whether one of ``exceptions`` skips ``plugin``'s ``phase`` for ``obj`` (recorded)."""
         if self._now is None:
             self._now = self._now_fn()
-        found = match_exceptions(self._exceptions, plugin.name, phase, self.request, obj, self._now)
+        found = match_exceptions(exceptions, plugin.name, phase, self.request, obj, self._now)
         for name in found.expired:
             if (name, plugin.name) not in progress.expired:
                 progress.expired.append((name, plugin.name))
@@ -353,7 +364,7 @@ def _pass(
 ) -> list[Violation]:
     """Run each mutator once, in order, on the previous one's output; stop at a denial."""
     progress.reinvoke = False
-    for plugin, half, context, rules in steps:
+    for plugin, half, context, rules, excepting in steps:
         if not scope.applies(half):
             continue
         if scope.mismatch:
@@ -361,7 +372,7 @@ def _pass(
                 continue
             return [scope.wrong_kind(plugin)]
         try:
-            if judge.skips(plugin, "mutate", progress.obj, progress):
+            if excepting and judge.skips(plugin, "mutate", excepting, progress.obj, progress):
                 continue
             result = half.run(request, progress.obj, context)
             if result is UNCHANGED:  # the common answer, shared: skip it fast
@@ -416,7 +427,7 @@ def validate(
     """Run every validator on the final object, so one answer lists every problem."""
     obj = progress.obj
     violations: list[Violation] = []
-    for plugin, half, context, rules in steps:
+    for plugin, half, context, rules, excepting in steps:
         if not scope.applies(half):
             continue
         if scope.mismatch:
@@ -425,7 +436,7 @@ def validate(
             violations.append(scope.wrong_kind(plugin))
             break
         try:
-            if judge.skips(plugin, "validate", obj, progress):
+            if excepting and judge.skips(plugin, "validate", excepting, obj, progress):
                 continue
             found = half.run(request, obj, context)
             if found:
@@ -444,7 +455,6 @@ def run_chain(
     request: AdmissionRequest,
     mutators: Sequence[MutateStep] = (),
     validators: Sequence[ValidateStep] = (),
-    exceptions: Sequence[PolicyException] = (),
     now: Callable[[], dt.datetime] = utcnow,
 ) -> Outcome:
     """Run ``mutators`` then ``validators`` over ``request``'s object.
@@ -461,7 +471,7 @@ def run_chain(
         return Outcome()
     scope = _Scope(request, obj)
     progress = _Progress(obj)
-    judge = _Judge(request, exceptions, now)
+    judge = _Judge(request, now)
     violations = mutate(request, scope, mutators, progress, judge)
     if not violations:
         violations = validate(request, scope, validators, progress, judge)
