@@ -59,7 +59,8 @@ def _check(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
         (["--schema", "-"], "apiVersion: example.com/v1\nkind: Widget\nspec: {x: 1}\n", 0),
         (["--schema", "--kubernetes-version", "1.30", "-"], DEPLOYMENT, 0),
         (["-"], "kind: [\n", 2),
-        (["-"], "", 0),
+        (["-"], "", 2),
+        (["-"], "# only a comment\n---\n", 2),
     ],
     ids=[
         "a clean object exits 0",
@@ -71,7 +72,8 @@ def _check(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
         "--schema leaves kinds without a schema alone",
         "a valid object passes --schema at a chosen version",
         "unparsable YAML exits 2",
-        "an empty input is clean",
+        "an empty input is unusable, as kubectl refuses to apply nothing",
+        "an input of comments and separators holds no manifest",
     ],
 )
 def test_exit_codes(args: list[str], stdin: str, code: int) -> None:
