@@ -511,10 +511,14 @@ def _constant(name: str) -> Any:
     raise _NotJson(name)
 
 
+class _OutOfRange(ValueError):
+    """A JSON number too large for a float64, which kubectl cannot decode."""
+
+
 def _json_float(text: str) -> int | float:
     value = float(text)
     if math.isinf(value):
-        raise _NotJson(text)
+        raise _OutOfRange(text)
     return json_number(value)
 
 
@@ -545,6 +549,8 @@ def _json(text: str, pos: int, index: int, add: Callable[[Raw], None]) -> tuple[
             value, end = _DECODER.raw_decode(text, pos)
         except RecursionError:
             value, end = _deep_json(text, pos, line)
+        except _OutOfRange as exc:
+            raise Refused(line, f"number {str(exc)[:60]} does not fit a float64") from None
         except (json.JSONDecodeError, _NotJson) as exc:
             if decoded > 1:
                 where = exc.lineno if isinstance(exc, json.JSONDecodeError) else line

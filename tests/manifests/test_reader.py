@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from webhooks.manifests.reader import Problem, Source, parse_field, read, split
+from webhooks.manifests.reader import ManifestError, Problem, Source, load, parse_field, read, split
 
 STREAM = """\
 # Source: chart/templates/a.yaml
@@ -148,56 +148,72 @@ def test_directories_are_walked_in_order_skipping_hidden_and_other_files(tmp_pat
     ]
 
 
-def test_stdin_unreadable_files_and_bad_encodings(tmp_path: Path) -> None:
+def test_stdin_unreadable_files_and_encodings(tmp_path: Path) -> None:
     latin = tmp_path / "latin.yaml"
     latin.write_bytes(b"name: caf\xe9\n")
+    utf16 = tmp_path / "utf16.yaml"
+    utf16.write_bytes("\ufeffkind: Pod\n".encode("utf-16-le"))
+    utf32 = tmp_path / "utf32.yaml"
+    utf32.write_bytes("\ufeffkind: Pod\n".encode("utf-32-le"))
     sources, problems = read(
-        ["-", str(tmp_path / "missing.yaml"), str(latin)], b"kind: Pod\n", "chart"
+        ["-", str(tmp_path / "missing.yaml"), str(latin), str(utf16), str(utf32)],
+        b"kind: Pod\n",
+        "chart",
     )
-    assert [(s.name, s.text) for s in sources] == [("chart", "kind: Pod\n")]
+    assert [(s.name, s.text) for s in sources] == [
+        ("chart", "kind: Pod\n"),
+        (str(latin), "name: caf\ufffd\n"),
+        (str(utf16), "kind: Pod\n"),
+    ], "kubectl replaces bytes that are not UTF-8, and honours a UTF-16 byte-order mark"
     assert [str(p) for p in problems] == [
         f"{tmp_path / 'missing.yaml'}: cannot read: No such file or directory",
-        f"{latin}: not UTF-8 text (byte 9)",
+        f"{utf32}: UTF-32 text is not read (kubectl reads UTF-8 and UTF-16)",
     ]
 
 
-TRICKY = [
-    "a: 0x1F\nb: 0o17\nc: 017\nd: 1_000\ne: 1:30\nf: -.inf\ng: .NaN\nh: 1e3\n",
-    "a: yes\nb: No\nc: ~\nd:\ne: 'yes'\nf: !!str 12\n",
-    "base: &b {x: 1, y: [1, 2]}\nuse: *b\nmerged:\n  <<: *b\n  y: 3\n",
-    "? !!str long key\n: explicit key\n'quoted': 1\n",
-    "bin: !!binary aGVsbG8=\nset: !!set {a, b}\n",
-    "nested:\n- - - deep\n- {k: [1, {z: null}]}\n1: int key\ntrue: bool key\n",
+EMPTY = [
+    ("a directory without manifest files", {"notes.txt": "x"}, "DIR", "no *.yaml, *.yml or *.json file"),
+    ("a directory of empty files", {"a.yaml": "", "b.yaml": "# nothing\n---\n"}, "DIR", "2 files, all empty"),
+    ("a file of comments", {"a.yaml": "# TODO\n"}, "a.yaml", "the file is empty or only comments"),
+    ("an empty stdin", {}, "-", "the input is empty"),
 ]
 
 
 @pytest.mark.parametrize(
-    "text",
-    TRICKY,
-    ids=[
-        "YAML 1.1 numbers",
-        "booleans, nulls and explicit strings",
-        "anchors, aliases and merge keys",
-        "explicit and quoted keys",
-        "binary and set tags",
-        "nesting and non-string keys",
-    ],
+    ("files", "path", "reason"), [e[1:] for e in EMPTY], ids=[e[0] for e in EMPTY]
 )
-def test_the_fast_constructor_agrees_with_the_generic_one(text: str) -> None:
-    import math
-
-    import yaml
-
-    docs, problem = split(Source("t.yaml", text))
-    assert problem is None
-    expected = yaml.load(text, Loader=yaml.SafeLoader)
-    actual = docs[0].obj
-    if "NaN" in text:
-        assert math.isnan(actual.pop("g")) and math.isnan(expected.pop("g"))
-    assert actual == expected
+def test_a_path_that_holds_no_manifest_is_a_problem(
+    tmp_path: Path, files: dict[str, str], path: str, reason: str
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    target = "-" if path == "-" else str(tmp_path if path == "DIR" else tmp_path / path)
+    manifests = load([target], b"", "<stdin>")
+    assert [p.reason for p in manifests.problems] == [f"no manifests found: {reason}"]
+    name = "<stdin>" if path == "-" else target
+    assert str(manifests.problems[0]) == f"{name}: no manifests found: {reason}"
 
 
-def test_an_unhashable_key_is_the_generic_constructors_error() -> None:
-    _, problem = split(Source("t.yaml", "? [a, b]\n: complex key\n"))
-    assert problem is not None
-    assert problem.reason == "invalid YAML: found unhashable key (while constructing a mapping)"
+def test_load_counts_files_and_keeps_documents_in_order(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text("kind: A\n---\nkind: B\n")
+    (tmp_path / "b.json").write_text('{"kind": "C"}{"kind": "D"}')
+    (tmp_path / "c.yaml").write_text("# an empty file beside others is fine\n")
+    manifests = load([str(tmp_path), "-"], b"kind: E\n")
+    assert manifests.problems == []
+    assert manifests.files == 4
+    assert [d.obj["kind"] for d in manifests.documents] == ["A", "B", "C", "D", "E"]
+
+
+def test_a_list_that_is_empty_still_counts_as_a_manifest() -> None:
+    manifests = load(["-"], b"apiVersion: v1\nkind: List\nitems: []\n")
+    assert manifests.problems == []
+    assert [d.obj["kind"] for d in manifests.documents] == ["List"]
+
+
+def test_the_one_error_type_renders_file_line_reason() -> None:
+    assert Problem is ManifestError
+    assert str(ManifestError("a.yaml", 3, "bad")) == "a.yaml:3: bad"
+    assert str(ManifestError("a.yaml", 0, "bad")) == "a.yaml: bad"
+    with pytest.raises(ManifestError) as caught:
+        raise ManifestError("a.yaml", 3, "bad")
+    assert caught.value == ManifestError("a.yaml", 3, "bad")
