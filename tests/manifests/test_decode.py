@@ -174,7 +174,11 @@ POD = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {}\n"
 STREAMS = [
     ("a comment right after ---", POD.format("a") + "---# note\n" + POD.format("b"), ["a", "b"]),
     ("spaces and a comment", POD.format("a") + "---   # note\n" + POD.format("b"), ["a", "b"]),
-    ("CRLF line ends", (POD.format("a") + "---\n" + POD.format("b")).replace("\n", "\r\n"), ["a", "b"]),
+    (
+        "CRLF line ends",
+        (POD.format("a") + "---\n" + POD.format("b")).replace("\n", "\r\n"),
+        ["a", "b"],
+    ),
     (
         "text after ... is dropped up to the next separator",
         POD.format("a") + "...\n" + POD.format("x") + "---\n" + POD.format("b"),
@@ -255,7 +259,10 @@ def test_json_values_read_as_kubectl_reads_them(text: str, value: Any) -> None:
 
 
 def test_a_json_number_beyond_float64_is_refused() -> None:
-    assert decode('{"kind": "Pod",\n "v": 1e400}').error == (1, "number 1e400 does not fit a float64")
+    assert decode('{"kind": "Pod",\n "v": 1e400}').error == (
+        1,
+        "number 1e400 does not fit a float64",
+    )
 
 
 def _flow(levels: int) -> str:
@@ -316,7 +323,13 @@ def test_moderate_aliasing_is_read_as_go_yaml_allows_it() -> None:
 @pytest.mark.parametrize(
     ("value", "expected"),
     [(300.0, 300), (-0.0, 0), (0.5, 0.5), (1e21, 1e21), (2.0**60, 1152921504606847000)],
-    ids=["integral", "negative zero", "a fraction", "1e21 keeps its exponent", "beyond 2**53, the digits Go prints"],
+    ids=[
+        "integral",
+        "negative zero",
+        "a fraction",
+        "1e21 keeps its exponent",
+        "beyond 2**53, the digits Go prints",
+    ],
 )
 def test_json_number(value: float, expected: float) -> None:
     assert json_number(value) == expected

@@ -172,8 +172,18 @@ def test_stdin_unreadable_files_and_encodings(tmp_path: Path) -> None:
 
 
 EMPTY = [
-    ("a directory without manifest files", {"notes.txt": "x"}, "DIR", "no *.yaml, *.yml or *.json file"),
-    ("a directory of empty files", {"a.yaml": "", "b.yaml": "# nothing\n---\n"}, "DIR", "2 files, all empty"),
+    (
+        "a directory without manifest files",
+        {"notes.txt": "x"},
+        "DIR",
+        "no *.yaml, *.yml or *.json file",
+    ),
+    (
+        "a directory of empty files",
+        {"a.yaml": "", "b.yaml": "# nothing\n---\n"},
+        "DIR",
+        "2 files, all empty",
+    ),
     ("a file of comments", {"a.yaml": "# TODO\n"}, "a.yaml", "the file is empty or only comments"),
     ("an empty stdin", {}, "-", "the input is empty"),
 ]
@@ -217,3 +227,32 @@ def test_the_one_error_type_renders_file_line_reason() -> None:
     with pytest.raises(ManifestError) as caught:
         raise ManifestError("a.yaml", 3, "bad")
     assert caught.value == ManifestError("a.yaml", 3, "bad")
+
+
+def test_lines_in_a_json_stream_and_a_json_list() -> None:
+    text = (
+        '{"kind": "Pod", "spec": {}}\n'
+        '{"kind": "Pod",\n "spec": {"tolerations": [\n  {"key": "a"}]}}\n'
+        '{"kind": "List", "items": [\n {"kind": "Pod"},\n {"kind": "Node"}]}\n'
+    )
+    docs, problem = split(Source("s.json", text))
+    assert problem is None
+    assert [(d.line, d.item) for d in docs] == [(1, None), (2, None), (6, 0), (7, 1)]
+    assert docs[1].line_of("spec.tolerations[0].key") == 4
+    assert docs[3].line_of("kind") == 7
+
+
+def test_the_line_of_a_field_five_thousand_levels_deep() -> None:
+    text = "kind: Widget\nspec:\n" + "".join("  " * (i + 1) + "a:\n" for i in range(5000))
+    text += "  " * 5001 + "x: 1\n"
+    (doc,), problem = split(Source("deep.yaml", text))
+    assert problem is None
+    assert doc.line_of("spec" + ".a" * 5000 + ".x") == 5003
+    assert doc.line_of("spec" + ".a" * 10 + ".missing") == 12
+
+
+def test_a_pod_whose_node_selector_aliases_its_labels_gets_a_copy() -> None:
+    text = "kind: Pod\nmetadata:\n  labels: &labels\n    app: web\nspec:\n  nodeSelector: *labels\n"
+    (doc,), _ = split(Source("p.yaml", text))
+    doc.obj["spec"]["nodeSelector"]["sandbox"] = "gvisor"
+    assert doc.obj["metadata"]["labels"] == {"app": "web"}

@@ -40,7 +40,11 @@ SHOWN = [
     ("a map in key order", {"a": [1, {"b": None}], "c": 1.5}, '{"a":[1,{"b":null}],"c":1.5}'),
     ("empty containers", [[], {}], "[[],{}]"),
     ("a long string is cut", "x" * 100, '"' + "x" * 59 + "…"),
-    ("a wide map is cut", {f"k{i}": i for i in range(10_000)}, '{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8…'),
+    (
+        "a wide map is cut",
+        {f"k{i}": i for i in range(10_000)},
+        "{" + ",".join(f'"k{i}":{i}' for i in range(8)) + ',"k8…',
+    ),
     ("a deep list is cut", _deep(20_000), '[{"a":' * 10 + "…"),
     ("a number too long for str is still shown", 10**30, "1000000000000000000000000000000"),
 ]
