@@ -59,6 +59,8 @@ class Raw:
 
     ``start``/``end`` are character offsets of the root, ``column`` its column, ``line`` its
     1-based line; ``index`` counts the file's documents from 0, empty ones included.
+    ``items`` holds the 1-based line of each element of a root map's ``items`` list (a
+    ``kind: List``), recorded while parsing because such lists are often long.
     """
 
     value: Any
@@ -67,6 +69,7 @@ class Raw:
     end: int
     column: int
     index: int
+    items: list[int] | None = None
 
 
 @dataclass(slots=True)
@@ -96,9 +99,10 @@ def text_of(data: bytes) -> str:
     """Decode a file the way kubectl does: UTF-8, or UTF-16 when a byte-order mark says so.
 
     kubectl's decoder (``unicode.BOMOverride``) honours UTF-8 and UTF-16 marks only and
-    replaces bytes that are not UTF-8 with U+FFFD rather than failing, so ``café`` written
-    in Latin-1 reaches the cluster as ``caf\ufffd``. A UTF-32 mark is refused by name:
-    kubectl reads such a file as UTF-16 and fails on the NUL characters it finds.
+    replaces bytes that are not UTF-8 with U+FFFD rather than failing, so ``café``
+    written in Latin-1 reaches the cluster with U+FFFD in place of the ``é``. A UTF-32
+    mark is refused by name: kubectl reads such a file as UTF-16 and fails on the NUL
+    characters it finds.
     """
     if data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
         raise Refused(0, "UTF-32 text is not read (kubectl reads UTF-8 and UTF-16)")
@@ -329,6 +333,7 @@ _SEQ_END = events.SequenceEndEvent
 _DOC = events.DocumentStartEvent
 _NOKEY = object()
 _OPEN = object()
+_EXCESSIVE = "document contains excessive aliasing (an alias bomb?); kubectl refuses it"
 
 
 def _yaml(
@@ -370,8 +375,10 @@ def _document(get: Callable[[], Any], single: bool = False) -> Raw | None:  # no
     document's end: the parser would look past it, at text that is not this document's.
     """
     anchors: dict[str, Any] = {}
-    # A frame: [container, pending key, anchor, nodes before it, deepest before it, merge target]
+    # A frame: [container, pending key, anchor, nodes before it, deepest before it,
+    # merge target, lines of its elements (only for the root's "items" list)]
     stack: list[list[Any]] = []
+    items: list[int] | None = None
     decoded, aliased, deepest = 1, 0, 0
     root: Any = None
     start_mark: Any = None
@@ -407,7 +414,7 @@ def _document(get: Callable[[], Any], single: bool = False) -> Raw | None:  # no
                 raise Refused(line, f"exceeded max depth of {MAX_DEPTH}")
             deepest = max(deepest, level)
             container: Any = {} if cls is _MAP else []
-            frame = [container, _NOKEY, event.anchor, decoded - 1, deepest, None]
+            frame = [container, _NOKEY, event.anchor, decoded - 1, deepest, None, None]
             if event.anchor is not None:
                 anchors[event.anchor] = _OPEN
                 deepest = level
@@ -416,8 +423,12 @@ def _document(get: Callable[[], Any], single: bool = False) -> Raw | None:  # no
                 holder = parent[0]
                 if holder.__class__ is list:
                     holder.append(container)
+                    if parent[6] is not None:
+                        parent[6].append(line)
                 else:
                     key = parent[1]
+                    if key == "items" and level == 2 and cls is _SEQ:
+                        items = frame[6] = []
                     if key is _NOKEY:
                         raise Refused(
                             line, "a map key is a map or a list; kubectl accepts only scalar keys"
@@ -431,7 +442,7 @@ def _document(get: Callable[[], Any], single: bool = False) -> Raw | None:  # no
                 root, start_mark = container, event.start_mark
             stack.append(frame)
             if aliased > 100 and _excessive(decoded, aliased):
-                raise Refused(line, "document contains excessive aliasing (an alias bomb?)")
+                raise Refused(line, _EXCESSIVE)
             continue
         elif cls is _MAP_END or cls is _SEQ_END:
             frame = stack.pop()
@@ -447,7 +458,7 @@ def _document(get: Callable[[], Any], single: bool = False) -> Raw | None:  # no
                 if single:
                     return Raw(
                         root, start_mark.line + 1, start_mark.index, end, start_mark.column, 0
-                    )
+                    )  # a JSON object: a List of it gets its item lines from the index
             continue
         elif cls is _ALIAS:
             line = event.start_mark.line + 1
@@ -460,7 +471,7 @@ def _document(get: Callable[[], Any], single: bool = False) -> Raw | None:  # no
             decoded += 1 + size
             aliased += size
             if _excessive(decoded, aliased):
-                raise Refused(line, "document contains excessive aliasing (an alias bomb?)")
+                raise Refused(line, _EXCESSIVE)
             if len(stack) + height > MAX_DEPTH:
                 raise Refused(line, f"exceeded max depth of {MAX_DEPTH}")
             deepest = max(deepest, len(stack) + height)
@@ -471,10 +482,11 @@ def _document(get: Callable[[], Any], single: bool = False) -> Raw | None:  # no
         else:  # DocumentEndEvent
             if start_mark is None:
                 return None
-            return Raw(root, start_mark.line + 1, start_mark.index, end, start_mark.column, 0)
+            line = start_mark.line + 1
+            return Raw(root, line, start_mark.index, end, start_mark.column, 0, items)
         # A scalar or an alias: place it.
         if aliased > 100 and _excessive(decoded, aliased):
-            raise Refused(event.start_mark.line + 1, "document contains excessive aliasing")
+            raise Refused(event.start_mark.line + 1, _EXCESSIVE)
         if not stack:
             root, start_mark, end = value, event.start_mark, event.end_mark.index
             if not height:
@@ -486,6 +498,8 @@ def _document(get: Callable[[], Any], single: bool = False) -> Raw | None:  # no
             if not height and (value.__class__ is float or value is _MERGE):
                 value = _value(value, event.start_mark.line + 1)
             holder.append(value)
+            if frame[6] is not None:
+                frame[6].append(event.start_mark.line + 1)
             continue
         key = frame[1]
         if key is _NOKEY:

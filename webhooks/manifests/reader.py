@@ -138,11 +138,14 @@ def split(source: Source) -> tuple[list[Document], ManifestError | None]:
         first = raw.line - 1
         obj = raw.value
         if isinstance(obj, dict) and _is_list(obj) and obj["items"]:
-            lines = source.lines(span)
+            lines = raw.items
+            if lines is None or len(lines) != len(obj["items"]):  # JSON, or merged items
+                index = source.lines(span)
+                lines = [
+                    first + (locate(index, ("items", i)) or 0) + 1 for i in range(len(obj["items"]))
+                ]
             for i, item in enumerate(obj["items"]):
-                found = locate(lines, ("items", i))
-                line = raw.line if found is None else first + found + 1
-                docs.append(Document(source, raw.index, line, item, i, span, first, obj))
+                docs.append(Document(source, raw.index, lines[i], item, i, span, first, obj))
         else:
             docs.append(Document(source, raw.index, raw.line, obj, None, span, first))
     problem = None

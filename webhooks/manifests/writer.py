@@ -75,8 +75,9 @@ def _float(value: float) -> str:
 def dump_all(objects: Iterable[Any]) -> str:
     """``objects`` as a YAML stream, each document starting with ``---``, keys in order.
 
-    Block style, one line per scalar however long (no folding), non-ASCII kept as is: the
-    same text ``yaml.dump_all`` writes for the objects a reader produces, at any depth.
+    Why it matches ``yaml.dump_all`` (block style, no folding, non-ASCII kept) for the
+    objects a reader produces: ``mutate``'s output must not change for ordinary manifests,
+    only stop failing on deep ones and stop writing strings kubectl would misread.
     """
     out = io.StringIO()
     emitter = _Dumper(out, allow_unicode=True, width=1 << 30)
