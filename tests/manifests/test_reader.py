@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -256,3 +257,38 @@ def test_a_pod_whose_node_selector_aliases_its_labels_gets_a_copy() -> None:
     (doc,), _ = split(Source("p.yaml", text))
     doc.obj["spec"]["nodeSelector"]["sandbox"] = "gvisor"
     assert doc.obj["metadata"]["labels"] == {"app": "web"}
+
+
+AS_KUBECTL = Path(__file__).parent.parent / "fixtures" / "manifests" / "as-kubectl-reads"
+
+
+def test_a_directory_of_what_kubectl_reads_is_read_whole(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    shutil.copytree(AS_KUBECTL, corpus)
+    # `kubectl get nodes -o yaml > nodes.yaml` in Windows PowerShell writes UTF-16.
+    nodes = (AS_KUBECTL / "nodes" / "nodes.yaml").read_text()
+    (corpus / "nodes" / "utf16.yaml").write_bytes(("\ufeff" + nodes).encode("utf-16-le"))
+    manifests = load([str(corpus)])
+    assert manifests.problems == []
+    assert manifests.files == 6
+    found = [(Path(d.path).name, d.line, d.obj["kind"]) for d in manifests.documents if d.obj]
+    assert found == [
+        ("anchors.yaml", 2, "Pod"),
+        ("pods.json", 1, "Pod"),
+        ("pods.json", 2, "Pod"),
+        ("rendered-chart.yaml", 4, "RuntimeClass"),
+        ("rendered-chart.yaml", 14, "Deployment"),
+        ("windows-line-ends.yaml", 1, "DaemonSet"),
+        ("nodes.yaml", 6, "Node"),
+        ("nodes.yaml", 17, "Node"),
+        ("utf16.yaml", 6, "Node"),
+        ("utf16.yaml", 17, "Node"),
+    ]
+    pod = manifests.documents[0].obj
+    assert pod["spec"]["containers"][1] == {"name": "sidecar", "image": "nginx:1.27"}
+    deployment = next(d.obj for d in manifests.documents if d.obj and d.obj["kind"] == "Deployment")
+    seconds = [
+        t["tolerationSeconds"] for t in deployment["spec"]["template"]["spec"]["tolerations"]
+    ]
+    assert seconds == [300, 300]
+    assert all(type(s) is int for s in seconds)

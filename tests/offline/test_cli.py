@@ -531,3 +531,28 @@ def test_input_that_crashed_the_process_now_gets_an_answer(
         _one_line_error(err, "<stdin>:")
     else:
         assert err == ""
+
+
+AS_KUBECTL = ROOT / "tests" / "fixtures" / "manifests" / "as-kubectl-reads"
+SANDBOXED = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: shop}
+spec:
+  runtimeClassName: gvisor
+  containers: [{name: c, image: nginx}]
+"""
+
+
+def test_objects_and_nodes_take_a_directory_as_paths_do() -> None:
+    code, out, err = _check("--objects", str(AS_KUBECTL), "--output", "json", "-", stdin=SANDBOXED)
+    assert (code, err) == (0, "")
+    (obj,) = json.loads(out)["objects"]
+    assert "runtime-class" in obj["mutations"][0]["plugins"]
+    result = CliRunner().invoke(
+        main,
+        ["explain", "--nodes", str(AS_KUBECTL / "nodes"), "--objects", str(AS_KUBECTL), "-"],
+        input=SANDBOXED,
+    )
+    assert result.exit_code == 0, result.output
+    assert "fits 1 of 2 nodes: worker-1" in result.stdout
