@@ -340,3 +340,22 @@ def test_resolve_plain_leaves_ordinary_words_alone() -> None:
     assert resolve_plain("nginx") == "nginx"
     assert resolve_plain("true") is True
     assert resolve_plain("<<") != "<<", "a plain << is the merge key"
+
+
+@pytest.mark.parametrize(
+    ("aliases", "refused"), [(97, False), (98, True)], ids=["97 aliases pass", "98 are refused"]
+)
+def test_the_aliasing_limit_falls_exactly_where_kubectls_does(aliases: int, refused: bool) -> None:
+    # An anchor of 4,041 nodes aliased n times: kubectl v1.37 reads 97 and refuses 98, where
+    # the expanded document passes 400,000 nodes and go-yaml's allowed ratio starts to fall.
+    anchor = "".join(f"    k{i}: [" + ",".join(["x"] * 100) + "]\n" for i in range(40))
+    text = HEAD + "spec:\n  base: &b\n" + anchor + "  uses:\n" + "  - *b\n" * aliases
+    decoded = decode(text)
+    assert (decoded.error is not None) is refused
+    if refused:
+        assert decoded.error is not None and decoded.error[1].startswith(
+            "document contains excessive aliasing"
+        )
+    else:
+        (raw,) = decoded.documents
+        assert len(raw.value["spec"]["uses"]) == aliases
