@@ -409,14 +409,15 @@ def _document(get: Callable[[], Any], single: bool = False) -> Raw | None:  # no
         elif cls is _MAP or cls is _SEQ:
             decoded += 1
             level = len(stack) + 1
-            line = event.start_mark.line + 1
             if level > MAX_DEPTH:
-                raise Refused(line, f"exceeded max depth of {MAX_DEPTH}")
-            deepest = max(deepest, level)
+                raise Refused(event.start_mark.line + 1, f"exceeded max depth of {MAX_DEPTH}")
+            if level > deepest:  # noqa: PLR1730 - the hot loop; a call to max() costs more
+                deepest = level
             container: Any = {} if cls is _MAP else []
-            frame = [container, _NOKEY, event.anchor, decoded - 1, deepest, None, None]
-            if event.anchor is not None:
-                anchors[event.anchor] = _OPEN
+            anchor = event.anchor
+            frame = [container, _NOKEY, anchor, decoded - 1, deepest, None, None]
+            if anchor is not None:
+                anchors[anchor] = _OPEN
                 deepest = level
             if stack:
                 parent = stack[-1]
@@ -424,25 +425,26 @@ def _document(get: Callable[[], Any], single: bool = False) -> Raw | None:  # no
                 if holder.__class__ is list:
                     holder.append(container)
                     if parent[6] is not None:
-                        parent[6].append(line)
+                        parent[6].append(event.start_mark.line + 1)
                 else:
                     key = parent[1]
-                    if key == "items" and level == 2 and cls is _SEQ:
-                        items = frame[6] = []
-                    if key is _NOKEY:
-                        raise Refused(
-                            line, "a map key is a map or a list; kubectl accepts only scalar keys"
-                        )
-                    if key is _MERGE:
+                    if key.__class__ is str:
+                        holder[key] = container
+                        if level == 2 and key == "items" and cls is _SEQ:
+                            items = frame[6] = []
+                    elif key is _MERGE:
                         frame[5] = holder
                     else:
-                        holder[key] = container
+                        raise Refused(
+                            event.start_mark.line + 1,
+                            "a map key is a map or a list; kubectl accepts only scalar keys",
+                        )
                     parent[1] = _NOKEY
             else:
                 root, start_mark = container, event.start_mark
             stack.append(frame)
             if aliased > 100 and _excessive(decoded, aliased):
-                raise Refused(line, _EXCESSIVE)
+                raise Refused(event.start_mark.line + 1, _EXCESSIVE)
             continue
         elif cls is _MAP_END or cls is _SEQ_END:
             frame = stack.pop()
