@@ -259,7 +259,7 @@ def test_a_pod_whose_node_selector_aliases_its_labels_gets_a_copy() -> None:
     assert doc.obj["metadata"]["labels"] == {"app": "web"}
 
 
-AS_KUBECTL = Path(__file__).parent.parent / "fixtures" / "manifests" / "as-kubectl-reads"
+AS_KUBECTL = Path(__file__).parent.parent / "fixtures" / "as-kubectl-reads"
 
 
 def test_a_directory_of_what_kubectl_reads_is_read_whole(tmp_path: Path) -> None:

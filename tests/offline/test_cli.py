@@ -533,7 +533,7 @@ def test_input_that_crashed_the_process_now_gets_an_answer(
         assert err == ""
 
 
-AS_KUBECTL = ROOT / "tests" / "fixtures" / "manifests" / "as-kubectl-reads"
+AS_KUBECTL = ROOT / "tests" / "fixtures" / "as-kubectl-reads"
 SANDBOXED = """\
 apiVersion: v1
 kind: Pod
