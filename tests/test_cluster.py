@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from webhooks.cluster.files import StaticCluster
+from webhooks.cluster.files import StaticCluster, read_objects
+from webhooks.manifests.errors import ManifestError
 
 RC = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "handler": "runsc"}
 
@@ -36,3 +38,50 @@ def test_a_named_runtime_class_and_namespace_are_kept() -> None:
     cluster = StaticCluster([rc, ns])
     assert cluster.runtime_class("sandbox") is rc
     assert cluster.namespace("team-a") is ns
+
+
+def test_objects_are_read_from_a_directory_like_nodes_are(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "runtime.yaml").write_text(
+        "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: gvisor}\nhandler: runsc\n"
+    )
+    (tmp_path / "sub" / "namespaces.json").write_text(
+        '{"apiVersion": "v1", "kind": "List", "items": ['
+        '{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}}]}'
+    )
+    cluster = read_objects([tmp_path])
+    assert list(cluster.runtime_classes) == ["gvisor"]
+    assert list(cluster.namespaces) == ["team-a"]
+
+
+BOMB = "a: &a [x, x]\n" + "".join(
+    f"{c}: &{c} [" + ",".join([f"*{p}"] * 9) + "]\n"
+    for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+)
+UNUSABLE_OBJECTS = [
+    ("YAML that does not parse", {"o.yaml": "kind: [\n"}, "o.yaml:2: invalid YAML: "),
+    ("a document that is not a map", {"o.yaml": "kind: Namespace\n---\n- a\n"}, "o.yaml:3: not a "),
+    ("an alias bomb", {"o.yaml": BOMB}, "o.yaml:"),
+    ("a directory without manifests", {"notes.txt": "x"}, ": no manifests found"),
+]
+
+
+@pytest.mark.parametrize(
+    ("files", "start"), [u[1:] for u in UNUSABLE_OBJECTS], ids=[u[0] for u in UNUSABLE_OBJECTS]
+)
+def test_unusable_objects_raise_the_one_error_naming_file_and_line(
+    tmp_path: Path, files: dict[str, str], start: str
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    with pytest.raises(ManifestError) as caught:
+        read_objects([tmp_path])
+    message = str(caught.value)
+    assert message.startswith(str(tmp_path))
+    assert start in message
+    assert "\n" not in message
+
+
+def test_objects_cannot_take_stdin_it_has_not_been_given() -> None:
+    with pytest.raises(ManifestError, match="--objects cannot read stdin here"):
+        read_objects(["-"])

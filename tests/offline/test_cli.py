@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from tests.offline import fakes
@@ -16,7 +17,9 @@ from webhooks.cli import dryrun_commands as commands
 from webhooks.cli import main
 from webhooks.core.config import load_config
 from webhooks.core.plugin import Registry
+from webhooks.manifests.decode import decode
 from webhooks.manifests.reader import parse_field
+from webhooks.manifests.tree import depth
 from webhooks.plugins import ORDER
 
 ROOT = Path(__file__).parent.parent.parent
@@ -59,7 +62,8 @@ def _check(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
         (["--schema", "-"], "apiVersion: example.com/v1\nkind: Widget\nspec: {x: 1}\n", 0),
         (["--schema", "--kubernetes-version", "1.30", "-"], DEPLOYMENT, 0),
         (["-"], "kind: [\n", 2),
-        (["-"], "", 0),
+        (["-"], "", 2),
+        (["-"], "# only a comment\n---\n", 2),
     ],
     ids=[
         "a clean object exits 0",
@@ -71,7 +75,8 @@ def _check(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
         "--schema leaves kinds without a schema alone",
         "a valid object passes --schema at a chosen version",
         "unparsable YAML exits 2",
-        "an empty input is clean",
+        "an empty input is unusable, as kubectl refuses to apply nothing",
+        "an input of comments and separators holds no manifest",
     ],
 )
 def test_exit_codes(args: list[str], stdin: str, code: int) -> None:
@@ -292,3 +297,262 @@ def test_mutate_prints_everything_and_reports_violations_on_stderr(with_fakes: N
     assert result.stdout.count("\n---\n") + result.stdout.startswith("---\n") == 4
     assert f"{DEPLOY / 'gpu-node.yaml'}:15: taint-effects: " in result.stderr
     assert "key: node.kubernetes.io/unschedulable" in result.stdout
+
+
+# --- hostile input: kubectl's outcome, or one `file:line: reason` line and exit 2 -----------
+
+
+def _bomb() -> str:
+    lines = ["apiVersion: v1", "kind: ConfigMap", "metadata: {name: lol}", "data:"]
+    lines.append('  a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]')
+    for previous, name in zip("abcdefgh", "bcdefghi", strict=True):
+        lines.append(f"  {name}: &{name} [" + ",".join([f"*{previous}"] * 9) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def _deep_pod(levels: int) -> str:
+    # A Pod with an unknown field nested `levels` lists deep, in flow style.
+    return (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: deep\nspec:\n"
+        "  containers: [{name: c, image: nginx}]\n"
+        "  extra: " + "[" * levels + "]" * levels + "\n"
+    )
+
+
+def _deep_crd(levels: int) -> str:
+    # A CustomResourceDefinition whose schema nests `levels` objects: the schema descends.
+    schema = "{type: object, properties: {a: " * levels + "{type: string}" + "}}" * levels
+    return (
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"
+        "metadata: {name: widgets.example.com}\nspec:\n  group: example.com\n"
+        "  names: {kind: Widget, plural: widgets}\n  scope: Namespaced\n  versions:\n"
+        "  - name: v1\n    served: true\n    storage: true\n"
+        f"    schema: {{openAPIV3Schema: {schema}}}\n"
+    )
+
+
+def _one_line_error(err: str, start: str) -> None:
+    lines = err.strip().splitlines()
+    assert lines and lines[0].startswith(start), err
+    assert "Traceback" not in err
+
+
+def test_an_alias_bomb_is_refused_at_its_line_without_expanding_it() -> None:
+    code, _, err = _check("--schema", "-", stdin=_bomb())
+    assert code == 2
+    _one_line_error(err, "<stdin>:")
+    assert "excessive aliasing" in err
+
+
+@pytest.mark.parametrize("command", ["check", "mutate"])
+def test_depth_500_checks_and_mutates_end_to_end(command: str) -> None:
+    result = CliRunner().invoke(main, [command, "-"], input=_deep_pod(500))
+    assert result.exit_code == 0, result.stderr
+    if command == "mutate":
+        again = CliRunner().invoke(main, ["check", "--fail-on-mutation", "-"], input=result.stdout)
+        assert again.exit_code == 0, again.stdout
+        (written,) = [raw.value for raw in decode(result.stdout).documents]
+        assert depth(written["spec"]["extra"]) == 500
+
+
+def test_depth_500_passes_check_schema_with_the_unknown_field_reported() -> None:
+    code, out, err = _check("--schema", "-", stdin=_deep_pod(500))
+    assert code == 1, err
+    assert '<stdin>:7: schema: spec: Additional properties are not allowed ("extra"' in out
+
+
+def test_a_crd_whose_schema_nests_a_thousand_levels_passes_check_schema() -> None:
+    code, out, err = _check("--schema", "--output", "json", "-", stdin=_deep_crd(500))
+    assert (code, err) == (0, "")
+    assert json.loads(out)["summary"]["schema"] == 0
+
+
+def test_past_10000_levels_is_refused_as_kubectl_refuses_it() -> None:
+    code, _, err = _check("-", stdin=_deep_pod(10_001))
+    assert code == 2
+    _one_line_error(err, "<stdin>:7: exceeded max depth of 10000")
+
+
+def test_an_object_python_cannot_process_is_unusable_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    def recurse(*args: object) -> None:
+        raise RecursionError
+
+    monkeypatch.setattr(commands.Engine, "check", recurse)
+    code, _, err = _check("-", stdin=_deep_pod(3))
+    assert code == 2
+    _one_line_error(err, "<stdin>:1: nested too deeply to check (5 levels)")
+    result = CliRunner().invoke(main, ["mutate", "-"], input=_deep_pod(3))
+    assert (result.exit_code, result.stdout) == (2, "")
+
+
+ALIASED = """\
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: gvisor}
+handler: runsc
+scheduling:
+  nodeSelector: {sandbox: gvisor}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  labels: &labels
+    app: web
+spec:
+  runtimeClassName: gvisor
+  nodeSelector: *labels
+  containers: [{name: web, image: nginx}]
+"""
+
+
+def test_an_aliased_node_selector_does_not_write_into_the_labels() -> None:
+    result = CliRunner().invoke(main, ["mutate", "-"], input=ALIASED)
+    assert result.exit_code == 0, result.stderr
+    pod = yaml.safe_load_all(result.stdout)
+    stored = next(doc for doc in pod if doc["kind"] == "Pod")
+    assert stored["metadata"]["labels"] == {"app": "web"}
+    assert stored["spec"]["nodeSelector"] == {"app": "web", "sandbox": "gvisor"}
+
+
+POD_JSON = (
+    '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "%s"}, "spec": {"containers": []}}'
+)
+READ_AS_KUBECTL = [
+    ("UTF-16 with a byte-order mark", "\ufeff" + NODE, "utf-16-le", 1),
+    (
+        "a stream of JSON objects",
+        (POD_JSON % "a") + (POD_JSON % "b") + "\n" + (POD_JSON % "c"),
+        "utf-8",
+        3,
+    ),
+    (
+        "a separator with a comment",
+        NODE + "---# the second\n" + NODE.replace("n1", "n2"),
+        "utf-8",
+        2,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "encoding", "objects"),
+    [r[1:] for r in READ_AS_KUBECTL],
+    ids=[r[0] for r in READ_AS_KUBECTL],
+)
+def test_input_kubectl_reads_is_checked(
+    tmp_path: Path, text: str, encoding: str, objects: int
+) -> None:
+    path = tmp_path / "in.yaml"
+    path.write_bytes(text.encode(encoding))
+    code, out, err = _check("--output", "json", str(path))
+    assert err == ""
+    assert code == 0
+    assert json.loads(out)["summary"]["objects"] == objects
+
+
+TOLERATION = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers: [{name: c, image: nginx}]
+  tolerations:
+  - {key: k, operator: Exists, effect: NoExecute, tolerationSeconds: %s}
+"""
+
+
+@pytest.mark.parametrize("seconds", ["300.0", "1e3", "300"])
+def test_integral_float_seconds_are_integers_as_the_api_server_receives_them(seconds: str) -> None:
+    code, out, _ = _check("--schema", "--output", "json", "-", stdin=TOLERATION % seconds)
+    assert code == 0, out
+    assert json.loads(out)["summary"]["violations"] == 0
+
+
+def test_infinite_seconds_are_refused_at_their_line() -> None:
+    code, _, err = _check("-", stdin=TOLERATION % ".inf")
+    assert code == 2
+    _one_line_error(err, "<stdin>:7: .inf is not a number JSON can carry")
+
+
+def test_a_path_without_manifests_fails_the_run(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("not a manifest\n")
+    code, out, err = _check(str(tmp_path))
+    assert code == 2
+    assert err == f"{tmp_path}: no manifests found: no *.yaml, *.yml or *.json file\n"
+    assert "1 unusable input" in out
+
+
+def test_schema_messages_show_values_as_json_and_cut_long_ones() -> None:
+    text = TOLERATION.replace(
+        "tolerationSeconds: %s", "value: yes, tolerationSeconds: " + "9" * 400
+    )
+    code, out, _ = _check("--schema", "-", stdin=text)
+    assert code == 1
+    assert "spec.tolerations[0].value: true is not of type string or null" in out
+    assert "True" not in out
+    schema = [line for line in out.splitlines() if ": schema: " in line]
+    assert len(schema) == 2
+    assert max(len(line) for line in schema) < 200, "a 400-digit value is cut"
+
+
+def _subprocess(*args: str, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "webhooks", *args],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+SEGFAULT_CLASS = [
+    ("an alias bomb under --schema", ["check", "--schema", "-"], _bomb(), 2),
+    ("30,000 levels of flow lists", ["check", "-"], _deep_pod(30_000), 2),
+    ("30,000 levels of block lists", ["check", "-"], "a:\n" + "- " * 30_000 + "x\n", 2),
+    ("10,000 levels through mutate", ["mutate", "-"], _deep_pod(9_996), 0),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "code"),
+    [s[1:] for s in SEGFAULT_CLASS],
+    ids=[s[0] for s in SEGFAULT_CLASS],
+)
+def test_input_that_crashed_the_process_now_gets_an_answer(
+    args: list[str], stdin: str, code: int
+) -> None:
+    result = _subprocess(*args, stdin=stdin.encode())
+    err = result.stderr.decode()
+    assert result.returncode == code, err[-2000:]
+    if code == 2:
+        _one_line_error(err, "<stdin>:")
+    else:
+        assert err == ""
+
+
+AS_KUBECTL = ROOT / "tests" / "fixtures" / "as-kubectl-reads"
+SANDBOXED = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: shop}
+spec:
+  runtimeClassName: gvisor
+  containers: [{name: c, image: nginx}]
+"""
+
+
+def test_objects_and_nodes_take_a_directory_as_paths_do() -> None:
+    code, out, err = _check("--objects", str(AS_KUBECTL), "--output", "json", "-", stdin=SANDBOXED)
+    assert (code, err) == (0, "")
+    (obj,) = json.loads(out)["objects"]
+    assert "runtime-class" in obj["mutations"][0]["plugins"]
+    result = CliRunner().invoke(
+        main,
+        ["explain", "--nodes", str(AS_KUBECTL / "nodes"), "--objects", str(AS_KUBECTL), "-"],
+        input=SANDBOXED,
+    )
+    assert result.exit_code == 0, result.output
+    assert "fits 1 of 2 nodes: worker-1" in result.stdout

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 
 from webhooks.cli.common import (
     USAGE_ERROR,
@@ -28,8 +27,10 @@ from webhooks.cli.common import (
 )
 from webhooks.core.admission import Admission
 from webhooks.dryrun import formats
-from webhooks.dryrun.engine import Engine, Report, SchemaCheck, context_cluster
-from webhooks.manifests.reader import STDIN, STDIN_NAME, Document, read, split
+from webhooks.dryrun.engine import Checked, Engine, Report, SchemaCheck, context_cluster
+from webhooks.manifests.reader import STDIN, STDIN_NAME, Document, Problem, load
+from webhooks.manifests.tree import depth
+from webhooks.manifests.writer import dump_all
 from webhooks.plugins import REGISTRY
 
 
@@ -59,16 +60,26 @@ def prepare(
     config = load_config(config_path)
     cluster = load_objects(objects)
     stdin = sys.stdin.buffer.read() if STDIN in paths else None
-    sources, problems = read(paths, stdin, stdin_name)
-    documents: list[Document] = []
-    for source in sources:
-        docs, problem = split(source)
-        documents.extend(docs)
-        if problem is not None:
-            problems.append(problem)
+    manifests = load(paths, stdin, stdin_name)
+    documents = manifests.documents
     admission = Admission(REGISTRY, config, context_cluster(documents, cluster))
     engine = Engine(admission, namespace or "default", schema)
-    return Run(engine, documents, Report(problems=problems, files=len(sources)))
+    return Run(engine, documents, Report(problems=manifests.problems, files=manifests.files))
+
+
+def admit(run: Run, doc: Document) -> Checked | None:
+    """:meth:`Engine.check` on one document; one nested too deep for Python is unusable input.
+
+    Why: kubectl accepts objects 10,000 levels deep, and a library inside the chain may
+    still recurse on one; the run must then say so in one ``file:line: reason`` (exit 2),
+    never end in a traceback.
+    """
+    try:
+        return run.engine.check(doc, run.report)
+    except RecursionError:
+        reason = f"nested too deeply to check ({depth(doc.obj)} levels)"
+        run.report.problems.append(Problem(doc.path, doc.line, reason))
+        return None
 
 
 def _version() -> str:
@@ -176,7 +187,11 @@ def check(
         except SchemaUnavailable as exc:
             fail(str(exc))
     run = prepare(paths, config_path, objects, namespace, stdin_name, schema)
-    report = run.engine.run(run.documents, run.report)
+    report = run.report
+    for doc in run.documents:
+        checked = admit(run, doc)
+        if checked is not None:
+            report.checked.append(checked)
     for problem in report.problems:
         click.echo(str(problem), err=True)
     version = _version()
@@ -196,10 +211,6 @@ def check(
             except OSError as exc:
                 fail(f"{target}: cannot write: {exc.strerror}")
     sys.exit(report.exit_code(fail_on_mutation))
-
-
-def _dumper() -> Any:
-    return getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 @click.command()
@@ -232,7 +243,7 @@ def mutate(
     out: list[Any] = []
     lists: dict[int, list[Any]] = {}
     for doc in run.documents:
-        checked = engine.check(doc, report)
+        checked = admit(run, doc)
         obj = doc.obj
         if checked is not None:
             report.checked.append(checked)
@@ -246,18 +257,13 @@ def mutate(
             items = lists[id(doc.parent)] = []
             out.append({**doc.parent, "items": items})
         items.append(obj)
+    if report.problems:
+        for problem in report.problems:
+            click.echo(str(problem), err=True)
+        sys.exit(USAGE_ERROR)
     for item in formats.lines(report, formats.Options()):
         if item.failing:
             where = f"{item.checked.document.path}:{item.finding.line}"
             click.echo(f"{where}: {item.rule}: {item.message}", err=True)
-    text = yaml.dump_all(
-        out,
-        Dumper=_dumper(),
-        explicit_start=True,
-        sort_keys=False,
-        allow_unicode=True,
-        default_flow_style=False,
-        width=1 << 30,
-    )
-    click.echo(text, nl=False)
+    click.echo(dump_all(out), nl=False)
     sys.exit(report.exit_code())

@@ -6,41 +6,16 @@ given the same objects, without ever loading the ``kubernetes`` client.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import yaml
+from webhooks.manifests.reader import STDIN, ManifestError, load
 
 KINDS = {"RuntimeClass": "runtime_classes", "Namespace": "namespaces"}
 
-
-class ObjectsError(ValueError):
-    """An ``--objects`` file cannot be used; the message names the file."""
-
-
-def iter_documents(text: str, source: str) -> Iterator[dict[str, Any]]:
-    """Objects in a YAML/JSON stream: multi-document, ``kind: List`` flattened, blanks skipped."""
-    try:
-        docs = list(yaml.load_all(text, Loader=_LOADER))
-    except yaml.YAMLError as exc:
-        raise ObjectsError(f"{source}: not valid YAML: {exc}".replace("\n", " ")) from None
-    for doc in docs:
-        if doc is None:
-            continue
-        if not isinstance(doc, dict):
-            raise ObjectsError(f"{source}: every document must be a mapping")
-        if doc.get("kind") == "List" or (
-            isinstance(doc.get("kind"), str) and doc["kind"].endswith("List") and "items" in doc
-        ):
-            for item in doc.get("items") or []:
-                if isinstance(item, dict):
-                    yield item
-        else:
-            yield doc
-
-
-_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+#: The name ``--objects`` errors had before the one manifest reader; the same type.
+ObjectsError = ManifestError
 
 
 class StaticCluster:
@@ -71,14 +46,25 @@ class StaticCluster:
         return self.namespaces.get(name)
 
 
-def read_objects(paths: Iterable[str | Path]) -> StaticCluster:
-    """Read ``--objects`` files into a :class:`StaticCluster`."""
+def read_objects(paths: Iterable[str | Path], stdin: bytes | None = None) -> StaticCluster:
+    """Read ``--objects`` files and directories into a :class:`StaticCluster`.
+
+    Through the same reader as the manifests a command checks, so ``--objects DIR`` works
+    like ``--nodes DIR`` and a broken file fails the same way. Raises the first
+    :class:`ManifestError` (``file:line: reason``): cluster context that cannot be read
+    would make every answer that depends on it wrong.
+    """
+    names = [str(path) for path in paths]
+    if STDIN in names and stdin is None:
+        raise ManifestError(STDIN, 0, "--objects cannot read stdin here; give a file")
+    manifests = load(names, stdin)
+    if manifests.problems:
+        raise manifests.problems[0]
     cluster = StaticCluster()
-    for path in paths:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ObjectsError(f"{path}: cannot read: {exc.strerror}") from None
-        for obj in iter_documents(text, str(path)):
-            cluster.add(obj)
+    for doc in manifests.documents:
+        if doc.obj is None:
+            continue
+        if not isinstance(doc.obj, dict):
+            raise ManifestError(doc.path, doc.line, "not a Kubernetes object: not a map")
+        cluster.add(doc.obj)
     return cluster

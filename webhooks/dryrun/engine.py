@@ -10,7 +10,6 @@ mapped back to the manifest (Pod paths onto the template) and to the YAML line.
 
 from __future__ import annotations
 
-import copy
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -39,6 +38,7 @@ from webhooks.dryrun.expand import (
 from webhooks.k8s.podspec import POD_SPEC_PATHS, dotted
 from webhooks.k8s.tolerations import describe
 from webhooks.manifests.reader import Document, Problem
+from webhooks.manifests.tree import copy_tree
 
 FindingType = Literal["violation", "mutation", "convergence", "schema"]
 CONVERGENCE: Final = "convergence"
@@ -186,9 +186,10 @@ def _apply(obj: Any, patch: Sequence[Mapping[str, Any]]) -> tuple[Any, list[str]
 
     Returns the result and the pointers that could not be applied. Why parents are created:
     a patch computed on the admitted view (namespace filled in, defaults applied) may add
-    under a ``metadata`` or template the manifest never wrote.
+    under a ``metadata`` or template the manifest never wrote. The copy is made without
+    recursion, because kubectl accepts manifests nested far deeper than ``deepcopy`` goes.
     """
-    doc = copy.deepcopy(obj)
+    doc = copy_tree(obj)
     failed: list[str] = []
     for op in patch:
         path = str(op.get("path", ""))

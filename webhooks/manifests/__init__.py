@@ -2,4 +2,12 @@
 
 Why one: ``check`` PATHS, ``--objects`` and ``--nodes`` must accept and refuse the same input,
 the way kubectl does, and every object must know its file and line.
+
+- :mod:`.reader`: ``load(paths, stdin, stdin_name) -> Manifests`` (documents, problems,
+  files), ``Document`` (``obj``, ``line``, ``line_of(field)``), and the lower steps
+  ``read`` (files to ``Source``) and ``split`` (a ``Source`` to documents);
+- :mod:`.errors`: ``ManifestError`` (``file:line: reason``), ``show`` (a value in a message);
+- :mod:`.decode`: text to values with kubectl's rules and limits;
+- :mod:`.lines`: the line of a field path; :mod:`.writer`: ``dump_all`` for ``mutate``;
+- :mod:`.tree`: ``copy_tree`` and ``depth`` for trees too deep to recurse on.
 """

@@ -1,139 +1,68 @@
-"""Manifests in: files, directories and stdin split into documents that know their lines.
+"""Manifests in: files, directories and stdin, split into documents that know their lines.
 
-Parsing uses libyaml (``CSafeLoader``) and keeps, per document, only its start line and its
-text span. Why not keep the YAML node trees for line numbers: holding thousands of node trees
-alive makes the cyclic garbage collector walk them again and again (about 2.5x the cost of a
-plain load in our measurements), while re-composing one document's span on demand is cheap
-and only needed for the few documents that have a finding pointing into them.
+This is the one reader behind ``check``/``mutate``/``explain`` PATHS, ``--nodes`` and
+``--objects``, so all of them take what kubectl takes and refuse what it refuses
+(:mod:`.decode` says how), and every refusal is one :class:`ManifestError` rendered
+``file:line: reason``. A document keeps only its value, its start line and its text span;
+the line of a field inside it is found on demand (:mod:`.lines`), because only the few
+documents with a finding need it.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-import yaml
+from webhooks.manifests.decode import Refused, decode, text_of
+from webhooks.manifests.errors import ManifestError
+from webhooks.manifests.lines import Index, index_lines, locate, parse_field
+
+__all__ = [
+    "STDIN",
+    "STDIN_NAME",
+    "SUFFIXES",
+    "Document",
+    "ManifestError",
+    "Manifests",
+    "Problem",
+    "Source",
+    "load",
+    "parse_field",
+    "read",
+    "split",
+]
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
 SUFFIXES = (".yaml", ".yml", ".json")
 
-_Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_TIMESTAMP = "tag:yaml.org,2002:timestamp"
-
-
-_STR = "tag:yaml.org,2002:str"
-_MAP = "tag:yaml.org,2002:map"
-_SEQ = "tag:yaml.org,2002:seq"
-_NULL = "tag:yaml.org,2002:null"
-_BOOL = "tag:yaml.org,2002:bool"
-_NUMBERS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
-_PLAIN_KEYS = frozenset({_STR, _NULL, _BOOL, *_NUMBERS})
-
-
-class _Unusual(Exception):
-    """The document needs the full constructor (aliases, merge keys, explicit tags)."""
-
-
-class _Loader(_Base):  # type: ignore[misc]
-    """libyaml's safe loader that remembers each document's root node while it is built.
-
-    Timestamps stay strings, as the API server's decoder keeps them: a ``datetime`` would
-    fail schema validation and change how values are printed back. Documents made only of
-    plain maps, lists and scalars (nearly every manifest) are built by one tight recursive
-    function, about a quarter faster than the generic constructor; anything else falls
-    back to the generic constructor, so results never differ.
-    """
-
-    root: Any = None
-
-    def construct_document(self, node: Any) -> Any:
-        self.root = node
-        try:
-            return self._plain(node, set())
-        except (_Unusual, RecursionError):
-            return super().construct_document(node)
-
-    def _plain(self, node: Any, seen: set[int]) -> Any:
-        cls, tag = node.__class__, node.tag
-        if cls is yaml.ScalarNode:
-            if tag == _STR:
-                return node.value
-            if tag == _NULL:
-                return None
-            if tag == _BOOL:
-                return self.bool_values[node.value.lower()]
-            if tag in _NUMBERS:
-                return self.yaml_constructors[tag](self, node)
-            raise _Unusual
-        if id(node) in seen:
-            raise _Unusual  # an alias: anchors are the generic constructor's business
-        seen.add(id(node))
-        if cls is yaml.MappingNode and tag == _MAP:
-            out = {}
-            for key, value in node.value:
-                if key.__class__ is not yaml.ScalarNode or key.tag not in _PLAIN_KEYS:
-                    raise _Unusual  # merge keys ("<<") and complex keys
-                out[self._plain(key, seen)] = self._plain(value, seen)
-            return out
-        if cls is yaml.SequenceNode and tag == _SEQ:
-            return [self._plain(item, seen) for item in node.value]
-        raise _Unusual
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != _TIMESTAMP]
-    for first, resolvers in _Base.yaml_implicit_resolvers.items()
-}
-# A bare "=" resolves to YAML 1.1's value tag, which the safe constructor cannot build.
-_Loader.add_constructor("tag:yaml.org,2002:value", _Base.construct_yaml_str)
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """Input that cannot be used: a file that cannot be read or YAML that does not parse.
-
-    Rendered ``path:line: reason`` (``path: reason`` when no line is known), the shape
-    compilers use, so editors and CI log viewers can jump to it.
-    """
-
-    path: str
-    line: int
-    reason: str
-
-    def __str__(self) -> str:
-        where = f"{self.path}:{self.line}" if self.line > 0 else self.path
-        return f"{where}: {self.reason}"
+#: The name the dry-run report gives unusable input; the same type as :class:`ManifestError`.
+Problem = ManifestError
 
 
 @dataclass(eq=False, slots=True)
 class Source:
-    """One input (a file, or stdin) and its text; re-composes document spans on demand."""
+    """One input (a file, or stdin) and its decoded text; indexes document lines on demand."""
 
     name: str
     text: str
-    _cache: dict[tuple[int, int], Any] = field(default_factory=dict, repr=False)
+    _cache: dict[tuple[int, int], Index] = field(default_factory=dict, repr=False)
 
-    def node(self, span: tuple[int, int, int]) -> Any:
-        """The YAML node tree of one document span, composed again (the last few are kept).
+    def lines(self, span: tuple[int, int, int]) -> Index:
+        """The line index (:func:`~.lines.index_lines`) of one document span, kept for reuse.
 
-        Only documents with a finding that points into them pay for this.
+        Only documents with a finding that points into them pay for this; the last few are
+        kept because findings of one document arrive together.
         """
         start, end, column = span
         key = (start, end)
         if key not in self._cache:
             if len(self._cache) > 8:
                 self._cache.clear()
-            snippet = " " * column + self.text[start:end]
-            try:
-                self._cache[key] = yaml.compose(snippet, Loader=_Loader)
-            except yaml.YAMLError:  # pragma: no cover - the span parsed once already
-                self._cache[key] = None
+            self._cache[key] = index_lines(" " * column + self.text[start:end])
         return self._cache[key]
 
 
@@ -141,8 +70,10 @@ class Source:
 class Document:
     """One object from the input: where it came from, and the parsed value.
 
-    ``index`` counts the YAML documents of the file from 0, empty ones included (as ``yq``
+    ``index`` counts the documents of the file from 0, empty ones included (as ``yq``
     does); ``item`` is the position inside a ``kind: List`` (``parent``); ``line`` is 1-based.
+    ``obj`` holds JSON values only (dicts, lists, strings, numbers, booleans, ``None``),
+    and no two places share an object, so mutating one field never changes another.
     """
 
     source: Source
@@ -169,57 +100,24 @@ class Document:
         tokens = parse_field(field_path)
         if self.span is None or not tokens:
             return self.line
-        node = self.source.node(self.span)
-        if node is None:  # pragma: no cover - defensive
-            return self.line
         if self.item is not None:
             tokens = ["items", self.item, *tokens]
-        found = locate(node, tokens)
+        found = locate(self.source.lines(self.span), tokens)
         return self.line if found is None else self.first_line + found + 1
 
 
-_TOKEN_RE = re.compile(r"\[([^\]]*)\]|([^.\[\]]+)")
+@dataclass(slots=True)
+class Manifests:
+    """What :func:`load` read: documents in input order, every problem, and counts.
 
-
-def parse_field(path: str) -> list[str | int]:
-    """Split an upstream field path into keys and indexes: ``a.b[2][x/y]`` → ``a, b, 2, x/y``.
-
-    Bracketed parts are list indexes when numeric and map keys otherwise, which is how
-    apimachinery's ``field.Path`` renders ``Index`` and ``Key``.
+    ``files`` counts the files read (stdin counts as one); a PATH that yielded no document
+    at all is among the ``problems``, because a CI job pointed at the wrong directory must
+    fail rather than pass on nothing.
     """
-    tokens: list[str | int] = []
-    for match in _TOKEN_RE.finditer(path):
-        bracket, name = match.groups()
-        if name is not None:
-            tokens.append(name)
-        elif bracket is not None:
-            tokens.append(int(bracket) if bracket.isdigit() else bracket)
-    return tokens
 
-
-def locate(node: Any, tokens: Sequence[str | int]) -> int | None:
-    """The 0-based line of the deepest node on ``tokens`` (a key's own line for mappings).
-
-    A key's line rather than its value's, because a block value starts on the next line.
-    """
-    line: int | None = None
-    for token in tokens:
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                if isinstance(key, yaml.ScalarNode) and key.value == str(token):
-                    line = key.start_mark.line
-                    node = value
-                    break
-            else:
-                return line
-        elif isinstance(node, yaml.SequenceNode) and isinstance(token, int):
-            if not 0 <= token < len(node.value):
-                return line
-            node = node.value[token]
-            line = node.start_mark.line
-        else:
-            return line
-    return line
+    documents: list[Document] = field(default_factory=list)
+    problems: list[ManifestError] = field(default_factory=list)
+    files: int = 0
 
 
 def _is_list(obj: Any) -> bool:
@@ -227,62 +125,33 @@ def _is_list(obj: Any) -> bool:
     return isinstance(kind, str) and kind.endswith("List") and isinstance(obj.get("items"), list)
 
 
-def _yaml_problem(name: str, exc: yaml.YAMLError) -> Problem:
-    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc)
-    context = getattr(exc, "context", None)
-    reason = f"invalid YAML: {problem}" + (f" ({context})" if context else "")
-    return Problem(name, mark.line + 1 if mark is not None else 0, reason.replace("\n", " "))
-
-
-def split(source: Source) -> tuple[list[Document], Problem | None]:
+def split(source: Source) -> tuple[list[Document], ManifestError | None]:
     """Parse ``source`` into documents; ``kind: List`` items become documents of their own.
 
-    Documents before a syntax error are kept, so one bad document late in a long stream does
-    not hide findings in the good ones; the error is returned alongside.
+    Documents before an error are kept, so one bad document late in a long stream does not
+    hide findings in the good ones; the error is returned alongside.
     """
+    decoded = decode(source.text)
     docs: list[Document] = []
-    loader = _Loader(source.text)
-    index = -1
-    try:
-        while loader.check_data():
-            loader.root = None
-            obj = loader.get_data()
-            index += 1
-            root = loader.root
-            start, end = root.start_mark, root.end_mark
-            span = (start.index, end.index, start.column)
-            if isinstance(obj, dict) and _is_list(obj) and obj["items"]:
-                items = next(
-                    (v for k, v in root.value if getattr(k, "value", None) == "items"), None
-                )
-                for i, item in enumerate(obj["items"]):
-                    line = start.line + 1
-                    if isinstance(items, yaml.SequenceNode) and i < len(items.value):
-                        line = items.value[i].start_mark.line + 1
-                    docs.append(Document(source, index, line, item, i, span, start.line, obj))
-            else:
-                docs.append(Document(source, index, start.line + 1, obj, None, span, start.line))
-    except yaml.YAMLError as exc:
-        problem = _yaml_problem(source.name, exc)
-        if not docs and source.text.lstrip()[:1] in ("{", "["):
-            return _json(source, problem)
-        return docs, problem
-    finally:
-        loader.dispose()
-    return docs, None
-
-
-def _json(source: Source, problem: Problem) -> tuple[list[Document], Problem | None]:
-    # JSON that libyaml rejects (tabs in indentation, say) is still JSON; lines are lost.
-    try:
-        obj = orjson.loads(source.text)
-    except orjson.JSONDecodeError:
-        return [], problem
-    if isinstance(obj, dict) and _is_list(obj):
-        items = obj["items"]
-        return [Document(source, 0, 1, item, i, parent=obj) for i, item in enumerate(items)], None
-    return [Document(source, 0, 1, obj)], None
+    for raw in decoded.documents:
+        span = (raw.start, raw.end, raw.column)
+        first = raw.line - 1
+        obj = raw.value
+        if isinstance(obj, dict) and _is_list(obj) and obj["items"]:
+            lines = raw.items
+            if lines is None or len(lines) != len(obj["items"]):  # JSON, or merged items
+                index = source.lines(span)
+                lines = [
+                    first + (locate(index, ("items", i)) or 0) + 1 for i in range(len(obj["items"]))
+                ]
+            for i, item in enumerate(obj["items"]):
+                docs.append(Document(source, raw.index, lines[i], item, i, span, first, obj))
+        else:
+            docs.append(Document(source, raw.index, raw.line, obj, None, span, first))
+    problem = None
+    if decoded.error is not None:
+        problem = ManifestError(source.name, *decoded.error)
+    return docs, problem
 
 
 def _walk(directory: Path) -> Iterator[Path]:
@@ -295,20 +164,20 @@ def _walk(directory: Path) -> Iterator[Path]:
 
 def read(
     paths: Iterable[str], stdin: bytes | None = None, stdin_name: str = STDIN_NAME
-) -> tuple[list[Source], list[Problem]]:
+) -> tuple[list[Source], list[ManifestError]]:
     """Read every input: files as named, directories recursively (``*.yaml|yml|json``), stdin.
 
     Directories are walked in sorted order, hidden entries skipped, so output is stable
-    across machines; unreadable inputs become :class:`Problem` values, not exceptions.
+    across machines; unreadable inputs become :class:`ManifestError` values, not exceptions.
     """
     sources: list[Source] = []
-    problems: list[Problem] = []
+    problems: list[ManifestError] = []
 
     def add(name: str, data: bytes) -> None:
         try:
-            sources.append(Source(name, data.decode("utf-8-sig")))
-        except UnicodeDecodeError as exc:
-            problems.append(Problem(name, 0, f"not UTF-8 text (byte {exc.start})"))
+            sources.append(Source(name, text_of(data)))
+        except Refused as exc:
+            problems.append(ManifestError(name, exc.line, exc.reason))
 
     for path in paths:
         if path == STDIN:
@@ -320,7 +189,43 @@ def read(
             try:
                 data = file.read_bytes()
             except OSError as exc:
-                problems.append(Problem(str(file), 0, f"cannot read: {exc.strerror}"))
+                problems.append(ManifestError(str(file), 0, f"cannot read: {exc.strerror}"))
                 continue
             add(str(file), data)
     return sources, problems
+
+
+def load(
+    paths: Iterable[str], stdin: bytes | None = None, stdin_name: str = STDIN_NAME
+) -> Manifests:
+    """Every document of every PATH (files, directories, ``-`` for ``stdin``), in order.
+
+    The one entry point for commands. Why it refuses a PATH that holds no manifests: an
+    empty directory, a wrong glob or an empty pipe would otherwise read as "0 objects, all
+    clean", and kubectl itself refuses to apply nothing ("no objects passed to apply").
+    """
+    result = Manifests()
+    for path in paths:
+        sources, problems = read([path], stdin, stdin_name)
+        result.files += len(sources)
+        found = 0
+        for source in sources:
+            docs, problem = split(source)
+            result.documents.extend(docs)
+            found += sum(doc.obj is not None for doc in docs)
+            if problem is not None:
+                problems.append(problem)
+        if not found and not problems:
+            problems.append(_nothing(path, stdin_name, len(sources)))
+        result.problems.extend(problems)
+    return result
+
+
+def _nothing(path: str, stdin_name: str, files: int) -> ManifestError:
+    if path == STDIN:
+        return ManifestError(stdin_name, 0, "no manifests found: the input is empty")
+    if not Path(path).is_dir():
+        return ManifestError(path, 0, "no manifests found: the file is empty or only comments")
+    if not files:
+        return ManifestError(path, 0, "no manifests found: no *.yaml, *.yml or *.json file")
+    return ManifestError(path, 0, f"no manifests found: {files} files, all empty")
