@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import click
 
-from webhooks.cli.certs import certs
-from webhooks.cli.dryrun_commands import check, mutate
-from webhooks.cli.explain import explain
-from webhooks.cli.review import review
-from webhooks.cli.serve import serve
-from webhooks.cli.webhook_config import webhook_config
+from webhooks.cli import certs as _certs
+from webhooks.cli import check as _check
+from webhooks.cli import explain as _explain
+from webhooks.cli import mutate as _mutate
+from webhooks.cli import review as _review
+from webhooks.cli import serve as _serve
+from webhooks.cli import webhook_config as _webhook_config
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -23,5 +24,13 @@ def main() -> None:
     """Admission webhooks for where pods may run: tolerations, taints, affinity, overhead."""
 
 
-for command in (serve, review, check, mutate, explain, certs, webhook_config):
-    main.add_command(command)
+for _command in (
+    _serve.serve,
+    _review.review,
+    _check.check,
+    _mutate.mutate,
+    _explain.explain,
+    _certs.certs,
+    _webhook_config.webhook_config,
+):
+    main.add_command(_command)

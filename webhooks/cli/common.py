@@ -1,14 +1,14 @@
-"""What every ``placement-webhooks`` subcommand shares: the error exit and the input options.
+"""What every ``placement-webhooks`` subcommand shares: the error exit and the option stacks.
 
 Why one module: exit codes and the ``placement-webhooks: reason`` line on stderr are the
-interface scripts and pipelines read, and ``--config`` and ``--objects`` must mean the same
-in ``review``, ``check``, ``mutate`` and ``webhook-config``.
+interface scripts and pipelines read, and ``--config``, ``--objects``, ``--namespace`` and
+PATH must mean the same in every command that takes them.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn
 
 import click
@@ -16,6 +16,7 @@ import click
 from webhooks.cluster.files import ObjectsError, StaticCluster, read_objects
 from webhooks.configfile import read_config
 from webhooks.core.config import Config, ConfigError
+from webhooks.manifests.reader import STDIN, STDIN_NAME, Manifests, load
 
 #: The exit code for unusable input or usage.
 USAGE_ERROR = 2
@@ -65,3 +66,40 @@ def load_objects(paths: Iterable[str]) -> StaticCluster:
         return read_objects(paths)
     except ObjectsError as exc:
         fail(str(exc))
+
+
+namespace_option = click.option(
+    "-n", "--namespace", help="Namespace for objects that name none [default: default]."
+)
+stdin_name_option = click.option(
+    "--stdin-name", default=STDIN_NAME, show_default=True, help="File name to report for stdin."
+)
+
+
+def manifest_inputs(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The option stack of every command that admits manifests offline.
+
+    ``--config``, ``--objects``, ``-n/--namespace`` and ``--stdin-name``, applied in one
+    place so the commands cannot drift apart.
+    """
+    for option in (stdin_name_option, namespace_option, objects_option, config_option()):
+        command = option(command)
+    return command
+
+
+def report_problems(problems: Iterable[object]) -> None:
+    """Print each unusable input as its ``file:line: reason`` line on stderr."""
+    for problem in problems:
+        click.echo(str(problem), err=True)
+
+
+def read_manifests(paths: Sequence[str], stdin_name: str, *, what: str = "PATH") -> Manifests:
+    """Every document under ``paths`` (``-`` reads stdin); exits 2 when there are no paths.
+
+    Why problems are returned, not fatal: ``check`` still reports on what it could read,
+    while ``mutate`` must print nothing at all; each command decides.
+    """
+    if not paths:
+        fail(f"no input: give {what} as files, directories, or - for stdin")
+    stdin = sys.stdin.buffer.read() if STDIN in paths else None
+    return load(paths, stdin, stdin_name)

@@ -11,20 +11,21 @@ from collections.abc import Sequence
 
 import click
 
-from webhooks.cli.common import config_option, fail, objects_option
-from webhooks.cli.dryrun_commands import namespace_option, prepare, stdin_name_option
+from webhooks.cli.common import (
+    USAGE_ERROR,
+    fail,
+    load_config,
+    load_objects,
+    manifest_inputs,
+    read_manifests,
+    report_problems,
+)
+from webhooks.dryrun.run import dry_run
 from webhooks.explain import model
 from webhooks.explain import render as explain_format
-from webhooks.explain.model import (
-    FailAs,
-    InventoryError,
-    Node,
-    PodView,
-    Rates,
-    parse_node,
-    pod_view,
-)
-from webhooks.manifests.reader import STDIN, Problem, read, split
+from webhooks.explain.inventory import nodes_from, pods_from
+from webhooks.explain.model import FailAs, Node, PodView, Rates
+from webhooks.manifests.reader import STDIN
 
 HELP = """Where each pod can run on the nodes in --nodes, and what happens when nodes fail.
 
@@ -60,41 +61,19 @@ unusable input.
 """
 
 
-def _nodes(
-    paths: Sequence[str], stdin: bytes | None, failed: set[str], fail_as: FailAs
-) -> list[Node]:
-    sources, problems = read(paths, stdin, "<stdin>")
-    nodes: list[Node] = []
-    seen: set[str] = set()
-    for source in sources:
-        docs, problem = split(source)
-        if problem is not None:
-            problems.append(problem)
-        for doc in docs:
-            if doc.obj is None:
-                continue
-            try:
-                node = parse_node(doc.obj, None, f"{doc.path}:{doc.line}")
-                if node.name in failed:
-                    node = parse_node(doc.obj, fail_as, node.where)
-            except InventoryError as exc:
-                problems.append(Problem(doc.path, doc.line, str(exc)))
-                continue
-            if node.name in seen:
-                problems.append(Problem(doc.path, doc.line, f"node {node.name} is listed twice"))
-                continue
-            seen.add(node.name)
-            nodes.append(node)
+def _nodes(paths: Sequence[str], stdin_name: str, failed: set[str], fail_as: FailAs) -> list[Node]:
+    manifests = read_manifests(paths, stdin_name, what="--nodes")
+    inventory = nodes_from(manifests.documents, failed, fail_as)
+    problems = [*manifests.problems, *inventory.problems]
     if problems:
-        for p in problems:
-            click.echo(str(p), err=True)
-        sys.exit(2)
-    if not nodes:
+        report_problems(problems)
+        sys.exit(USAGE_ERROR)
+    if not inventory.nodes:
         fail(f"--nodes {' '.join(paths)}: no Node objects found")
-    unknown = sorted(failed - seen)
+    unknown = sorted(failed - {node.name for node in inventory.nodes})
     if unknown:
         fail(f"--fail: no node named {', '.join(unknown)} in the inventory")
-    return nodes
+    return inventory.nodes
 
 
 def _pods(
@@ -106,22 +85,23 @@ def _pods(
 ) -> list[PodView]:
     if not paths:
         return []
-    run = prepare(paths, config_path, objects, namespace, stdin_name)
-    if run.report.problems:
-        for problem in run.report.problems:
-            click.echo(str(problem), err=True)
-        sys.exit(2)
-    pods: list[PodView] = []
-    for doc in run.documents:
-        checked = run.engine.check(doc, run.report)
-        if checked is None:
-            continue
-        if checked.kind == "Node":
-            click.echo(f"{doc.path}:{doc.line}: a Node in PATH is ignored; use --nodes", err=True)
-            continue
-        pod = pod_view(checked)
-        if pod is not None:
-            pods.append(pod)
+    config = load_config(config_path)
+    cluster = load_objects(objects)
+    manifests = read_manifests(paths, stdin_name)
+    report = dry_run(
+        manifests.documents,
+        config,
+        cluster,
+        namespace=namespace or "default",
+        problems=manifests.problems,
+        files=manifests.files,
+    )
+    if report.problems:
+        report_problems(report.problems)
+        sys.exit(USAGE_ERROR)
+    pods, notes = pods_from(report)
+    for note in notes:
+        click.echo(note, err=True)
     return pods
 
 
@@ -194,10 +174,7 @@ _DEFAULT_RATES = Rates()
     default="text",
     show_default=True,
 )
-@config_option()
-@objects_option
-@namespace_option
-@stdin_name_option
+@manifest_inputs
 def explain(
     paths: tuple[str, ...],
     node_paths: tuple[str, ...],
@@ -216,8 +193,7 @@ def explain(
     """Load, admit, place, simulate, render; the help text is :data:`HELP`."""
     if STDIN in node_paths and STDIN in paths:
         fail("--nodes - and PATH - cannot both read stdin")
-    stdin = sys.stdin.buffer.read() if STDIN in node_paths else None
-    nodes = _nodes(node_paths, stdin, _fail_names(fail_nodes), fail_as)
+    nodes = _nodes(node_paths, stdin_name, _fail_names(fail_nodes), fail_as)
     pods = _pods(paths, config_path, objects, namespace, stdin_name)
     rates = Rates(
         node_eviction_rate=node_eviction_rate,

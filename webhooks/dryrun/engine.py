@@ -392,7 +392,8 @@ class Engine:
             return checked.document.line
         return checked.document.line_of(dotted(path[:-1]))
 
-    def written(self, checked: Checked) -> Any:
+    @staticmethod
+    def written(checked: Checked) -> Any:
         """The manifest as ``mutate`` prints it: as stored, plus what its Pods will receive.
 
         The object's own patch is applied to the manifest; the Pod patch is mapped onto the

@@ -81,6 +81,7 @@ from webhooks.k8s.tolerations import (
     identity,
     tolerates,
 )
+from webhooks.manifests.errors import show
 
 NOT_READY: Final = "node.kubernetes.io/not-ready"
 UNREACHABLE: Final = "node.kubernetes.io/unreachable"
@@ -248,7 +249,7 @@ def parse_node(obj: Any, fail: FailAs | None = None, where: str = "") -> Node:
     """
     if not isinstance(obj, Mapping) or obj.get("kind") != "Node":
         kind = obj.get("kind") if isinstance(obj, Mapping) else None
-        raise InventoryError(f"not a Node (kind {kind!r}); --nodes takes Node objects")
+        raise InventoryError(f"not a Node (kind {show(kind)}); --nodes takes Node objects")
     meta = obj.get("metadata")
     name = meta.get("name") if isinstance(meta, Mapping) else None
     if not isinstance(name, str) or not name:

@@ -187,7 +187,7 @@ def test_zone_of(labels: dict[str, str], want: str) -> None:
 @pytest.mark.parametrize(
     ("obj", "message"),
     [
-        ({"kind": "Pod", "metadata": {"name": "p"}}, "not a Node (kind 'Pod')"),
+        ({"kind": "Pod", "metadata": {"name": "p"}}, 'not a Node (kind "Pod")'),
         ({"kind": "Node", "metadata": {}}, "without metadata.name"),
         ({"kind": "Node", "metadata": {"name": "n"}, "spec": {"taints": "x"}}, "must be a list"),
         (

@@ -213,9 +213,9 @@ USAGE: list[tuple[str, list[str], str, str]] = [
         "a Pod in the inventory",
         ["--nodes", "-"],
         "kind: Pod\nmetadata: {name: p}\n",
-        "<stdin>:1: not a Node (kind 'Pod')",
+        '<stdin>:1: not a Node (kind "Pod")',
     ),
-    ("an inventory without nodes", ["--nodes", "-"], "", "no Node objects found"),
+    ("an inventory without nodes", ["--nodes", "-"], "", "<stdin>: no manifests found"),
     (
         "a node listed twice",
         ["--nodes", "-"],

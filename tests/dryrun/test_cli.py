@@ -12,11 +12,14 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from tests.offline import fakes
-from webhooks.cli import dryrun_commands as commands
+import webhooks.cli.check as check_command
+import webhooks.cli.mutate as mutate_command
+from tests.dryrun import fakes
 from webhooks.cli import main
 from webhooks.core.config import load_config
 from webhooks.core.plugin import Registry
+from webhooks.dryrun import engine as commands
+from webhooks.dryrun import run
 from webhooks.manifests.decode import decode
 from webhooks.manifests.reader import parse_field
 from webhooks.manifests.tree import depth
@@ -278,10 +281,12 @@ def test_an_unwritable_output_file_is_a_usage_error(tmp_path: Path) -> None:
 
 @pytest.fixture
 def with_fakes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The CLI over this tree's plugins plus the stand-in validators of tests/offline/fakes."""
+    """The CLI over this tree's plugins plus the stand-in validators of tests/dryrun/fakes."""
     registry = Registry([*ORDER, *fakes.FAKES])
-    monkeypatch.setattr(commands, "REGISTRY", registry)
-    monkeypatch.setattr(commands, "load_config", lambda path: load_config(None, registry))
+    for module in (check_command, mutate_command):
+        monkeypatch.setattr(module, "load_config", lambda path: load_config(None, registry))
+    monkeypatch.setattr(check_command, "REGISTRY", registry)
+    monkeypatch.setattr(run, "REGISTRY", registry)
 
 
 def test_check_names_each_violation_with_file_and_line(with_fakes: None) -> None:

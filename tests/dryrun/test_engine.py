@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.offline import fakes
+from tests.dryrun import fakes
 from webhooks.cluster.files import StaticCluster
 from webhooks.core.admission import Admission
 from webhooks.core.patch import Editor

@@ -3,7 +3,7 @@
 Golden files live in tests/fixtures/golden/. They record what this tree's plugins do to
 tests/fixtures/manifests/; after adding or changing a plugin, regenerate them with
 
-    UPDATE_GOLDEN=1 pytest tests/offline/test_formats.py
+    UPDATE_GOLDEN=1 pytest tests/dryrun/test_formats.py
 
 and review the diff like any other change of behaviour.
 """
@@ -22,8 +22,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from tests.offline import fakes
-from webhooks.cli import dryrun_commands as commands
+import webhooks.cli.check as commands
+from tests.dryrun import fakes
 from webhooks.cli import main
 from webhooks.dryrun import formats
 from webhooks.dryrun.engine import Engine, Report
@@ -62,7 +62,7 @@ def _compare(name: str, actual: str) -> None:
 @pytest.fixture
 def in_fixtures(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(FIXTURES)
-    monkeypatch.setattr(commands, "_version", lambda: "0.0.0-test")
+    monkeypatch.setattr(commands, "version", lambda: "0.0.0-test")
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     out = tmp_path_factory.mktemp("outputs")
     mp = pytest.MonkeyPatch()
     mp.chdir(FIXTURES)
-    mp.setattr(commands, "_version", lambda: "0.0.0-test")
+    mp.setattr(commands, "version", lambda: "0.0.0-test")
     try:
         args = ["check", "--config", "placement.yaml", "manifests"]
         for fmt in FILES:

@@ -1,0 +1,173 @@
+"""``placement-webhooks check``: dry-run admission over manifests, for CI.
+
+Exit codes are the interface a pipeline reads: 0 clean; 1 violations (and mutations under
+``--fail-on-mutation``); 2 unusable input or usage, each reported ``file:line: reason`` on
+stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import click
+
+from webhooks.cli.common import (
+    fail,
+    load_config,
+    load_objects,
+    manifest_inputs,
+    read_manifests,
+    report_problems,
+)
+from webhooks.dryrun import formats
+from webhooks.dryrun.engine import SchemaCheck
+from webhooks.dryrun.run import dry_run
+from webhooks.plugins import REGISTRY
+
+
+def version() -> str:
+    """The installed package's version, for SARIF's tool section ("" from a bare tree)."""
+    try:
+        return metadata.version("placement-webhooks")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare tree
+        return ""
+
+
+def parse_outputs(specs: Sequence[str], known: Sequence[str]) -> list[tuple[str, str | None]]:
+    """``FORMAT[=FILE]`` options as (format, file or ``None`` for stdout); exits 2 if unusable."""
+    outputs: list[tuple[str, str | None]] = []
+    for spec in specs:
+        name, sep, target = spec.partition("=")
+        if name not in known:
+            fail(f"--output {spec}: unknown format {name!r} (known: {', '.join(known)})")
+        if sep and not target:
+            fail(f"--output {spec}: missing file name after '='")
+        outputs.append((name, None if not sep or target == "-" else target))
+    if sum(target is None for _, target in outputs) > 1:
+        fail("--output: at most one format can go to stdout; give the others a file (FORMAT=FILE)")
+    return outputs
+
+
+def write_output(rendered: str, target: str | None, *, color: bool = False) -> None:
+    """Write one rendered report to stdout (``None``) or its file; exits 2 if it cannot."""
+    if target is None:
+        click.echo(rendered, nl=False, color=color)
+        return
+    try:
+        Path(target).write_text(rendered, encoding="utf-8")
+    except OSError as exc:
+        fail(f"{target}: cannot write: {exc.strerror}")
+
+
+def _color(mode: str) -> bool:
+    if mode != "auto":
+        return mode == "always"
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def output_option(formats_help: str) -> Callable[[Any], Any]:
+    """The repeatable ``-o/--output FORMAT[=FILE]`` option; why shared: one spelling everywhere."""
+    return click.option(
+        "-o",
+        "--output",
+        "outputs",
+        multiple=True,
+        default=("text",),
+        show_default=True,
+        metavar="FORMAT[=FILE]",
+        help=f"{formats_help}; repeatable, each to stdout or its own FILE.",
+    )
+
+
+@click.command()
+@click.argument("paths", nargs=-1, metavar="PATH... | -")
+@manifest_inputs
+@output_option("text, json, junit, sarif or github")
+@click.option(
+    "--fail-on-mutation", is_flag=True, help="Exit 1 when admission would change an object."
+)
+@click.option(
+    "--enforce-all",
+    is_flag=True,
+    help="Treat every plugin's action as enforce (for pipelines that gate on the final policy).",
+)
+@click.option(
+    "--schema",
+    "use_schema",
+    is_flag=True,
+    help="Also validate every object, before and after mutation, against the strict "
+    "Kubernetes schema (needs the 'schema' extra).",
+)
+@click.option(
+    "--kubernetes-version",
+    metavar="MAJOR.MINOR",
+    help="Kubernetes version of the --schema schemas [default: the newest known].",
+)
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour text output (auto: only on a terminal, and not under NO_COLOR).",
+)
+def check(
+    paths: tuple[str, ...],
+    config_path: str | None,
+    objects: tuple[str, ...],
+    namespace: str | None,
+    stdin_name: str,
+    outputs: tuple[str, ...],
+    fail_on_mutation: bool,
+    enforce_all: bool,
+    use_schema: bool,
+    kubernetes_version: str | None,
+    color: str,
+) -> None:
+    """Dry-run admission over manifests: report violations and what admission would change.
+
+    Reads files, directories (*.yaml, *.yml, *.json, recursively) and - for stdin. Each
+    workload is admitted as written and as the Pod its controller would create; then the
+    mutating chain runs once more and must change nothing. Violations of plugins whose
+    action is warn or audit are reported as warnings and do not fail the run.
+    """
+    targets = parse_outputs(outputs, list(formats.FORMATS))
+    if kubernetes_version and not use_schema:
+        fail("--kubernetes-version needs --schema")
+    schema: SchemaCheck | None = None
+    if use_schema:
+        from webhooks.dryrun.schema import KubernetesSchema, SchemaUnavailable
+
+        try:
+            schema = KubernetesSchema(kubernetes_version)
+        except SchemaUnavailable as exc:
+            fail(str(exc))
+    config = load_config(config_path)
+    if enforce_all:
+        config = config.enforcing()
+    cluster = load_objects(objects)
+    manifests = read_manifests(paths, stdin_name)
+    report = dry_run(
+        manifests.documents,
+        config,
+        cluster,
+        namespace=namespace or "default",
+        schema=schema,
+        problems=manifests.problems,
+        files=manifests.files,
+    )
+    report_problems(report.problems)
+    tool_version = version()
+    for name, target in targets:
+        options = formats.Options(
+            fail_on_mutation=fail_on_mutation,
+            color=target is None and _color(color),
+            rules=formats.rules_of(REGISTRY.plugins),
+            tool_version=tool_version,
+        )
+        write_output(formats.render(name, report, options), target, color=options.color)
+    sys.exit(report.exit_code(fail_on_mutation))

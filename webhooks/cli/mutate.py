@@ -1,0 +1,65 @@
+"""``placement-webhooks mutate``: print manifests as admission would store them.
+
+Why it prints nothing when an input is unusable (exit 2): its output is piped into
+``kubectl apply``, which must never apply half a stream.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from webhooks.cli.common import (
+    USAGE_ERROR,
+    load_config,
+    load_objects,
+    manifest_inputs,
+    read_manifests,
+    report_problems,
+)
+from webhooks.dryrun import formats
+from webhooks.dryrun.run import dry_run, written
+from webhooks.manifests.writer import dump_all
+
+
+@click.command()
+@click.argument("paths", nargs=-1, metavar="PATH... | -")
+@manifest_inputs
+def mutate(
+    paths: tuple[str, ...],
+    config_path: str | None,
+    objects: tuple[str, ...],
+    namespace: str | None,
+    stdin_name: str,
+) -> None:
+    """Print the manifests as admission would store them, in input order.
+
+    Pods and DaemonSets come out as stored; every other workload (and a DaemonSet, on top)
+    carries in its pod template what its Pods will receive, so `check --fail-on-mutation`
+    on the output finds nothing to change. Violations go to stderr (exit 1); nothing is
+    printed when an input cannot be read (exit 2), so a pipe into `kubectl apply` never
+    applies half a stream.
+    """
+    config = load_config(config_path)
+    cluster = load_objects(objects)
+    manifests = read_manifests(paths, stdin_name)
+    if manifests.problems:
+        report_problems(manifests.problems)
+        sys.exit(USAGE_ERROR)
+    report = dry_run(
+        manifests.documents,
+        config,
+        cluster,
+        namespace=namespace or "default",
+        files=manifests.files,
+    )
+    if report.problems:
+        report_problems(report.problems)
+        sys.exit(USAGE_ERROR)
+    for item in formats.lines(report, formats.Options()):
+        if item.failing:
+            where = f"{item.checked.document.path}:{item.finding.line}"
+            click.echo(f"{where}: {item.rule}: {item.message}", err=True)
+    click.echo(dump_all(written(report, manifests.documents)), nl=False)
+    sys.exit(report.exit_code())

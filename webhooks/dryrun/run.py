@@ -1,0 +1,103 @@
+"""The dry run as a library: documents, config and cluster objects in; a report out.
+
+Why one function: ``check``, ``mutate``, ``explain``, the policy tests and the live-cluster
+audit must admit objects identically, and none of them should need a command line (or end
+the process) to do it. Reading files, printing and exit codes belong to the CLI.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from webhooks.cluster.files import StaticCluster
+from webhooks.core.admission import Admission
+from webhooks.core.config import Config
+from webhooks.dryrun.engine import Checked, Engine, Report, SchemaCheck, context_cluster
+from webhooks.manifests.errors import ManifestError
+from webhooks.manifests.reader import Document
+from webhooks.manifests.tree import depth
+from webhooks.plugins import REGISTRY
+
+
+def engine_for(
+    documents: Iterable[Document],
+    config: Config,
+    cluster: StaticCluster | None = None,
+    *,
+    namespace: str = "default",
+    schema: SchemaCheck | None = None,
+    now: Callable[[], dt.datetime] | None = None,
+) -> Engine:
+    """An :class:`Engine` for ``documents``: the config, and the cluster objects among them.
+
+    Why the documents' own Namespaces and RuntimeClasses join ``cluster``: a chart that
+    ships them must be checked against them, as the cluster would see it once applied.
+    """
+    context = context_cluster(documents, cluster if cluster is not None else StaticCluster())
+    return Engine(Admission(REGISTRY, config, context, now), namespace, schema)
+
+
+def admit(engine: Engine, doc: Document, report: Report) -> Checked | None:
+    """:meth:`Engine.check` on one document; one nested too deep for Python is unusable input.
+
+    Why: kubectl accepts objects 10,000 levels deep, and a library inside the chain may
+    still recurse on one; the run must then say so in one ``file:line: reason`` (exit 2),
+    never end in a traceback.
+    """
+    try:
+        return engine.check(doc, report)
+    except RecursionError:
+        reason = f"nested too deeply to check ({depth(doc.obj)} levels)"
+        report.problems.append(ManifestError(doc.path, doc.line, reason))
+        return None
+
+
+def dry_run(
+    documents: Sequence[Document],
+    config: Config,
+    cluster: StaticCluster | None = None,
+    *,
+    namespace: str = "default",
+    schema: SchemaCheck | None = None,
+    problems: Iterable[ManifestError] = (),
+    files: int = 0,
+    now: Callable[[], dt.datetime] | None = None,
+) -> Report:
+    """Admit every document under ``config`` and report what admission would do, in order.
+
+    ``problems`` and ``files`` come from reading the documents and are kept in the report,
+    so it can say the run proves nothing about input it could not read.
+    """
+    engine = engine_for(documents, config, cluster, namespace=namespace, schema=schema, now=now)
+    report = Report(problems=list(problems), files=files)
+    for doc in documents:
+        checked = admit(engine, doc, report)
+        if checked is not None:
+            report.checked.append(checked)
+    return report
+
+
+def written(report: Report, documents: Sequence[Document]) -> list[Any]:
+    """The documents as ``mutate`` prints them, in input order, Lists put back together.
+
+    Why from the report: each admitted object carries its patches, so the written form is
+    derived without running the chain again.
+    """
+    by_document = {id(c.document): c for c in report.checked}
+    out: list[Any] = []
+    lists: dict[int, list[Any]] = {}
+    for doc in documents:
+        checked = by_document.get(id(doc))
+        obj = Engine.written(checked) if checked is not None else doc.obj
+        if doc.parent is None:
+            if obj is not None:
+                out.append(obj)
+            continue
+        items = lists.get(id(doc.parent))
+        if items is None:
+            items = lists[id(doc.parent)] = []
+            out.append({**doc.parent, "items": items})
+        items.append(obj)
+    return out
