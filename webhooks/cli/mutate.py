@@ -37,7 +37,8 @@ def mutate(
 
     Pods and DaemonSets come out as stored; every other workload (and a DaemonSet, on top)
     carries in its pod template what its Pods will receive, so `check --fail-on-mutation`
-    on the output finds nothing to change. Violations go to stderr (exit 1); nothing is
+    on the output finds nothing to change. Violations go to stderr (exit 1; those of
+    plugins whose action is warn or audit as warnings, exit 0); nothing is
     printed when an input cannot be read (exit 2), so a pipe into `kubectl apply` never
     applies half a stream.
     """
@@ -58,8 +59,9 @@ def mutate(
         report_problems(report.problems)
         sys.exit(USAGE_ERROR)
     for item in formats.lines(report, formats.Options()):
-        if item.failing:
+        if item.level != "note":
             where = f"{item.checked.document.path}:{item.finding.line}"
-            click.echo(f"{where}: {item.rule}: {item.message}", err=True)
+            tag = "warning: " if item.level == "warning" else ""
+            click.echo(f"{where}: {item.rule}: {tag}{item.message}", err=True)
     click.echo(dump_all(written(report, manifests.documents)), nl=False)
     sys.exit(report.exit_code())

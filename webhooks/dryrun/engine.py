@@ -22,7 +22,7 @@ import jsonpatch
 from webhooks.cluster.files import StaticCluster
 from webhooks.core.admission import Admission
 from webhooks.core.plugin import PHASES
-from webhooks.core.result import JsonPatch, Violation
+from webhooks.core.result import JsonPatch, Outcome, Violation
 from webhooks.dryrun.expand import (
     CONTEXT_KINDS,
     KINDS,
@@ -40,7 +40,12 @@ from webhooks.k8s.tolerations import describe
 from webhooks.manifests.reader import Document, Problem
 from webhooks.manifests.tree import copy_tree
 
-FindingType = Literal["violation", "mutation", "convergence", "schema"]
+FindingType = Literal[
+    "violation", "mutation", "convergence", "schema", "excepted", "expired", "monitored"
+]
+#: Findings that are information, never a failure: what an exception skipped, what a plugin
+#: in monitor mode would have changed.
+INFORMATION: Final = ("excepted", "monitored")
 CONVERGENCE: Final = "convergence"
 SCHEMA: Final = "schema"
 
@@ -56,10 +61,13 @@ FIELD_ALIASES: Mapping[str, tuple[tuple[str, str], ...]] = {
 class Finding:
     """One thing ``check`` reports about an object.
 
-    ``rule`` is the plugin name, or ``schema`` / ``convergence``; ``field`` is the path in the
-    manifest (a Pod path already mapped onto the template); ``target`` says whether the
-    object itself or the Pods its controller creates were admitted. A mutation lists the
-    plugins that changed the object, one summary each, and the JSON Patch of the chain.
+    ``rule`` is the plugin name, ``schema`` / ``convergence``, or for ``excepted`` and
+    ``expired`` the exception's name; ``field`` is the path in the manifest (a Pod path
+    already mapped onto the template); ``target`` says whether the object itself or the Pods
+    its controller creates were admitted. A mutation lists the plugins that changed the
+    object, one summary each, and the JSON Patch of the chain. ``action`` is what a
+    violation does: ``enforce`` fails the run, ``warn`` and ``audit`` are warnings; an
+    expired exception is a warning too.
     """
 
     type: FindingType
@@ -71,6 +79,19 @@ class Finding:
     plugins: tuple[str, ...] = ()
     summaries: tuple[str, ...] = ()
     patch: JsonPatch = _field(default_factory=list)
+    action: str = "enforce"
+
+    @property
+    def level(self) -> Literal["error", "warning", "note"]:
+        """``error`` fails a run; ``warning`` is reported and does not; ``note`` informs.
+
+        Mutations are notes here; ``--fail-on-mutation`` raises them when rendering.
+        """
+        if self.type in ("mutation", *INFORMATION):
+            return "note"
+        if self.type == "expired" or self.action != "enforce":
+            return "warning"
+        return "error"
 
 
 @dataclass(slots=True)
@@ -95,8 +116,12 @@ class Checked:
 
     @property
     def failed(self) -> list[Finding]:
-        """Violations, schema errors and convergence failures: what fails a CI run."""
-        return [f for f in self.findings if f.type != "mutation"]
+        """Enforced violations, schema errors and convergence failures: what fails a CI run."""
+        return [f for f in self.findings if f.level == "error"]
+
+    def excepted(self) -> list[tuple[str, str, Role]]:
+        """(exception, plugin, target) for every plugin an exception skipped here."""
+        return [(f.rule, f.plugins[0], f.target) for f in self.findings if f.type == "excepted"]
 
 
 @dataclass(slots=True)
@@ -109,8 +134,8 @@ class Report:
     context: Counter[str] = _field(default_factory=Counter)
     files: int = 0
 
-    def count(self, kind: FindingType) -> int:
-        """How many findings of ``kind``; mutations count once per plugin that made them.
+    def count(self, kind: FindingType, level: str | None = None) -> int:
+        """How many findings of ``kind`` (at ``level``, if given); mutations once per plugin.
 
         Why per plugin: that is how the text report lists them, so the totals match the lines.
         """
@@ -118,19 +143,24 @@ class Report:
             len(f.plugins) if kind == "mutation" else 1
             for c in self.checked
             for f in c.findings
-            if f.type == kind
+            if f.type == kind and (level is None or f.level == level)
         )
 
+    def warnings(self) -> int:
+        """Findings reported as warnings: violations under warn or audit, expired exceptions."""
+        return sum(f.level == "warning" for c in self.checked for f in c.findings)
+
     def exit_code(self, fail_on_mutation: bool = False) -> int:
-        """0 clean; 1 violations (and mutations when asked); 2 unusable input.
+        """0 clean; 1 enforced violations (and mutations when asked); 2 unusable input.
 
         Why 2 wins: a run that could not read part of its input proves nothing about it.
+        Warnings never fail a run: the policy that produced them is not enforced yet.
         """
         if self.problems:
             return 2
         for checked in self.checked:
             for finding in checked.findings:
-                if finding.type != "mutation" or fail_on_mutation:
+                if finding.level == "error" or (fail_on_mutation and finding.type == "mutation"):
                     return 1
         return 0
 
@@ -326,7 +356,10 @@ class Engine:
         # One run answers both questions: a denial keeps the patch the mutators made.
         mutation = admission.decide(request, PHASES)
         if mutation.violations:
-            self._violations(checked, target, mutation.violations)
+            self._violations(checked, target, [(v, "enforce") for v in mutation.violations])
+        if mutation.advisories:
+            self._violations(checked, target, mutation.advisories)
+        self._policy_notes(checked, target, mutation)
         patch, stored = mutation.patch, mutation.obj
         if patch and stored is not None:
             checked.patches[target.role] = patch
@@ -365,13 +398,49 @@ class Engine:
         checked.stored[target.role] = stored if stored is not None else request.object or {}
         return checked.stored[target.role]
 
+    def _policy_notes(self, checked: Checked, target: Target, outcome: Outcome) -> None:
+        """Exceptions that skipped or no longer skip a plugin, and monitored changes."""
+        line = checked.document.line
+        seen: set[tuple[str, str, tuple[str, ...]]] = {
+            (f.type, f.rule, f.plugins) for f in checked.findings
+        }
+        notes: list[tuple[FindingType, str, tuple[str, ...], str]] = [
+            (
+                "excepted",
+                exception,
+                (plugin,),
+                f"{plugin} skipped: exception {exception} covers this object",
+            )
+            for exception, plugin in outcome.excepted
+        ]
+        notes += [
+            (
+                "expired",
+                exception,
+                (plugin,),
+                f"exception {exception} has expired and no longer exempts this object "
+                f"from {plugin}",
+            )
+            for exception, plugin in outcome.expired
+        ]
+        notes += [
+            ("monitored", plugin, (plugin,), f"monitor mode, not applied: {summary}")
+            for plugin, summary in outcome.monitored
+        ]
+        for kind, rule, plugins, message in notes:
+            if (kind, rule, plugins) not in seen:
+                seen.add((kind, rule, plugins))
+                checked.findings.append(
+                    Finding(kind, rule, message, line, target=target.role, plugins=plugins)
+                )
+
     def _violations(
-        self, checked: Checked, target: Target, violations: Sequence[Violation]
+        self, checked: Checked, target: Target, violations: Sequence[tuple[Violation, str]]
     ) -> None:
         pod_role = target.role == "pod"
         seen = {(f.rule, f.field, f.message) for f in checked.findings if f.type == "violation"}
         seen_fields = {(rule, path) for rule, path, _ in seen if path}
-        for violation in violations:
+        for violation, action in violations:
             path = violation.field
             if pod_role and path:
                 path = template_field(checked.kind, path)
@@ -383,7 +452,15 @@ class Engine:
             else:
                 line = self._line(checked, path)
             checked.findings.append(
-                Finding("violation", violation.plugin, violation.message, line, path, target.role)
+                Finding(
+                    "violation",
+                    violation.plugin,
+                    violation.message,
+                    line,
+                    path,
+                    target.role,
+                    action=action,
+                )
             )
 
     def _template_line(self, checked: Checked) -> int:

@@ -3,9 +3,12 @@
 Every format says the same things in the shape its consumer reads: people (``text``, the
 compiler convention ``path:line: plugin: message``), scripts (``json``), test dashboards
 (``junit``), code scanning (``sarif`` 2.1.0) and workflow annotations (``github``).
-Failing findings are violations, schema errors and convergence failures, plus mutations
-under ``--fail-on-mutation``; SARIF and GitHub annotations carry only failing findings,
-because a mutation admission would make is information, not a problem at a line.
+Failing findings are enforced violations, schema errors and convergence failures, plus
+mutations under ``--fail-on-mutation``. Violations of plugins whose action is warn or audit,
+and exceptions that have expired, are warnings: every format shows them as such (SARIF
+level ``warning``, ``::warning``, a JUnit ``<skipped>`` with the message) and they never fail
+a run. SARIF and GitHub annotations carry failing findings and warnings only, because a
+mutation admission would make is information, not a problem at a line.
 """
 
 from __future__ import annotations
@@ -20,10 +23,10 @@ from urllib.parse import quote
 
 import orjson
 
-from webhooks.dryrun.engine import CONVERGENCE, SCHEMA, Checked, Finding, Report
+from webhooks.dryrun.engine import CONVERGENCE, INFORMATION, SCHEMA, Checked, Finding, Report
 
 #: SGR codes of the text format's colours (the ones terminals and CI log viewers all show).
-BOLD, DIM, RED, CYAN = "1", "2", "31", "36"
+BOLD, DIM, RED, YELLOW, CYAN = "1", "2", "31", "33", "36"
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT = "placementWebhooks/v1"
@@ -45,13 +48,18 @@ class Options:
 
 @dataclass(frozen=True, slots=True)
 class Line:
-    """One reportable item: a failing finding, or one plugin's part of a mutation."""
+    """One reportable item: a finding, or one plugin's part of a mutation, and its level."""
 
     checked: Checked
     finding: Finding
     rule: str
     message: str
-    failing: bool
+    level: str
+
+    @property
+    def failing(self) -> bool:
+        """Whether this item fails the run."""
+        return self.level == "error"
 
 
 def lines(report: Report, options: Options) -> Iterator[Line]:
@@ -60,6 +68,7 @@ def lines(report: Report, options: Options) -> Iterator[Line]:
     Why one flattening for every format: a mutation by two plugins must be two lines in
     text and two results in SARIF, and the wording must not drift between formats.
     """
+    mutation_level = "error" if options.fail_on_mutation else "note"
     for checked in report.checked:
         for finding in checked.findings:
             pods = f"pods of {checked.subject}"
@@ -67,10 +76,14 @@ def lines(report: Report, options: Options) -> Iterator[Line]:
                 subject = pods if finding.target == "pod" else checked.subject
                 for plugin, summary in zip(finding.plugins, finding.summaries, strict=True):
                     message = f"{subject}: {summary}"
-                    yield Line(checked, finding, plugin, message, options.fail_on_mutation)
+                    yield Line(checked, finding, plugin, message, mutation_level)
+            elif finding.type in INFORMATION:
+                subject = pods if finding.target == "pod" else checked.subject
+                yield Line(checked, finding, finding.rule, f"{subject}: {finding.message}", "note")
             else:
                 suffix = f" ({pods})" if finding.target == "pod" else ""
-                yield Line(checked, finding, finding.rule, finding.message + suffix, True)
+                message = finding.message + suffix
+                yield Line(checked, finding, finding.rule, message, finding.level)
 
 
 def _plural(n: int, word: str) -> str:
@@ -82,10 +95,14 @@ def summary(report: Report) -> str:
 
     Skipped kinds are listed so a user can tell "nothing wrong" from "nothing checked".
     """
-    parts = [
-        _plural(report.count("violation"), "violation"),
-        _plural(report.count("mutation"), "mutation"),
-    ]
+    parts = [_plural(report.count("violation", "error"), "violation")]
+    if report.warnings():
+        parts.append(_plural(report.warnings(), "warning"))
+    parts.append(_plural(report.count("mutation"), "mutation"))
+    if report.count("excepted"):
+        parts.append(f"{report.count('excepted')} skipped by exceptions")
+    if report.count("monitored"):
+        parts.append(f"{report.count('monitored')} monitored")
     if report.count(CONVERGENCE):
         parts.append(_plural(report.count(CONVERGENCE), "convergence failure"))
     if report.count(SCHEMA):
@@ -115,8 +132,9 @@ def text(report: Report, options: Options) -> str:
     out = []
     for item in lines(report, options):
         where = style(f"{item.checked.document.path}:{item.finding.line}:", BOLD)
-        colour = RED if item.failing else CYAN
-        out.append(f"{where} {style(item.rule + ':', colour)} {item.message}")
+        colour = RED if item.failing else YELLOW if item.level == "warning" else CYAN
+        tag = "warning: " if item.level == "warning" else ""
+        out.append(f"{where} {style(item.rule + ':', colour)} {tag}{item.message}")
     out.append(style(summary(report), DIM))
     return "\n".join(out) + "\n"
 
@@ -138,6 +156,8 @@ def _object(checked: Checked) -> dict[str, Any]:
             {
                 "rule": f.rule,
                 "type": f.type,
+                "level": f.level,
+                **({"action": f.action} if f.type == "violation" else {}),
                 "target": f.target,
                 "field": f.field,
                 "line": f.line,
@@ -145,7 +165,17 @@ def _object(checked: Checked) -> dict[str, Any]:
                 **({"patch": f.patch} if f.patch else {}),
             }
             for f in checked.findings
-            if f.type != "mutation"
+            if f.type not in ("mutation", *INFORMATION)
+        ],
+        exceptions=[
+            {"exception": f.rule, "plugin": f.plugins[0], "target": f.target}
+            for f in checked.findings
+            if f.type == "excepted"
+        ],
+        monitored=[
+            {"plugin": f.rule, "target": f.target, "message": f.message}
+            for f in checked.findings
+            if f.type == "monitored"
         ],
         mutations=[
             {
@@ -171,8 +201,11 @@ def json(report: Report, options: Options) -> str:
         "summary": {
             "objects": len(report.checked),
             "files": report.files,
-            "violations": report.count("violation"),
+            "violations": report.count("violation", "error"),
+            "warnings": report.warnings(),
             "mutations": report.count("mutation"),
+            "excepted": report.count("excepted"),
+            "monitored": report.count("monitored"),
             "convergence": report.count(CONVERGENCE),
             "schema": report.count(SCHEMA),
             "context": dict(sorted(report.context.items())),
@@ -195,7 +228,7 @@ def junit(report: Report, options: Options) -> str:
     """
     root = ET.Element("testsuites", name="placement-webhooks")
     suites: dict[str, ET.Element] = {}
-    totals = {"tests": 0, "failures": 0, "errors": 0}
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
 
     def suite(path: str) -> ET.Element:
         if path not in suites:
@@ -231,6 +264,12 @@ def junit(report: Report, options: Options) -> str:
             ET.SubElement(
                 case, "failure", message=failing[0].message, type=failing[0].rule
             ).text = body
+        warned = [i for i in items if i.level == "warning"]
+        if warned and not failing:
+            bump(parent, "skipped")
+            ET.SubElement(case, "skipped", message=warned[0].message).text = "\n".join(
+                f"{doc.path}:{i.finding.line}: {i.rule}: warning: {i.message}" for i in warned
+            )
         info = [i for i in items if not i.failing]
         if info:
             ET.SubElement(case, "system-out").text = "\n".join(
@@ -285,7 +324,7 @@ def sarif(report: Report, options: Options) -> str:
     index = {rule_id: i for i, (rule_id, _) in enumerate(rules)}
     results = []
     for item in lines(report, options):
-        if not item.failing:
+        if item.level == "note":
             continue
         if item.rule not in index:
             index[item.rule] = len(rules)
@@ -299,7 +338,7 @@ def sarif(report: Report, options: Options) -> str:
             {
                 "ruleId": item.rule,
                 "ruleIndex": index[item.rule],
-                "level": "error",
+                "level": item.level,
                 "message": {"text": item.message},
                 "locations": [location],
                 "partialFingerprints": {FINGERPRINT: fingerprint(item)},
@@ -344,6 +383,8 @@ def _escape(value: str, *, prop: bool = False) -> str:
 def github(report: Report, options: Options) -> str:
     """GitHub Actions workflow commands: ``::error file=…,line=…,title=<rule>::<message>``.
 
+    Warnings (warn- and audit-mode violations, expired exceptions) are ``::warning``.
+
     The runner turns these into annotations on the pull request's diff at those lines.
     """
     out = []
@@ -353,12 +394,12 @@ def github(report: Report, options: Options) -> str:
             props += f",line={p.line}"
         out.append(f"::error {props},title=unusable input::{_escape(p.reason)}")
     for item in lines(report, options):
-        if not item.failing:
+        if item.level == "note":
             continue
         path = _escape(item.checked.document.path, prop=True)
         title = _escape(item.rule, prop=True)
         out.append(
-            f"::error file={path},line={max(item.finding.line, 1)},title={title}::"
+            f"::{item.level} file={path},line={max(item.finding.line, 1)},title={title}::"
             + _escape(item.message)
         )
     return "".join(line + "\n" for line in out)
