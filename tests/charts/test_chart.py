@@ -160,6 +160,30 @@ EXTRAS: Values = lambda: {  # noqa: E731
 }
 OPTIONS["ServiceMonitor, NetworkPolicy and autoscaling on"] = EXTRAS
 
+#: A policy rolled out in stages: warn with an enforcing override, monitor mode, exceptions.
+ROLLOUT: Values = lambda: {  # noqa: E731
+    "plugins": {
+        "dedicated-nodes": {
+            "enabled": True,
+            "action": "warn",
+            "actionOverrides": [
+                {"namespaceSelector": {"matchLabels": {"env": "prod"}}, "action": "enforce"}
+            ],
+        },
+        "extended-resource-toleration": {"enabled": True, "mutation": "monitor"},
+    },
+    "exceptions": [
+        {
+            "name": "dcgm-exporter",
+            "plugins": ["dedicated-nodes"],
+            "namespaces": ["monitoring"],
+            "objectSelector": {"matchLabels": {"app": "dcgm-exporter"}},
+            "expires": "2027-01-31T00:00:00Z",
+        }
+    ],
+}
+OPTIONS["a staged rollout: actions, overrides, monitor mode and exceptions"] = ROLLOUT
+
 SCENARIOS: dict[str, Values] = {**{f"TLS {k}": v for k, v in MODES.items()}, **OPTIONS}
 
 
@@ -478,6 +502,22 @@ def _config_document(objects: list[dict[str, Any]]) -> dict[str, Any]:
     data = yaml.safe_load(one(objects, "ConfigMap")["data"]["config.yaml"])
     assert isinstance(data, dict)
     return data
+
+
+def test_actions_overrides_and_exceptions_reach_the_servers_config() -> None:
+    document = _config_document(
+        rendered("a staged rollout: actions, overrides, monitor mode and exceptions")
+    )
+    known = {k: v for k, v in document["plugins"].items() if k in REGISTRY}
+    config = load_config({**document, "plugins": known}, REGISTRY)
+    dedicated = config.plugins["dedicated-nodes"]
+    assert (dedicated.action, dedicated.action_overrides[0].action) == ("warn", "enforce")
+    assert config.plugins["extended-resource-toleration"].mutation == "monitor"
+    assert config.exceptions[0].name == "dcgm-exporter"
+
+
+def test_no_exceptions_key_without_exceptions() -> None:
+    assert "exceptions" not in _config_document(rendered("TLS generate"))
 
 
 def test_the_configmap_is_a_config_the_server_accepts() -> None:

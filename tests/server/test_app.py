@@ -124,3 +124,44 @@ def test_health_readiness_and_metrics(client: FlaskClient, state: ServerState) -
     assert 'placement_webhooks_requests_total{endpoint="/mutate",outcome="patched"} 1' in text
     assert "placement_webhooks_request_duration_seconds_bucket" in text
     assert 'plugin="default-toleration-seconds"' in text
+
+
+def test_policy_decisions_and_exceptions_are_counted_and_logged() -> None:
+    import io
+
+    from webhooks.server.app import ReviewLog
+
+    config = load_config(
+        {
+            "plugins": {
+                "extended-resource-toleration": {"enforce": True, "action": "warn"},
+                "default-toleration-seconds": {"mutation": "monitor"},
+                "runtime-class": {"enabled": False},
+            },
+            "exceptions": [
+                {"name": "late", "plugins": ["daemonset-tolerations"], "expires": "2020-01-01"},
+            ],
+        },
+        REGISTRY,
+    )
+    stream = io.StringIO()
+    state = ServerState(Admission(REGISTRY, config), review_log=ReviewLog(stream, interval=None))
+    client = create_app(state).test_client()
+    obj = pod(tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists"}])
+    for path in ("/mutate", "/validate"):
+        answer = orjson.loads(_post(client, path, review(obj)).get_data())["response"]
+        assert answer["allowed"]
+    assert answer["warnings"][0].startswith("extended-resource-toleration: toleration")
+    text = client.get("/metrics").get_data(as_text=True)
+    decisions = "placement_webhooks_plugin_decisions_total"
+    assert f'{decisions}{{decision="warned",plugin="extended-resource-toleration"}}' in text
+    assert f'{decisions}{{decision="monitored",plugin="default-toleration-seconds"}}' in text
+    exceptions = "placement_webhooks_exceptions_total"
+    assert (
+        f'{exceptions}{{exception="late",plugin="daemonset-tolerations",state="expired"}}' in text
+    )
+    log = state.review_log
+    assert log is not None
+    log.flush()
+    logged = stream.getvalue()
+    assert '"advisories"' in logged and '"monitored"' in logged

@@ -213,6 +213,8 @@ class _Progress:
         self.warnings.extend(w for w in result.warnings if w not in self.warnings)
         for key, text in result.audit.items():
             self.note(key, text)
+        for notice in result.notices:
+            self.decide(name, notice)
         if result.obj is not None and result.patch:
             self.obj = result.obj
             self.patch.extend(result.patch)

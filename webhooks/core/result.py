@@ -36,6 +36,9 @@ class Result:
 
     ``obj`` is the changed object (``None`` when unchanged) and ``patch`` the JSON Patch
     operations that turn the plugin's input into it, built from the paths it touched.
+    ``notices`` are decisions worth counting that are neither a change nor a denial (an
+    unusable namespace annotation the plugin ignored, say): the chain records each as a
+    decision of the plugin, which the metrics count.
     """
 
     obj: dict[str, Any] | None = None
@@ -43,6 +46,7 @@ class Result:
     warnings: tuple[str, ...] = ()
     violations: tuple[Violation, ...] = ()
     audit: Mapping[str, str] = field(default_factory=dict)
+    notices: tuple[str, ...] = ()
 
 
 UNCHANGED = Result()
@@ -68,7 +72,8 @@ class Outcome:
     message: str = ""
     #: Violations whose action was ``warn`` or ``audit``: (violation, action); admitted.
     advisories: tuple[tuple[Violation, str], ...] = ()
-    #: What each plugin's answer did: (plugin, patched|denied|warned|audited|monitored).
+    #: What each plugin's answer did: (plugin, patched|denied|warned|audited|monitored, or a
+    #: notice the plugin gave).
     decisions: tuple[tuple[str, str], ...] = ()
     #: Exceptions that skipped a plugin: (exception, plugin).
     excepted: tuple[tuple[str, str], ...] = ()

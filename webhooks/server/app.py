@@ -117,6 +117,22 @@ class ReviewLog:
             )
         if outcome is not None:
             line.update(changedBy=list(outcome.changed_by), deniedBy=list(outcome.denied_by))
+            if outcome.advisories:
+                line["advisories"] = [
+                    {"plugin": v.plugin, "action": action, "message": v.message}
+                    for v, action in outcome.advisories
+                ]
+            if outcome.monitored:
+                line["monitored"] = [
+                    {"plugin": plugin, "change": summary} for plugin, summary in outcome.monitored
+                ]
+            if outcome.excepted:
+                line["exceptions"] = [{"exception": e, "plugin": p} for e, p in outcome.excepted]
+            if outcome.expired:
+                line["expiredExceptions"] = [
+                    {"exception": e, "plugin": p} for e, p in outcome.expired
+                ]
+                line["level"] = "warning"
             if not outcome.allowed:
                 line.update(code=outcome.code, reason=outcome.reason)
         else:
@@ -247,15 +263,16 @@ def _account(state: ServerState, endpoint: str, reply: Reply, elapsed: float) ->
     """Metrics and the review log line for one answered request."""
     decision = _outcome_label(reply)
     outcome = reply.outcome
-    if outcome is None or not (outcome.changed_by or outcome.denied_by):
+    if outcome is None or not (outcome.decisions or outcome.excepted or outcome.expired):
         state.metrics.record(endpoint, decision, elapsed)
     else:
         state.metrics.record(
             endpoint,
             decision,
             elapsed,
-            [(name, "patched") for name in outcome.changed_by]
-            + [(name, "denied") for name in outcome.denied_by],
+            outcome.decisions,
+            [(e, p, "applied") for e, p in outcome.excepted]
+            + [(e, p, "expired") for e, p in outcome.expired],
         )
     if state.review_log is not None:
         state.review_log.write(endpoint, reply, elapsed, decision)

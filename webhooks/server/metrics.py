@@ -34,7 +34,12 @@ HISTOGRAM_HELP = "Time to answer an admission review."
 REQUESTS = "placement_webhooks_requests_total"
 REQUESTS_HELP = "Admission reviews answered, by endpoint and outcome."
 DECISIONS = "placement_webhooks_plugin_decisions_total"
-DECISIONS_HELP = "Decisions per plugin: patched or denied."
+DECISIONS_HELP = "Decisions per plugin: patched, denied, warned, audited, monitored, or a notice."
+EXCEPTIONS = "placement_webhooks_exceptions_total"
+EXCEPTIONS_HELP = (
+    "Plugins skipped by an exception (state applied), or not skipped because it expired "
+    "(state expired)."
+)
 #: Where multiprocess mode keeps its files; the master sets it before workers start.
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -67,6 +72,9 @@ class Metrics:
         self._decisions = Counter(
             DECISIONS, DECISIONS_HELP, ["plugin", "decision"], registry=self.registry
         )
+        self._exceptions = Counter(
+            EXCEPTIONS, EXCEPTIONS_HELP, ["exception", "plugin", "state"], registry=self.registry
+        )
         self._duration = Histogram(
             HISTOGRAM,
             HISTOGRAM_HELP,
@@ -87,6 +95,7 @@ class Metrics:
         outcome: str,
         seconds: float,
         decisions: Iterable[tuple[str, str]] = (),
+        exceptions: Iterable[tuple[str, str, str]] = (),
     ) -> None:
         """Count one answered review, observe its latency, and count each plugin decision.
 
@@ -107,6 +116,8 @@ class Metrics:
             if child is None:
                 child = self._decided[decision] = self._decisions.labels(*decision)
             child.inc()
+        for labels in exceptions:
+            self._exceptions.labels(*labels).inc()
 
     def collect(self, collector: Collector) -> None:
         """Register a collector read at scrape time (its families describe this worker)."""
