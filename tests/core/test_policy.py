@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.namespaces import namespace
+from tests.plugins.namespaces import Unreachable, namespace
 from tests.reviews import container, pod, tol
 from tests.reviews import request as build_request
 from webhooks.cluster.files import StaticCluster
@@ -104,15 +104,6 @@ def test_the_first_matching_override_wins() -> None:
 
 
 def test_an_action_never_turns_a_lookup_failure_into_an_admission() -> None:
-    class Unreachable:
-        def runtime_class(self, name: str) -> None:
-            return None
-
-        def namespace(self, name: str) -> None:
-            from webhooks.core.plugin import LookupFailure
-
-            raise LookupFailure("timed out")
-
     config = load_config(dedicated(action="audit"), REGISTRY)
     outcome = Admission(REGISTRY, config, Unreachable()).decide(
         build_request(foreign()), ("validate",)

@@ -13,12 +13,13 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from tests.plugins.namespaces import Unreachable, namespace
 from tests.reviews import apply, container, pod, request, review, tol
 from webhooks.cli import main
 from webhooks.cluster.files import StaticCluster
 from webhooks.core.admission import Admission
 from webhooks.core.config import ConfigError, load_config
-from webhooks.core.plugin import LookupFailure, Phase
+from webhooks.core.plugin import Phase
 from webhooks.core.result import Outcome
 from webhooks.core.review import decode_patch
 from webhooks.plugins import REGISTRY
@@ -30,17 +31,6 @@ NODE_SELECTOR = "scheduler.alpha.kubernetes.io/node-selector"
 DEFAULTS = "scheduler.alpha.kubernetes.io/defaultTolerations"
 WHITELIST = "scheduler.alpha.kubernetes.io/tolerationsWhitelist"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
-
-
-def namespace(
-    name: str, group: str | None = None, annotations: dict[str, str] | None = None
-) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name}
-    if group is not None:
-        metadata["labels"] = {LABEL: group}
-    if annotations is not None:
-        metadata["annotations"] = annotations
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata}
 
 
 ML = namespace("ml", "gpu-team")
@@ -575,14 +565,6 @@ def test_a_missing_namespace_still_gets_its_static_group() -> None:
     settings = {"namespaces": {"nowhere": "g"}}
     after = mutated(pod(namespace="nowhere"), cluster=StaticCluster(), settings=settings)
     assert after["spec"]["tolerations"] == [tol("dedicated", "Equal", "g", "NoSchedule")]
-
-
-class Unreachable:
-    def runtime_class(self, name: str) -> None:
-        raise LookupFailure("timed out")
-
-    def namespace(self, name: str) -> None:
-        raise LookupFailure("timed out")
 
 
 @pytest.mark.parametrize("phase", ["mutate", "validate"])

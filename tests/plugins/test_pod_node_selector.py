@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.namespaces import namespace
+from tests.plugins.namespaces import Unreachable, namespace
 from tests.reviews import apply, pod
 from tests.reviews import request as build_request
 from webhooks.cluster.files import StaticCluster
 from webhooks.core.admission import Admission
 from webhooks.core.config import ConfigError, load_config
-from webhooks.core.plugin import LookupFailure, Phase
+from webhooks.core.plugin import Phase
 from webhooks.core.result import Outcome
 from webhooks.plugins import REGISTRY
 from webhooks.plugins.pod_node_selector import CONFLICT, NAME, NOT_WHITELISTED
@@ -219,14 +219,6 @@ def test_a_missing_namespace_still_gets_the_cluster_default() -> None:
     settings = {"clusterDefaultNodeSelector": "tier=general"}
     outcome = decide(obj, settings=settings, cluster=StaticCluster())
     assert apply(obj, outcome.patch)["spec"]["nodeSelector"] == {"tier": "general"}
-
-
-class Unreachable:
-    def runtime_class(self, name: str) -> None:
-        raise LookupFailure("timed out")
-
-    def namespace(self, name: str) -> None:
-        raise LookupFailure("timed out")
 
 
 @pytest.mark.parametrize("phase", ["mutate", "validate"])

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.namespaces import namespace
+from tests.plugins.namespaces import Unreachable, namespace
 from tests.reviews import apply, container, pod, tol
 from tests.reviews import request as build_request
 from webhooks.cluster.files import StaticCluster
 from webhooks.core.admission import Admission
 from webhooks.core.config import ConfigError, load_config
-from webhooks.core.plugin import LookupFailure, Phase
+from webhooks.core.plugin import Phase
 from webhooks.core.result import Outcome
 from webhooks.plugins import REGISTRY
 from webhooks.plugins.pod_toleration_restriction import NAME, NOT_WHITELISTED, Settings
@@ -285,14 +285,6 @@ def test_an_unparsable_annotation_names_it(annotation: str, text: str, fragment:
     assert not outcome.allowed
     assert outcome.message.startswith(f"namespace 'web' annotation {annotation}: ")
     assert fragment in outcome.message
-
-
-class Unreachable:
-    def runtime_class(self, name: str) -> None:
-        raise LookupFailure("timed out")
-
-    def namespace(self, name: str) -> None:
-        raise LookupFailure("timed out")
 
 
 def test_a_failed_lookup_is_an_internal_error() -> None:

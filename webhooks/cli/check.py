@@ -17,16 +17,14 @@ from typing import Any
 import click
 
 from webhooks.cli.common import (
+    dry_run_inputs,
     fail,
     load_config,
-    load_objects,
     manifest_inputs,
-    read_manifests,
     report_problems,
 )
 from webhooks.dryrun import formats
 from webhooks.dryrun.engine import SchemaCheck
-from webhooks.dryrun.run import dry_run
 from webhooks.plugins import REGISTRY
 
 
@@ -149,17 +147,7 @@ def check(
     config = load_config(config_path)
     if enforce_all:
         config = config.enforcing()
-    cluster = load_objects(objects)
-    manifests = read_manifests(paths, stdin_name)
-    report = dry_run(
-        manifests.documents,
-        config,
-        cluster,
-        namespace=namespace or "default",
-        schema=schema,
-        problems=manifests.problems,
-        files=manifests.files,
-    )
+    report, _ = dry_run_inputs(paths, config, objects, namespace, stdin_name, schema=schema)
     report_problems(report.problems)
     tool_version = version()
     for name, target in targets:

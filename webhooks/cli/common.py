@@ -16,6 +16,8 @@ import click
 from webhooks.cluster.files import ObjectsError, StaticCluster, read_objects
 from webhooks.configfile import read_config
 from webhooks.core.config import Config, ConfigError
+from webhooks.dryrun.engine import Report, SchemaCheck
+from webhooks.dryrun.run import dry_run
 from webhooks.manifests.reader import STDIN, STDIN_NAME, Manifests, load
 
 #: The exit code for unusable input or usage.
@@ -103,3 +105,31 @@ def read_manifests(paths: Sequence[str], stdin_name: str, *, what: str = "PATH")
         fail(f"no input: give {what} as files, directories, or - for stdin")
     stdin = sys.stdin.buffer.read() if STDIN in paths else None
     return load(paths, stdin, stdin_name)
+
+
+def dry_run_inputs(
+    paths: Sequence[str],
+    config: Config,
+    objects: Sequence[str],
+    namespace: str | None,
+    stdin_name: str,
+    *,
+    schema: SchemaCheck | None = None,
+) -> tuple[Report, Manifests]:
+    """Read PATH and ``--objects`` and dry-run the manifests; the report and what was read.
+
+    Why one function: ``check``, ``mutate`` and ``explain`` must admit the same input the
+    same way; what they do with problems and the report is theirs.
+    """
+    cluster = load_objects(objects)
+    manifests = read_manifests(paths, stdin_name)
+    report = dry_run(
+        manifests.documents,
+        config,
+        cluster,
+        namespace=namespace or "default",
+        schema=schema,
+        problems=manifests.problems,
+        files=manifests.files,
+    )
+    return report, manifests

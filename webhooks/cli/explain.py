@@ -13,14 +13,13 @@ import click
 
 from webhooks.cli.common import (
     USAGE_ERROR,
+    dry_run_inputs,
     fail,
     load_config,
-    load_objects,
     manifest_inputs,
     read_manifests,
     report_problems,
 )
-from webhooks.dryrun.run import dry_run
 from webhooks.explain import model
 from webhooks.explain import render as explain_format
 from webhooks.explain.inventory import nodes_from, pods_from
@@ -86,16 +85,7 @@ def _pods(
     if not paths:
         return []
     config = load_config(config_path)
-    cluster = load_objects(objects)
-    manifests = read_manifests(paths, stdin_name)
-    report = dry_run(
-        manifests.documents,
-        config,
-        cluster,
-        namespace=namespace or "default",
-        problems=manifests.problems,
-        files=manifests.files,
-    )
+    report, _ = dry_run_inputs(paths, config, objects, namespace, stdin_name)
     if report.problems:
         report_problems(report.problems)
         sys.exit(USAGE_ERROR)

@@ -12,14 +12,13 @@ import click
 
 from webhooks.cli.common import (
     USAGE_ERROR,
+    dry_run_inputs,
     load_config,
-    load_objects,
     manifest_inputs,
-    read_manifests,
     report_problems,
 )
 from webhooks.dryrun import formats
-from webhooks.dryrun.run import dry_run, written
+from webhooks.dryrun.run import written
 from webhooks.manifests.writer import dump_all
 
 
@@ -43,18 +42,7 @@ def mutate(
     applies half a stream.
     """
     config = load_config(config_path)
-    cluster = load_objects(objects)
-    manifests = read_manifests(paths, stdin_name)
-    if manifests.problems:
-        report_problems(manifests.problems)
-        sys.exit(USAGE_ERROR)
-    report = dry_run(
-        manifests.documents,
-        config,
-        cluster,
-        namespace=namespace or "default",
-        files=manifests.files,
-    )
+    report, manifests = dry_run_inputs(paths, config, objects, namespace, stdin_name)
     if report.problems:
         report_problems(report.problems)
         sys.exit(USAGE_ERROR)
