@@ -3,7 +3,8 @@
 ``ci`` (the default, used by ``make test``) runs a fixed, derandomized set of examples and
 writes no example database, so every run of the suite tests the same inputs. ``long``
 (``make properties``, or ``HYPOTHESIS_PROFILE=long``) explores ten thousand fresh examples
-per test and keeps failures in the local database so the next run replays them first.
+per test and keeps failures in the local database so the next run replays them first;
+``explore`` does the same with two thousand, for a quicker look after a change.
 """
 
 from __future__ import annotations
@@ -26,6 +27,13 @@ settings.register_profile(
 settings.register_profile(
     "long",
     max_examples=10_000,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=_SLOW_INPUTS,
+)
+settings.register_profile(
+    "explore",
+    max_examples=2_000,
     deadline=None,
     print_blob=True,
     suppress_health_check=_SLOW_INPUTS,

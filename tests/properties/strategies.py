@@ -582,11 +582,60 @@ PLUGIN_SETTINGS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
 }
 
 
+#: What a plugin's answers may do, per its halves (docs/configuration.md).
+ACTIONS = st.sampled_from(["enforce", "enforce", "warn", "audit"])
+MUTATIONS = st.sampled_from(["apply", "apply", "monitor"])
+OVERRIDES = st.lists(
+    st.fixed_dictionaries(
+        {
+            "namespaceSelector": st.sampled_from(
+                [
+                    {},
+                    {"matchLabels": {"env": "prod"}},
+                    {"matchExpressions": [{"key": "env", "operator": "DoesNotExist"}]},
+                ]
+            ),
+            "action": ACTIONS,
+        }
+    ),
+    max_size=2,
+)
+EXCEPTIONS = st.lists(
+    st.fixed_dictionaries(
+        {"plugins": st.lists(st.sampled_from(["*", *REGISTRY.names]), min_size=1, max_size=2)},
+        optional={
+            "namespaces": st.lists(st.sampled_from(NAMESPACES), max_size=2),
+            "objectSelector": st.sampled_from([{}, {"matchLabels": {"app": "web"}}]),
+            "expires": st.sampled_from(["2020-01-01T00:00:00Z", "2999-01-01T00:00:00Z"]),
+        },
+    ),
+    max_size=2,
+)
+
+
+@st.composite
+def policy(draw: st.DrawFn, name: str) -> dict[str, Any]:
+    """A plugin's action, overrides and mutation mode, drawn where the plugin takes them."""
+    plugin = REGISTRY.get(name)
+    out: dict[str, Any] = {}
+    if plugin.validate is not None and draw(st.booleans()):
+        out["action"] = draw(ACTIONS)
+        out["actionOverrides"] = draw(OVERRIDES)
+    if plugin.mutate is not None and draw(st.booleans()):
+        out["mutation"] = draw(MUTATIONS)
+    return out
+
+
 @st.composite
 def configs(draw: st.DrawFn) -> Config:
-    """A configuration with every registered plugin enabled and some settings varied."""
+    """A configuration with every registered plugin enabled, some settings and policy varied."""
     plugins = {
-        name: {"enabled": True, **(draw(PLUGIN_SETTINGS[name]) if name in PLUGIN_SETTINGS else {})}
+        name: {
+            "enabled": True,
+            **(draw(PLUGIN_SETTINGS[name]) if name in PLUGIN_SETTINGS else {}),
+            **draw(policy(name)),
+        }
         for name in REGISTRY.names
     }
-    return load_config({"plugins": plugins}, REGISTRY)
+    exceptions = [{"name": f"exception-{i}", **fields} for i, fields in enumerate(draw(EXCEPTIONS))]
+    return load_config({"plugins": plugins, "exceptions": exceptions}, REGISTRY)
