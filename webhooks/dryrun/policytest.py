@@ -71,7 +71,7 @@ from webhooks.core.plugin import PODS, GroupResource, Plugin
 from webhooks.dryrun.engine import Checked, Report
 from webhooks.dryrun.expand import CONTEXT_KINDS, KINDS, Role
 from webhooks.dryrun.run import dry_run
-from webhooks.manifests.errors import ManifestError
+from webhooks.manifests.errors import ManifestError, show
 from webhooks.manifests.reader import Document, Manifests, load, read, split
 from webhooks.plugins import REGISTRY
 
@@ -142,32 +142,20 @@ class Suite:
     expectations: list[Expectation]
 
 
-class Missing:
-    """The value of a key the stored object lacks (rendered as such, never as ``null``)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<missing>"
-
-
-MISSING: Final = Missing()
-
-
 @dataclass(frozen=True, slots=True)
 class Difference:
     """Where the stored object does not contain the expected subset, and how.
 
     ``where`` is the field path inside the object (``""`` for the object itself);
-    ``problem`` is ``missing`` (``siblings`` lists the keys that are there), ``no element``
-    (``expected`` is the list element nothing matched, ``found`` the whole actual list) or
-    ``different`` (another value, or another type).
+    ``problem`` is ``missing`` (``found`` is ``None`` and ``siblings`` lists the keys that
+    are there), ``no element`` (``expected`` is the list element nothing matched, ``found``
+    the whole actual list) or ``different`` (another value, or another type).
     """
 
     where: str
     problem: Literal["missing", "no element", "different"]
     expected: Any
-    found: Any = MISSING
+    found: Any = None
     siblings: tuple[str, ...] = ()
 
 
@@ -393,7 +381,11 @@ def _resource(doc: Document, value: Any, at: str) -> Resource:
         raw = value.get(key)
         if raw is None and key == "namespace":
             continue
-        if not isinstance(raw, str) or not raw:
+        if raw is not None and not isinstance(raw, str):
+            # YAML reads y, no, on and numbers as other types, as kubectl does.
+            reason = f"{at}.{key}: must be a string, got {show(raw)} (quote the value)"
+            raise _error(doc, f"{at}.{key}", reason)
+        if not raw:
             raise _error(doc, f"{at}.{key}", f"{at}.{key}: required: a non-empty string")
         fields[key] = raw
     kind = fields["kind"]

@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from webhooks.dryrun.policytest import Difference, Missing, Results, Verdict
+from webhooks.dryrun.policytest import Difference, Results, Verdict
 
 #: Characters of one rendered value before it is cut; elements of a found list shown.
 VALUE_LIMIT: Final = 200
@@ -28,8 +28,6 @@ _RESERVED = frozenset({"true", "false", "null", "yes", "no", "on", "off", "y", "
 
 
 def _scalar(value: Any) -> str:
-    if isinstance(value, Missing):
-        return "<missing>"
     if value is None:
         return "null"
     if isinstance(value, bool):
