@@ -786,3 +786,16 @@ def test_one_wrong_expectation_fails_the_suite_naming_it_and_showing_the_differe
     ]
     assert "        - {key: dedicated, operator: Equal, value: gpu, effect: NoSchedule}" in after
     assert result.stdout.splitlines()[-1] == "7 expectations in 1 suite: 6 passed, 1 failed"
+
+
+def test_the_readme_shows_the_example_suite_as_it_is() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("\n## Policy tests") :]
+    block = yaml.safe_load(section.split("```yaml\n", 1)[1].split("```", 1)[0])
+    example = yaml.safe_load((EXAMPLE / "gpu-team.test.yaml").read_text())
+    assert {k: v for k, v in block.items() if k != "expect"} == {
+        k: v for k, v in example.items() if k != "expect"
+    }
+    for expectation in block["expect"]:
+        shown = {k: v for k, v in expectation.items() if k != "object"}
+        assert any(shown.items() <= e.items() for e in example["expect"]), expectation
