@@ -42,7 +42,8 @@ The first that holds wins, in that order, so an exception for one half of a plug
 hides a denial by its other half. A disabled plugin is ``skip``, not ``pass``: a suite must
 stop passing when someone switches the plugin it tests off. An expired exception, a
 monitored mutation and a convergence finding change no result (an expired exception no
-longer applies, so the violation it would have hidden decides).
+longer applies, so the violation it would have hidden decides). Exceptions expire by the
+clock of the run: a suite expecting ``skip`` from one fails once it has expired.
 
 **``object``** must be contained in the object as stored: maps key by key, recursively;
 each element of an expected list must equal, or be a subset of, some element of the actual
@@ -472,7 +473,9 @@ def judge(
 ) -> tuple[Result, tuple[str, ...]]:
     """The result of one request for ``plugin`` (``None``: every plugin), and why.
 
-    See the module docstring for what each result means and why they are tried in order.
+    Why from the request's own chain outcome and not the findings: a workload and its Pods
+    are separate admissions, and findings are deduplicated across them for display. The
+    module docstring says what each result means and why they are tried in this order.
     """
     outcome = checked.outcomes.get(role)
     resource = _resource_of(checked, role)
@@ -551,7 +554,11 @@ def differences(expected: Any, actual: Any, where: str = "") -> list[Difference]
 
 
 def verdict(suite: Suite, expectation: Expectation, index: Index) -> Verdict:
-    """Judge one expectation against the admitted objects of its suite."""
+    """Judge one expectation against the admitted objects of its suite.
+
+    Why a resource that names nothing is a verdict and not unusable input: a renamed
+    workload is exactly the kind of change a suite exists to catch.
+    """
     resource = expectation.resource
     found = index.get((resource.kind, resource.namespace, resource.name), [])
     if not found:
@@ -593,7 +600,10 @@ def run_suite(suite: Suite) -> tuple[list[Verdict], list[ManifestError]]:
 
 
 def run(paths: Sequence[str]) -> Results:
-    """Find, load and run every suite under ``paths``; unusable ones are reported, not run."""
+    """Find, load and run every suite under ``paths``; unusable ones are reported, not run.
+
+    Why the others still run: one broken suite should not hide what the rest would say.
+    """
     files, problems = discover(paths)
     results = Results(problems=problems)
     for path in files:

@@ -121,7 +121,10 @@ def _difference(diff: Difference) -> list[str]:
 
 
 def summary_of(verdict: Verdict) -> str:
-    """The first thing wrong with a failed expectation, in one line (JUnit's ``message``)."""
+    """What is wrong with a failed expectation, in one line (JUnit's ``message``).
+
+    Dashboards list failures by this line, so it names the result or the paths that differ.
+    """
     expected = verdict.expectation.result
     if verdict.found is None:
         return verdict.reasons[0]
@@ -162,7 +165,10 @@ def _plural(n: int, word: str) -> str:
 
 
 def summary(results: Results) -> str:
-    """The closing line: expectations, suites, how many passed and failed, unusable inputs."""
+    """The closing line: expectations, suites, how many passed and failed, unusable inputs.
+
+    Why the suites are counted: "0 expectations" must read as "nothing was tested".
+    """
     failed = len(results.failed)
     passed = len(results.verdicts) - failed
     text = (
@@ -175,7 +181,10 @@ def summary(results: Results) -> str:
 
 
 def text(results: Results) -> str:
-    """``PASS|FAIL file:line: suite: expectation`` per expectation, details, a summary line."""
+    """``PASS|FAIL file:line: suite: expectation`` per expectation, details, a summary line.
+
+    The ``file:line`` is the expectation's, so an editor or CI log viewer jumps to it.
+    """
     out: list[str] = []
     for verdict in results.verdicts:
         status = "PASS" if verdict.passed else "FAIL"
