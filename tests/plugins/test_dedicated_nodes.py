@@ -164,7 +164,8 @@ def test_a_bad_setting_names_its_key(section: dict[str, Any], message: str) -> N
 
 def test_the_readme_config_block_loads_and_documents_the_defaults() -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"```yaml\n(.*?)```", readme, re.S)
+    configuration = readme[readme.index("\n## Configuration") :]
+    block = re.search(r"```yaml\n(.*?)```", configuration, re.S)
     assert block is not None
     config = load_config(yaml.safe_load(block.group(1)), REGISTRY)
     defaults = load_config(None, REGISTRY)

@@ -13,6 +13,7 @@ from webhooks.cli import certs as _certs
 from webhooks.cli import check as _check
 from webhooks.cli import explain as _explain
 from webhooks.cli import mutate as _mutate
+from webhooks.cli import policytests as _policytests
 from webhooks.cli import review as _review
 from webhooks.cli import serve as _serve
 from webhooks.cli import webhook_config as _webhook_config
@@ -29,6 +30,7 @@ for _command in (
     _review.review,
     _check.check,
     _mutate.mutate,
+    _policytests.policy_tests,
     _explain.explain,
     _certs.certs,
     _webhook_config.webhook_config,

@@ -107,6 +107,10 @@ class Checked:
     patches: dict[Role, JsonPatch] = _field(default_factory=dict)
     #: The object as admission would store it, per request (``explain`` reads the Pod).
     stored: dict[Role, dict[str, Any]] = _field(default_factory=dict)
+    #: What the chain decided, per request that some enabled plugin handles. Findings are
+    #: deduplicated across the object and its Pods for display; ``test`` must judge each
+    #: request on its own, so it reads these.
+    outcomes: dict[Role, Outcome] = _field(default_factory=dict)
 
     @property
     def subject(self) -> str:
@@ -355,6 +359,7 @@ class Engine:
         admission = self.admission
         # One run answers both questions: a denial keeps the patch the mutators made.
         mutation = admission.decide(request, PHASES)
+        checked.outcomes[target.role] = mutation
         if mutation.violations:
             self._violations(checked, target, [(v, "enforce") for v in mutation.violations])
         if mutation.advisories:
