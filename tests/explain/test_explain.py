@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from webhooks.explain.explanation import explain
 from webhooks.explain.model import (
     NOT_READY,
     UNREACHABLE,
@@ -15,7 +16,6 @@ from webhooks.explain.model import (
     Node,
     PodView,
     Rates,
-    explain,
     fit,
     no_execute,
     parse_node,
@@ -643,7 +643,7 @@ def test_a_large_partially_disrupted_zone_uses_the_secondary_rate() -> None:
     assert sim is not None
     (zone,) = sim.zones
     assert (zone.state, zone.rate) == ("PartialDisruption", 0.01)
-    assert [t.at for t in sim.taints][:3] == [0.0, 100.0, 200.0]
+    assert [t.at for t in sim.taints][:3] == [50.0, 150.0, 250.0]
     assert sim.warnings == ()
 
 
@@ -656,11 +656,11 @@ def test_a_normal_zone_taints_nodes_at_the_normal_rate_and_pods_go_after_their_s
     sim = simulate(cluster(10, 3), [pod(tolerations=DEFAULTS)], Rates())
     assert sim is not None
     assert sim.zones[0].state == "Normal"
-    assert [(t.node, t.at) for t in sim.taints] == [("w-0", 0.0), ("w-1", 10.0), ("w-2", 20.0)]
+    assert [(t.node, t.at) for t in sim.taints] == [("w-0", 50.0), ("w-1", 60.0), ("w-2", 70.0)]
     assert [(e.node, e.at) for e in sim.evictions] == [
-        ("w-0", 300.0),
-        ("w-1", 310.0),
-        ("w-2", 320.0),
+        ("w-0", 350.0),
+        ("w-1", 360.0),
+        ("w-2", 370.0),
     ]
 
 
@@ -670,15 +670,15 @@ def test_a_pod_tolerating_unreachable_for_6000_seconds() -> None:
     assert sim is not None
     (eviction,) = sim.evictions
     assert (eviction.at, eviction.verdict.outcome, eviction.verdict.seconds) == (
-        6000.0,
+        6050.0,
         "after",
         6000,
     )
-    # the same pod on a node that reports Ready False is gone after the not-ready 300 s
+    # the same pod on a node that reports Ready False is gone after 50 s + the not-ready 300 s
     sim = simulate(
         [node("n", fail="not-ready"), node("m"), node("o")], [pod(tolerations=tols)], Rates()
     )
-    assert sim is not None and sim.evictions[0].at == 300.0
+    assert sim is not None and sim.evictions[0].at == 350.0
 
 
 def test_daemonset_pods_are_never_evicted() -> None:
@@ -699,7 +699,7 @@ def test_a_fully_disrupted_zone_keeps_the_normal_rate_while_another_zone_is_up()
         ("a", "FullDisruption", 0.1),
         ("b", "Normal", 0.1),
     ]
-    assert [t.at for t in sim.taints] == [0.0, 10.0]
+    assert [t.at for t in sim.taints] == [50.0, 60.0]
 
 
 def test_when_every_zone_is_fully_disrupted_all_evictions_stop_and_taints_are_removed() -> None:
@@ -727,7 +727,7 @@ def test_excluded_nodes_do_not_count_towards_zone_health() -> None:
     (zone,) = sim.zones
     # without the label, 3 of 4 down would be PartialDisruption and stop evictions
     assert (zone.counted, zone.not_ready, zone.state) == (1, 0, "Normal")
-    assert [t.at for t in sim.taints] == [0.0, 10.0, 20.0]  # excluded nodes are still tainted
+    assert [t.at for t in sim.taints] == [50.0, 60.0, 70.0]  # excluded nodes are still tainted
 
 
 def test_a_control_plane_node_counts_like_any_other() -> None:
@@ -748,14 +748,14 @@ def test_a_node_already_tainted_is_not_queued_again() -> None:
     # the taint is swapped to unreachable at once; the other failed node takes the first token
     assert [(t.node, t.taint.key, t.at, t.already) for t in sim.taints] == [
         ("t", UNREACHABLE, 0.0, True),
-        ("w-0", UNREACHABLE, 0.0, False),
+        ("w-0", UNREACHABLE, 50.0, False),
     ]
 
 
 def test_pods_pinned_by_node_name_are_only_on_their_node() -> None:
     sim = simulate(cluster(10, 2), [pod(nodeName="w-1", tolerations=DEFAULTS)], Rates())
     assert sim is not None
-    assert [(e.node, e.at) for e in sim.evictions] == [("w-1", 310.0)]
+    assert [(e.node, e.at) for e in sim.evictions] == [("w-1", 360.0)]
 
 
 def test_pods_that_could_not_run_on_a_failed_node_are_not_evicted_from_it() -> None:

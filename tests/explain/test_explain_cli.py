@@ -63,15 +63,16 @@ def test_with_a_threshold_of_1_the_same_pods_are_evicted_on_the_normal_schedule(
     assert "WARNING" not in failure
     timeline = [" ".join(line.split()) for line in section(failure, "timeline:").splitlines()]
     expected = [
-        "t+0s worker-1 gets node.kubernetes.io/unreachable:NoExecute",
-        "t+10s worker-2 gets node.kubernetes.io/unreachable:NoExecute",
-        "t+20s worker-3 gets node.kubernetes.io/unreachable:NoExecute",
-        "t+300s (5m) worker-1: pods of Deployment shop/web evicted",
-        "t+310s (5m10s) worker-2: pods of Deployment shop/web evicted",
-        "t+320s (5m20s) worker-3: pods of Deployment shop/web evicted",
-        "t+6000s (1h40m) worker-1: pods of StatefulSet shop/db evicted",
-        "t+6010s (1h40m10s) worker-2: pods of StatefulSet shop/db evicted",
-        "t+6020s (1h40m20s) worker-3: pods of StatefulSet shop/db evicted",
+        "t+0s worker-1, worker-2, worker-3 fail",
+        "t+50s worker-1 gets node.kubernetes.io/unreachable:NoExecute",
+        "t+60s worker-2 gets node.kubernetes.io/unreachable:NoExecute",
+        "t+70s worker-3 gets node.kubernetes.io/unreachable:NoExecute",
+        "t+350s (5m50s) worker-1: pods of Deployment shop/web evicted",
+        "t+360s (6m) worker-2: pods of Deployment shop/web evicted",
+        "t+370s (6m10s) worker-3: pods of Deployment shop/web evicted",
+        "t+6050s (1h40m50s) worker-1: pods of StatefulSet shop/db evicted",
+        "t+6060s (1h41m) worker-2: pods of StatefulSet shop/db evicted",
+        "t+6070s (1h41m10s) worker-3: pods of StatefulSet shop/db evicted",
     ]
     found = [line for line in timeline if line.startswith("t+")]
     assert [line.split(" (toleration")[0] for line in found] == expected
@@ -224,7 +225,20 @@ USAGE: list[tuple[str, list[str], str, str]] = [
     ),
     ("an unreadable inventory", ["--nodes", "/nonexistent/nodes.yaml"], "", "cannot read"),
     ("a negative rate", ["--nodes", ONE_ZONE, "--node-eviction-rate", "-1"], "", "-1"),
-    ("a missing --nodes", [WORKLOADS], "", "Missing option '--nodes'"),
+    ("neither --nodes nor --node-templates", [WORKLOADS], "", "give --nodes"),
+    ("--fail without --nodes", ["--node-templates", "-", "--fail", "a"], "", "--fail needs --nodes"),
+    (
+        "a grace period that is not a duration",
+        ["--nodes", ONE_ZONE, "--node-monitor-grace-period", "soon"],
+        "",
+        "--node-monitor-grace-period: 'soon' is not a duration",
+    ),
+    (
+        "two inputs on stdin",
+        ["--node-templates", "-", "-"],
+        "",
+        "--node-templates and PATH cannot all read stdin",
+    ),
 ]
 
 
@@ -241,7 +255,7 @@ def test_the_help_states_what_the_model_simplifies() -> None:
     text = " ".join(invoke("--help").stdout.split())
     for phrase in (
         "capacity ignores pods already running",
-        "all failures are seen at t=0",
+        "all nodes fail at t=0 and are noticed together one grace period later",
         "--node-monitor-grace-period",
         "in inventory order",
         "stays Terminating",
