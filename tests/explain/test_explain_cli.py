@@ -226,7 +226,12 @@ USAGE: list[tuple[str, list[str], str, str]] = [
     ("an unreadable inventory", ["--nodes", "/nonexistent/nodes.yaml"], "", "cannot read"),
     ("a negative rate", ["--nodes", ONE_ZONE, "--node-eviction-rate", "-1"], "", "-1"),
     ("neither --nodes nor --node-templates", [WORKLOADS], "", "give --nodes"),
-    ("--fail without --nodes", ["--node-templates", "-", "--fail", "a"], "", "--fail needs --nodes"),
+    (
+        "--fail without --nodes",
+        ["--node-templates", "-", "--fail", "a"],
+        "",
+        "--fail needs --nodes",
+    ),
     (
         "a grace period that is not a duration",
         ["--nodes", ONE_ZONE, "--node-monitor-grace-period", "soon"],

@@ -131,10 +131,11 @@ def _template_fit_lines(found: TemplateFit) -> list[str]:
         f"- a poor choice: PreferNoSchedule taint {t} is not tolerated"
         for t in found.prefer_no_schedule
     )
-    lines.extend(
-        f"- startup taint {t} is not tolerated and is ignored: it is expected to be removed"
-        for t in found.startup_ignored
-    )
+    if found.fits:
+        lines.extend(
+            f"- startup taint {t} is not tolerated and is ignored: it is expected to be removed"
+            for t in found.startup_ignored
+        )
     if found.overhead and found.fits:
         shown = ", ".join(
             f"{k} {show_quantity(k, v)}" for k, v in sorted(found.overhead.items()) if v > 0
@@ -288,8 +289,13 @@ def _coverage_text(found: tuple[Coverage, ...], warnings: tuple[str, ...]) -> It
             if run.runs:
                 waits = f" (after {', '.join(run.waits_for)} is removed)" if run.waits_for else ""
                 yield f"    runs {run.daemon_set}{waits}"
-            else:
+            elif run.selected:
                 yield f"    does not run {run.daemon_set}: {'; '.join(run.reasons)}"
+            else:
+                yield (
+                    f"    does not run {run.daemon_set}, by its own choice of nodes: "
+                    f"{'; '.join(run.reasons)}"
+                )
     for warning in warnings:
         yield f"  WARNING: {warning}"
 
@@ -468,6 +474,7 @@ def _coverage(item: Coverage) -> dict[str, Any]:
                 "runs": d.runs,
                 "reasons": list(d.reasons),
                 "waitsFor": list(d.waits_for),
+                "selectedByItsSelectors": d.selected,
             }
             for d in item.daemon_sets
         ],

@@ -95,6 +95,7 @@ from webhooks.k8s.tolerations import (
 from webhooks.manifests.errors import show
 
 KARPENTER_API: Final = "karpenter.sh/v1"
+HOSTNAME: Final = "kubernetes.io/hostname"
 NODEPOOL_LABEL: Final = "karpenter.sh/nodepool"
 #: Labels Karpenter itself sets on a pool's nodes once they join, which DaemonSets may select.
 _LIFECYCLE_LABELS: Final = ("karpenter.sh/registered", "karpenter.sh/initialized")
@@ -346,6 +347,9 @@ def conflicts(
             out.append(Unmet(rule, f"{want.text()}: these contradict each other"))
             continue
         have = pool.get(key)
+        if key == HOSTNAME and not want.values.absent:
+            out.append(Unmet(rule, f"{want.text()}: a new node's name is not known in advance"))
+            continue
         if have is None:
             if is_well_known(key) or want.values.absent:
                 continue
@@ -468,9 +472,13 @@ class Template:
 
     @property
     def remaining(self) -> dict[str, Decimal]:
-        """What ``limits`` leave after ``status.resources`` (resource → amount, never < 0)."""
+        """What ``limits`` leave after ``status.resources`` and, for ``nodes``, after
+        ``status.nodes`` (resource → amount, never below 0)."""
+        used = dict(self.used)
+        if self.node_count is not None:
+            used["nodes"] = Decimal(self.node_count)
         return {
-            name: max(limit - self.used.get(name, Decimal(0)), Decimal(0))
+            name: max(limit - used.get(name, Decimal(0)), Decimal(0))
             for name, limit in self.limits.items()
         }
 
@@ -896,12 +904,17 @@ def scale_up(
 
 @dataclass(frozen=True, slots=True)
 class DaemonRun:
-    """Whether one DaemonSet runs on a node or template, why not, and what delays it."""
+    """Whether one DaemonSet runs on a node or template, why not, and what delays it.
+
+    ``selected`` is False when the DaemonSet's own nodeSelector, node affinity or nodeName
+    keeps it off: it targets other nodes, so its absence is a choice, not an accident.
+    """
 
     daemon_set: str
     runs: bool
     reasons: tuple[str, ...] = ()
     waits_for: tuple[str, ...] = ()
+    selected: bool = True
 
 
 TargetKind = Literal["Node", "NodePool", "NodeGroup"]
@@ -927,23 +940,30 @@ def daemon_name(pod: PodView) -> str:
     return pod.subject.removeprefix("pods of ")
 
 
+#: Unmet rules that are the DaemonSet's own choice of nodes.
+_SELECTING: Final = ("nodeSelector", "nodeAffinity", "nodeName")
+
+
+def _daemon_run(pod: PodView, unmet: Sequence[Unmet], startup: Sequence[str]) -> DaemonRun:
+    reasons = tuple(u.message for u in unmet)
+    selected = not any(u.rule in _SELECTING for u in unmet)
+    waits = () if reasons else tuple(f"startup taint {t}" for t in startup)
+    return DaemonRun(daemon_name(pod), not reasons, reasons, waits, selected)
+
+
 def _daemon_on_pool(pod: PodView, template: Template) -> DaemonRun:
-    reasons: list[str] = []
+    unmet: list[Unmet] = []
     for taint in template.taints:
         if taint.effect == PREFER_NO_SCHEDULE:
             continue  # a DaemonSet's pods ignore the preference, as Karpenter counts them
         if not any(tolerates(t, taint.as_dict()) for t in pod.tolerations):
-            reasons.append(f"taint {taint} is not tolerated")
-    reasons.extend(u.message for u in _requirement_check(pod, template))
-    waits = tuple(f"startup taint {t}" for t in _startup_ignored(pod, template))
-    return DaemonRun(daemon_name(pod), not reasons, tuple(reasons), () if reasons else waits)
+            unmet.append(Unmet("taint", f"taint {taint} is not tolerated"))
+    unmet.extend(_requirement_check(pod, template))
+    return _daemon_run(pod, unmet, _startup_ignored(pod, template))
 
 
 def _daemon_on_node(pod: PodView, node: Node, startup: Sequence[str] = ()) -> DaemonRun:
-    checked = fit(pod, node)
-    reasons = tuple(u.message for u in checked.unmet)
-    waits = tuple(f"startup taint {t}" for t in startup)
-    return DaemonRun(daemon_name(pod), not reasons, reasons, () if reasons else waits)
+    return _daemon_run(pod, fit(pod, node).unmet, startup)
 
 
 def daemon_runs(pod: PodView, target: Node | Template) -> DaemonRun:
@@ -1013,14 +1033,19 @@ def coverage(
 
 
 def coverage_warnings(found: Sequence[Coverage]) -> tuple[str, ...]:
-    """One warning per template and DaemonSet that does not run there, naming both.
+    """One warning per template and DaemonSet that would run there but for a taint or its
+    size, naming both.
 
     Why templates only: a node that exists shows its DaemonSets running or not; a template
-    shows nothing until the node joins without them and is of no use.
+    shows nothing until the node joins without them and is of no use. Why not for a
+    DaemonSet whose own nodeSelector or affinity excludes the template: it targets other
+    nodes by design (a GPU device plugin on CPU pools), and warning about every such pair
+    would drown the accidental ones.
     """
     return tuple(
         f"{c.target} is not covered by {d.daemon_set}: {'; '.join(d.reasons)}"
         for c in found
         if c.kind != "Node"
         for d in c.missing
+        if d.selected
     )
