@@ -16,8 +16,10 @@ from webhooks.explain.model import (
     Node,
     PodView,
     Rates,
+    failover,
     fit,
     no_execute,
+    parse_duration,
     parse_node,
     place,
     pod_requests,
@@ -775,3 +777,94 @@ def test_on_a_tie_the_closest_node_is_one_the_manifest_can_fix() -> None:
     ]
     closest = place(pod(**gpu), nodes).closest
     assert closest is not None and closest.node == "gpu"
+
+
+# --- failover time --------------------------------------------------------------------------
+
+FAILOVER: list[tuple[str, list[dict[str, Any]], float, list[tuple[str, float | None]]]] = [
+    (
+        "the in-tree defaults fail over after 50 s + 300 s for both taints",
+        DEFAULTS,
+        50.0,
+        [("after", 350.0), ("after", 350.0)],
+    ),
+    (
+        "a 30 s not-ready toleration fails over after 80 s",
+        [tol(NOT_READY, "NoExecute", op="Exists", seconds=30), DEFAULTS[1]],
+        50.0,
+        [("after", 80.0), ("after", 350.0)],
+    ),
+    (
+        "a grace period of 40 s, as before v1.32, gives 70 s",
+        [tol(NOT_READY, "NoExecute", op="Exists", seconds=30)],
+        40.0,
+        [("after", 70.0), ("at-once", 40.0)],
+    ),
+    (
+        "no toleration means eviction as soon as the node is marked",
+        [],
+        50.0,
+        [("at-once", 50.0), ("at-once", 50.0)],
+    ),
+    (
+        "zero or negative seconds evict as soon as the node is marked",
+        [
+            tol(NOT_READY, "NoExecute", op="Exists", seconds=0),
+            tol(UNREACHABLE, "NoExecute", op="Exists", seconds=-5),
+        ],
+        50.0,
+        [("at-once", 50.0), ("at-once", 50.0)],
+    ),
+    (
+        "a toleration without seconds never evicts, as DaemonSet pods",
+        [tol(NOT_READY, "NoExecute", op="Exists"), tol(UNREACHABLE, op="Exists")],
+        50.0,
+        [("never", None), ("never", None)],
+    ),
+    (
+        "the first matching toleration is the one used, as the taint manager uses it",
+        [tol(op="Exists"), tol(NOT_READY, "NoExecute", op="Exists", seconds=30)],
+        50.0,
+        [("never", None), ("never", None)],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "grace", "want"),
+    [c[1:] for c in FAILOVER],
+    ids=[c[0] for c in FAILOVER],
+)
+def test_failover_is_the_grace_period_plus_the_tolerations_seconds(
+    tolerations: list[dict[str, Any]], grace: float, want: list[tuple[str, float | None]]
+) -> None:
+    found = failover(pod(tolerations=tolerations), grace)
+    assert [f.taint for f in found] == [f"{NOT_READY}:NoExecute", f"{UNREACHABLE}:NoExecute"]
+    assert [(f.outcome, f.seconds) for f in found] == want
+    assert all(f.grace == grace for f in found)
+
+
+def test_the_default_grace_period_is_current_upstreams() -> None:
+    assert Rates().node_monitor_grace_period == 50.0
+
+
+DURATIONS: list[tuple[str, float]] = [
+    ("50s", 50.0),
+    ("40", 40.0),
+    ("1m30s", 90.0),
+    ("500ms", 0.5),
+    ("1h", 3600.0),
+    ("1.5m", 90.0),
+    ("0", 0.0),
+]
+
+
+@pytest.mark.parametrize(("text", "seconds"), DURATIONS, ids=[t for t, _ in DURATIONS])
+def test_a_grace_period_is_read_as_go_writes_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["soon", "-5", "5x", "", "inf", "nan", "1m-5s"])
+def test_a_grace_period_that_is_not_a_duration_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="is not a duration"):
+        parse_duration(text)
