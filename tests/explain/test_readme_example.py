@@ -16,7 +16,7 @@ SECTION = README[README.index("## Before you deploy: `explain`") : README.index(
 
 
 def block(kind: str) -> str:
-    found = re.search(rf"```{kind}\n(.*?)```", SECTION, re.S)
+    found = re.search(rf"```{kind}[^\n]*\n(.*?)```", SECTION, re.S)
     assert found is not None, kind
     return found.group(1)
 
