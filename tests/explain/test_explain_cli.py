@@ -242,7 +242,7 @@ USAGE: list[tuple[str, list[str], str, str]] = [
         "two inputs on stdin",
         ["--node-templates", "-", "-"],
         "",
-        "--node-templates and PATH cannot all read stdin",
+        "--node-templates and PATH cannot both read stdin",
     ),
 ]
 

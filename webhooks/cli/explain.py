@@ -260,7 +260,7 @@ def explain(
         if STDIN in given
     ]
     if len(readers) > 1:
-        fail(f"{' and '.join(readers)} cannot all read stdin (-)")
+        fail(f"{' and '.join(readers)} cannot {'both' if len(readers) == 2 else 'all'} read stdin")
     if not node_paths and not template_paths:
         fail("give --nodes (the nodes there are) or --node-templates (the nodes there can be)")
     try:

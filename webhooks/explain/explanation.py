@@ -77,7 +77,8 @@ class Explanation:
 
     @property
     def placements(self) -> tuple[Placement, ...]:
-        """Each pod's placement on existing nodes, in input order."""
+        """Each pod's placement on existing nodes, in input order; why: the simulation and
+        older callers read placements alone."""
         return tuple(answer.placement for answer in self.pods)
 
     @property

@@ -181,7 +181,11 @@ class Values:
 
     @classmethod
     def of(cls, operator: str, values: Sequence[str]) -> Values:
-        """The values ``key <operator> <values>`` allows (the operator already checked)."""
+        """The values ``key <operator> <values>`` allows (the operator already checked).
+
+        Why Gt and Lt become inclusive bounds: Gte and Lte need them, and one form of bound
+        keeps the intersection to a max and a min.
+        """
         if operator == "In":
             return cls(False, frozenset(values))
         if operator == "NotIn":
@@ -211,12 +215,19 @@ class Values:
         )
 
     def has(self, value: str) -> bool:
-        """Whether a node labelled with ``value`` satisfies these values."""
+        """Whether a node labelled with ``value`` satisfies these values.
+
+        Why bounds reject words: a node label that is not an integer never meets Gt or Lt.
+        """
         listed = value in self.values
         return (listed != self.complement) and self._bounded(value, self.low, self.high)
 
     def intersect(self, other: Values) -> Values:
-        """The values both allow (an AND of two requirements on one key)."""
+        """The values both allow (an AND of two requirements on one key).
+
+        Why a set stays a set: once a finite list is involved the answer is finite, and its
+        size is what ``minValues`` counts.
+        """
         low = _max(self.low, other.low)
         high = _min(self.high, other.high)
         if low is not None and high is not None and low > high:
@@ -232,7 +243,11 @@ class Values:
         return Values(False, frozenset(v for v in kept if self._bounded(v, low, high)))
 
     def overlaps(self, other: Values) -> bool:
-        """Whether some node label value satisfies both (a present label; see :meth:`absent`)."""
+        """Whether some node label value satisfies both (a present label; see :meth:`absent`).
+
+        Why this is the test: a pool and a pod are compatible on a key when a node could
+        carry a value both accept.
+        """
         joined = self.intersect(other)
         return joined.complement or bool(joined.values)
 
@@ -283,7 +298,7 @@ class Requirement:
 
     @property
     def allowed(self) -> Values:
-        """The values this requirement allows."""
+        """The values this requirement allows; why a property: the text is kept for messages."""
         return Values.of(self.operator, self.values)
 
 
@@ -297,11 +312,14 @@ class Constraint:
 
     @property
     def needs_label(self) -> bool:
-        """Whether some source needs the label present (In, Exists, Gt, Lt, Gte, Lte)."""
+        """Whether some source needs the label present (In, Exists, Gt, Lt, Gte, Lte).
+
+        Why: an empty set then means the sources contradict each other, not "no label".
+        """
         return any(s.operator not in ("NotIn", "DoesNotExist") for s in self.sources)
 
     def text(self) -> str:
-        """The sources as the user wrote them, ANDed."""
+        """The sources as the user wrote them, ANDed; why: messages quote the YAML."""
         return " and ".join(str(s) for s in self.sources)
 
 
@@ -473,7 +491,11 @@ class Template:
     @property
     def remaining(self) -> dict[str, Decimal]:
         """What ``limits`` leave after ``status.resources`` and, for ``nodes``, after
-        ``status.nodes`` (resource → amount, never below 0)."""
+        ``status.nodes`` (resource → amount, never below 0).
+
+        Why the status: a limit stops Karpenter once the pool's nodes add up to it, so what
+        matters for the next node is what is left.
+        """
         used = dict(self.used)
         if self.node_count is not None:
             used["nodes"] = Decimal(self.node_count)
@@ -495,7 +517,11 @@ class Template:
     @property
     def pool(self) -> dict[str, Constraint]:
         """A NodePool's label constraints: requirements, template labels and the pool's own
-        labels, ANDed per key (Karpenter layers the labels onto the requirements)."""
+        labels, ANDed per key.
+
+        Why the labels too: Karpenter layers them onto the requirements, so a pod may
+        select a pool by a template label or by ``karpenter.sh/nodepool``.
+        """
         labels = [
             Requirement(k, "In", (v,), origin="template label") for k, v in self.labels.items()
         ]
@@ -503,8 +529,11 @@ class Template:
         return constraints([*self.requirements, *labels, *own])
 
     def node(self) -> Node:
-        """A node group's template as a :class:`Node`, without its ignored taints and with
-        no allocatable (resources are checked here, DaemonSets deducted)."""
+        """A node group's template as a :class:`Node`, without its ignored taints.
+
+        Why no allocatable: resources are checked here, with the DaemonSets deducted,
+        while the scheduler's other filters are the model's.
+        """
         return Node(name=self.name, labels=self.labels, taints=self.taints, where=self.where)
 
 

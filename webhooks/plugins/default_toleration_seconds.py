@@ -101,7 +101,10 @@ class Overrides:
     problems: tuple[str, ...] = ()
 
     def seconds(self, key: str, default: int) -> tuple[int, str]:
-        """The seconds for taint ``key`` and where they come from (``""``: the default)."""
+        """The seconds for taint ``key`` and where they come from (``""``: the default).
+
+        Why the origin: the audit annotation must say a namespace changed the default.
+        """
         found = self.not_ready if key == NOT_READY else self.unreachable
         if found is None:
             return default, ""
