@@ -246,6 +246,13 @@ OVERRIDES: list[
         [nr(600), ur(300)],
     ),
     (
+        "an entry equal to the default after the user's own covering entry is the user's",
+        ON,
+        THIRTY,
+        [nr(600), nr(300)],
+        [nr(600), nr(300), ur(300)],
+    ),
+    (
         "a not-ready toleration without seconds (forever) is left alone",
         ON,
         THIRTY,

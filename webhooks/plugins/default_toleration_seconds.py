@@ -13,10 +13,10 @@ PodTolerationRestriction is absorbed by the 300 s entry DefaultTolerationSeconds
 before it. So, with the setting on:
 
 * the toleration this plugin appends carries the namespace's seconds;
-* on CREATE, an entry *exactly* equal to the cluster default (``Exists``, ``NoExecute``, no
-  value, ``tolerationSeconds`` equal to ``notReadySeconds``/``unreachableSeconds``) is taken
-  for the one the in-tree plugin added before any webhook ran, and its seconds are
-  rewritten to the namespace's. Any other entry, such as one the user wrote with other
+* on CREATE, the first entry covering the taint, when it is *exactly* equal to the cluster
+  default (``Exists``, ``NoExecute``, no value, ``tolerationSeconds`` equal to
+  ``notReadySeconds``/``unreachableSeconds``), is taken for the one the in-tree plugin
+  added before any webhook ran, and its seconds are rewritten to the namespace's. Any other entry, such as one the user wrote with other
   seconds, is left alone, and nothing is rewritten on UPDATE;
 * an annotation that is not a non-negative integer is ignored (the cluster default
   applies); the audit annotation says so and the notice :data:`INVALID_ANNOTATION` counts it;
@@ -159,14 +159,15 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
     missing = []
     rewritable: list[tuple[int, str, int]] = []
     for key, toleration, text in defaults:
-        seconds = toleration["tolerationSeconds"]
-        covered = False
         for index, t in enumerate(tolerations):
             if isinstance(t, dict) and covers_no_execute(t, key):
-                covered = True
+                # Only the covering entry can be the in-tree plugin's: it adds one when none
+                # covers the taint, so a later entry equal to the default is the user's.
+                seconds = toleration["tolerationSeconds"]
                 if settings.namespace_overrides and _is_default(t, key, seconds):
                     rewritable.append((index, key, seconds))
-        if not covered:
+                break
+        else:
             missing.append((key, toleration, text))
     if not missing and not (rewritable and request.operation == "CREATE"):
         return UNCHANGED
