@@ -7,17 +7,11 @@ from typing import Any
 
 import pytest
 
+from webhooks.explain.coverage import coverage, coverage_warnings, daemon_overhead
 from webhooks.explain.explanation import explain
 from webhooks.explain.model import InventoryError, PodView, Rates, parse_node
-from webhooks.explain.templates import (
-    Template,
-    Values,
-    coverage,
-    coverage_warnings,
-    daemon_overhead,
-    parse_template,
-    template_fit,
-)
+from webhooks.explain.requirements import Values
+from webhooks.explain.templates import Template, parse_template, template_fit
 
 ZONE = "topology.kubernetes.io/zone"
 GPU = "nvidia.com/gpu"

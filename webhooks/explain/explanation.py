@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from webhooks.explain.coverage import Coverage, coverage, coverage_warnings, daemon_overhead
 from webhooks.explain.model import (
     Failover,
     Node,
@@ -23,15 +24,7 @@ from webhooks.explain.model import (
     place,
     simulate,
 )
-from webhooks.explain.templates import (
-    Coverage,
-    ScaleUp,
-    Template,
-    coverage,
-    coverage_warnings,
-    daemon_overhead,
-    scale_up,
-)
+from webhooks.explain.templates import ScaleUp, Template, scale_up
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from webhooks.explain.coverage import Coverage
 from webhooks.explain.explanation import Explanation, PodAnswer
 from webhooks.explain.model import (
     Failover,
@@ -22,7 +23,7 @@ from webhooks.explain.model import (
     Zone,
     show_quantity,
 )
-from webhooks.explain.templates import Coverage, ScaleUp, Template, TemplateFit
+from webhooks.explain.templates import ScaleUp, Template, TemplateFit
 
 UNLABELLED = "(unlabelled)"
 

@@ -16,8 +16,9 @@ before it. So, with the setting on:
 * on CREATE, the first entry covering the taint, when it is *exactly* equal to the cluster
   default (``Exists``, ``NoExecute``, no value, ``tolerationSeconds`` equal to
   ``notReadySeconds``/``unreachableSeconds``), is taken for the one the in-tree plugin
-  added before any webhook ran, and its seconds are rewritten to the namespace's. Any other entry, such as one the user wrote with other
-  seconds, is left alone, and nothing is rewritten on UPDATE;
+  added before any webhook ran, and its seconds are rewritten to the namespace's. Any
+  other entry, such as one the user wrote with other seconds, is left alone, and nothing
+  is rewritten on UPDATE;
 * an annotation that is not a non-negative integer is ignored (the cluster default
   applies); the audit annotation says so and the notice :data:`INVALID_ANNOTATION` counts it;
 * the Namespace is looked up only when there is something to add or rewrite; a missing one
