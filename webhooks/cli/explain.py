@@ -53,7 +53,8 @@ group's allocatable or what the pool's limits leave (with the requests of the Da
 that run there). A NodePool offers an extended resource such as nvidia.com/gpu only when
 its spec.limits or a taint names it. For each tainted node and each template it lists the
 DaemonSets among PATH that run there and why the others do not, and warns for each
-template a DaemonSet does not cover.
+template a DaemonSet does not cover but for a taint or its size (one its own nodeSelector
+or affinity excludes is only listed).
 
 --nodes takes `kubectl get nodes -o yaml` output or Node manifests. Nodes named by --fail,
 and nodes whose Ready condition is not True, are simulated as the node lifecycle
