@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from webhooks.explain.explanation import explain
 from webhooks.explain.model import (
     NOT_READY,
     UNREACHABLE,
@@ -15,9 +16,10 @@ from webhooks.explain.model import (
     Node,
     PodView,
     Rates,
-    explain,
+    failover,
     fit,
     no_execute,
+    parse_duration,
     parse_node,
     place,
     pod_requests,
@@ -643,7 +645,7 @@ def test_a_large_partially_disrupted_zone_uses_the_secondary_rate() -> None:
     assert sim is not None
     (zone,) = sim.zones
     assert (zone.state, zone.rate) == ("PartialDisruption", 0.01)
-    assert [t.at for t in sim.taints][:3] == [0.0, 100.0, 200.0]
+    assert [t.at for t in sim.taints][:3] == [50.0, 150.0, 250.0]
     assert sim.warnings == ()
 
 
@@ -656,11 +658,11 @@ def test_a_normal_zone_taints_nodes_at_the_normal_rate_and_pods_go_after_their_s
     sim = simulate(cluster(10, 3), [pod(tolerations=DEFAULTS)], Rates())
     assert sim is not None
     assert sim.zones[0].state == "Normal"
-    assert [(t.node, t.at) for t in sim.taints] == [("w-0", 0.0), ("w-1", 10.0), ("w-2", 20.0)]
+    assert [(t.node, t.at) for t in sim.taints] == [("w-0", 50.0), ("w-1", 60.0), ("w-2", 70.0)]
     assert [(e.node, e.at) for e in sim.evictions] == [
-        ("w-0", 300.0),
-        ("w-1", 310.0),
-        ("w-2", 320.0),
+        ("w-0", 350.0),
+        ("w-1", 360.0),
+        ("w-2", 370.0),
     ]
 
 
@@ -670,15 +672,15 @@ def test_a_pod_tolerating_unreachable_for_6000_seconds() -> None:
     assert sim is not None
     (eviction,) = sim.evictions
     assert (eviction.at, eviction.verdict.outcome, eviction.verdict.seconds) == (
-        6000.0,
+        6050.0,
         "after",
         6000,
     )
-    # the same pod on a node that reports Ready False is gone after the not-ready 300 s
+    # the same pod on a node that reports Ready False is gone after 50 s + the not-ready 300 s
     sim = simulate(
         [node("n", fail="not-ready"), node("m"), node("o")], [pod(tolerations=tols)], Rates()
     )
-    assert sim is not None and sim.evictions[0].at == 300.0
+    assert sim is not None and sim.evictions[0].at == 350.0
 
 
 def test_daemonset_pods_are_never_evicted() -> None:
@@ -699,7 +701,7 @@ def test_a_fully_disrupted_zone_keeps_the_normal_rate_while_another_zone_is_up()
         ("a", "FullDisruption", 0.1),
         ("b", "Normal", 0.1),
     ]
-    assert [t.at for t in sim.taints] == [0.0, 10.0]
+    assert [t.at for t in sim.taints] == [50.0, 60.0]
 
 
 def test_when_every_zone_is_fully_disrupted_all_evictions_stop_and_taints_are_removed() -> None:
@@ -727,7 +729,7 @@ def test_excluded_nodes_do_not_count_towards_zone_health() -> None:
     (zone,) = sim.zones
     # without the label, 3 of 4 down would be PartialDisruption and stop evictions
     assert (zone.counted, zone.not_ready, zone.state) == (1, 0, "Normal")
-    assert [t.at for t in sim.taints] == [0.0, 10.0, 20.0]  # excluded nodes are still tainted
+    assert [t.at for t in sim.taints] == [50.0, 60.0, 70.0]  # excluded nodes are still tainted
 
 
 def test_a_control_plane_node_counts_like_any_other() -> None:
@@ -748,14 +750,14 @@ def test_a_node_already_tainted_is_not_queued_again() -> None:
     # the taint is swapped to unreachable at once; the other failed node takes the first token
     assert [(t.node, t.taint.key, t.at, t.already) for t in sim.taints] == [
         ("t", UNREACHABLE, 0.0, True),
-        ("w-0", UNREACHABLE, 0.0, False),
+        ("w-0", UNREACHABLE, 50.0, False),
     ]
 
 
 def test_pods_pinned_by_node_name_are_only_on_their_node() -> None:
     sim = simulate(cluster(10, 2), [pod(nodeName="w-1", tolerations=DEFAULTS)], Rates())
     assert sim is not None
-    assert [(e.node, e.at) for e in sim.evictions] == [("w-1", 310.0)]
+    assert [(e.node, e.at) for e in sim.evictions] == [("w-1", 360.0)]
 
 
 def test_pods_that_could_not_run_on_a_failed_node_are_not_evicted_from_it() -> None:
@@ -775,3 +777,94 @@ def test_on_a_tie_the_closest_node_is_one_the_manifest_can_fix() -> None:
     ]
     closest = place(pod(**gpu), nodes).closest
     assert closest is not None and closest.node == "gpu"
+
+
+# --- failover time --------------------------------------------------------------------------
+
+FAILOVER: list[tuple[str, list[dict[str, Any]], float, list[tuple[str, float | None]]]] = [
+    (
+        "the in-tree defaults fail over after 50 s + 300 s for both taints",
+        DEFAULTS,
+        50.0,
+        [("after", 350.0), ("after", 350.0)],
+    ),
+    (
+        "a 30 s not-ready toleration fails over after 80 s",
+        [tol(NOT_READY, "NoExecute", op="Exists", seconds=30), DEFAULTS[1]],
+        50.0,
+        [("after", 80.0), ("after", 350.0)],
+    ),
+    (
+        "a grace period of 40 s, as before v1.32, gives 70 s",
+        [tol(NOT_READY, "NoExecute", op="Exists", seconds=30)],
+        40.0,
+        [("after", 70.0), ("at-once", 40.0)],
+    ),
+    (
+        "no toleration means eviction as soon as the node is marked",
+        [],
+        50.0,
+        [("at-once", 50.0), ("at-once", 50.0)],
+    ),
+    (
+        "zero or negative seconds evict as soon as the node is marked",
+        [
+            tol(NOT_READY, "NoExecute", op="Exists", seconds=0),
+            tol(UNREACHABLE, "NoExecute", op="Exists", seconds=-5),
+        ],
+        50.0,
+        [("at-once", 50.0), ("at-once", 50.0)],
+    ),
+    (
+        "a toleration without seconds never evicts, as DaemonSet pods",
+        [tol(NOT_READY, "NoExecute", op="Exists"), tol(UNREACHABLE, op="Exists")],
+        50.0,
+        [("never", None), ("never", None)],
+    ),
+    (
+        "the first matching toleration is the one used, as the taint manager uses it",
+        [tol(op="Exists"), tol(NOT_READY, "NoExecute", op="Exists", seconds=30)],
+        50.0,
+        [("never", None), ("never", None)],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "grace", "want"),
+    [c[1:] for c in FAILOVER],
+    ids=[c[0] for c in FAILOVER],
+)
+def test_failover_is_the_grace_period_plus_the_tolerations_seconds(
+    tolerations: list[dict[str, Any]], grace: float, want: list[tuple[str, float | None]]
+) -> None:
+    found = failover(pod(tolerations=tolerations), grace)
+    assert [f.taint for f in found] == [f"{NOT_READY}:NoExecute", f"{UNREACHABLE}:NoExecute"]
+    assert [(f.outcome, f.seconds) for f in found] == want
+    assert all(f.grace == grace for f in found)
+
+
+def test_the_default_grace_period_is_current_upstreams() -> None:
+    assert Rates().node_monitor_grace_period == 50.0
+
+
+DURATIONS: list[tuple[str, float]] = [
+    ("50s", 50.0),
+    ("40", 40.0),
+    ("1m30s", 90.0),
+    ("500ms", 0.5),
+    ("1h", 3600.0),
+    ("1.5m", 90.0),
+    ("0", 0.0),
+]
+
+
+@pytest.mark.parametrize(("text", "seconds"), DURATIONS, ids=[t for t, _ in DURATIONS])
+def test_a_grace_period_is_read_as_go_writes_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["soon", "-5", "5x", "", "inf", "nan", "1m-5s"])
+def test_a_grace_period_that_is_not_a_duration_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="is not a duration"):
+        parse_duration(text)

@@ -63,15 +63,16 @@ def test_with_a_threshold_of_1_the_same_pods_are_evicted_on_the_normal_schedule(
     assert "WARNING" not in failure
     timeline = [" ".join(line.split()) for line in section(failure, "timeline:").splitlines()]
     expected = [
-        "t+0s worker-1 gets node.kubernetes.io/unreachable:NoExecute",
-        "t+10s worker-2 gets node.kubernetes.io/unreachable:NoExecute",
-        "t+20s worker-3 gets node.kubernetes.io/unreachable:NoExecute",
-        "t+300s (5m) worker-1: pods of Deployment shop/web evicted",
-        "t+310s (5m10s) worker-2: pods of Deployment shop/web evicted",
-        "t+320s (5m20s) worker-3: pods of Deployment shop/web evicted",
-        "t+6000s (1h40m) worker-1: pods of StatefulSet shop/db evicted",
-        "t+6010s (1h40m10s) worker-2: pods of StatefulSet shop/db evicted",
-        "t+6020s (1h40m20s) worker-3: pods of StatefulSet shop/db evicted",
+        "t+0s worker-1, worker-2, worker-3 fail",
+        "t+50s worker-1 gets node.kubernetes.io/unreachable:NoExecute",
+        "t+60s worker-2 gets node.kubernetes.io/unreachable:NoExecute",
+        "t+70s worker-3 gets node.kubernetes.io/unreachable:NoExecute",
+        "t+350s (5m50s) worker-1: pods of Deployment shop/web evicted",
+        "t+360s (6m) worker-2: pods of Deployment shop/web evicted",
+        "t+370s (6m10s) worker-3: pods of Deployment shop/web evicted",
+        "t+6050s (1h40m50s) worker-1: pods of StatefulSet shop/db evicted",
+        "t+6060s (1h41m) worker-2: pods of StatefulSet shop/db evicted",
+        "t+6070s (1h41m10s) worker-3: pods of StatefulSet shop/db evicted",
     ]
     found = [line for line in timeline if line.startswith("t+")]
     assert [line.split(" (toleration")[0] for line in found] == expected
@@ -224,7 +225,25 @@ USAGE: list[tuple[str, list[str], str, str]] = [
     ),
     ("an unreadable inventory", ["--nodes", "/nonexistent/nodes.yaml"], "", "cannot read"),
     ("a negative rate", ["--nodes", ONE_ZONE, "--node-eviction-rate", "-1"], "", "-1"),
-    ("a missing --nodes", [WORKLOADS], "", "Missing option '--nodes'"),
+    ("neither --nodes nor --node-templates", [WORKLOADS], "", "give --nodes"),
+    (
+        "--fail without --nodes",
+        ["--node-templates", "-", "--fail", "a"],
+        "",
+        "--fail needs --nodes",
+    ),
+    (
+        "a grace period that is not a duration",
+        ["--nodes", ONE_ZONE, "--node-monitor-grace-period", "soon"],
+        "",
+        "--node-monitor-grace-period: 'soon' is not a duration",
+    ),
+    (
+        "two inputs on stdin",
+        ["--node-templates", "-", "-"],
+        "",
+        "--node-templates and PATH cannot both read stdin",
+    ),
 ]
 
 
@@ -241,9 +260,203 @@ def test_the_help_states_what_the_model_simplifies() -> None:
     text = " ".join(invoke("--help").stdout.split())
     for phrase in (
         "capacity ignores pods already running",
-        "all failures are seen at t=0",
+        "all nodes fail at t=0 and are noticed together one grace period later",
         "--node-monitor-grace-period",
         "in inventory order",
         "stays Terminating",
     ):
         assert phrase in text
+
+
+# --- failover time and node templates (issue 16) ---------------------------------------------
+
+KARPENTER_NODES = str(FIXTURES / "karpenter-nodes.yaml")
+NODEPOOLS = str(FIXTURES / "nodepools.yaml")
+NODE_GROUPS = str(FIXTURES / "node-groups.yaml")
+GPU_JOB = str(FIXTURES / "gpu-job.yaml")
+DAEMONSETS = str(FIXTURES / "daemonsets.yaml")
+ZONE_PINNED = str(FIXTURES / "zone-pinned.yaml")
+FAILOVER = str(FIXTURES / "failover.yaml")
+FAILOVER_CONFIG = str(FIXTURES / "failover-config.yaml")
+
+
+def pod_json(result: Any, subject: str) -> dict[str, Any]:
+    data = json.loads(result.stdout)
+    return next(p for p in data["pods"] if p["pod"] == subject)
+
+
+def test_a_namespace_failover_of_30s_shows_80s_by_default() -> None:
+    result = invoke("--config", FAILOVER_CONFIG, "--nodes", KARPENTER_NODES, FAILOVER)
+    assert result.exit_code == 0, result.output
+    out = section(result.stdout, "pods of StatefulSet db/postgres")
+    assert (
+        "not-ready: evicted 80s after its node fails (50s + toleration "
+        "node.kubernetes.io/not-ready:NoExecute (Exists) for 30s)"
+    ) in out
+    assert "unreachable: evicted 350s (5m50s) after its node fails" in out
+    data = pod_json(
+        invoke("--config", FAILOVER_CONFIG, "--nodes", KARPENTER_NODES, FAILOVER, "-o", "json"),
+        "pods of StatefulSet db/postgres",
+    )
+    assert [(f["taint"], f["seconds"]) for f in data["failover"]] == [
+        ("node.kubernetes.io/not-ready:NoExecute", 80.0),
+        ("node.kubernetes.io/unreachable:NoExecute", 350.0),
+    ]
+
+
+def test_without_namespace_overrides_the_same_pod_fails_over_after_350s() -> None:
+    result = invoke("--nodes", KARPENTER_NODES, FAILOVER)
+    assert "not-ready: evicted 350s (5m50s) after its node fails" in result.stdout
+
+
+def test_the_grace_period_is_an_option_in_go_duration_notation() -> None:
+    args = ["--config", FAILOVER_CONFIG, "--nodes", KARPENTER_NODES, FAILOVER]
+    result = invoke(*args, "--node-monitor-grace-period", "40s")
+    assert "not-ready: evicted 70s after its node fails (40s + toleration" in result.stdout
+
+
+def test_a_fail_timeline_counts_the_grace_period_and_the_namespaces_seconds() -> None:
+    result = invoke(
+        "--config",
+        FAILOVER_CONFIG,
+        "--nodes",
+        KARPENTER_NODES,
+        FAILOVER,
+        "--fail",
+        "general-a",
+        "--fail-as",
+        "not-ready",
+    )
+    timeline = [" ".join(line.split()) for line in section(result.stdout, "timeline:").splitlines()]
+    assert timeline[1:4] == [
+        "t+0s general-a fails",
+        "t+50s general-a gets node.kubernetes.io/not-ready:NoExecute",
+        "t+80s general-a: pods of StatefulSet db/postgres evicted (toleration "
+        "node.kubernetes.io/not-ready:NoExecute (Exists) for 30s)",
+    ]
+
+
+def test_a_gpu_job_with_no_gpu_node_schedules_only_through_the_gpu_nodepool() -> None:
+    result = invoke("--nodes", KARPENTER_NODES, "--node-templates", NODEPOOLS, GPU_JOB)
+    assert result.exit_code == 0, result.output
+    out = section(result.stdout, "pods of Job ml/train")
+    assert "fits no node (0 of 3)" in out
+    assert "node templates: a node can be added for it by NodePool gpu\n" in out
+    assert (
+        "NodePool general: cannot host it\n      - requests nvidia.com/gpu 2: NodePool general "
+        "does not say it offers nvidia.com/gpu"
+    ) in out
+    assert (
+        "NodePool gpu: can host it\n      - tolerates nvidia.com/gpu=true:NoSchedule with "
+        "nvidia.com/gpu:NoSchedule (Exists), added by admission"
+    ) in out
+    data = pod_json(
+        invoke("--nodes", KARPENTER_NODES, "--node-templates", NODEPOOLS, GPU_JOB, "-o", "json"),
+        "pods of Job ml/train",
+    )
+    assert data["fits"] == [] and data["placeable"] is True
+    assert data["scaleUp"]["hosts"] == ["NodePool gpu"]
+    infra = next(t for t in data["scaleUp"]["templates"] if t["name"] == "infra")
+    assert [u["rule"] for u in infra["unmet"]] == ["static", "resources"]
+
+
+def test_a_pod_pinned_to_a_zone_no_nodepool_allows_fits_nowhere_and_the_reason_names_it() -> None:
+    result = invoke("--nodes", KARPENTER_NODES, "--node-templates", NODEPOOLS, ZONE_PINNED)
+    assert result.exit_code == 1
+    out = section(result.stdout, "pods of Deployment shop/reports")
+    assert "fits no node (0 of 3)" in out
+    assert "node templates: none can add a node for it (0 of 3)" in out
+    assert (
+        "node affinity topology.kubernetes.io/zone In [eu-west-1c] conflicts with NodePool "
+        "general's requirement topology.kubernetes.io/zone In [eu-west-1a, eu-west-1b]"
+    ) in out
+
+
+def test_a_device_plugin_without_the_gpu_toleration_leaves_the_gpu_nodepool_uncovered() -> None:
+    result = invoke("--nodes", KARPENTER_NODES, "--node-templates", NODEPOOLS, DAEMONSETS)
+    coverage = section(result.stdout, "DaemonSet coverage")
+    assert (
+        "WARNING: NodePool gpu is not covered by DaemonSet kube-system/nvidia-device-plugin: "
+        "taint nvidia.com/gpu=true:NoSchedule is not tolerated"
+    ) in coverage
+    assert (
+        "node system-1 (CriticalAddonsOnly=true:NoSchedule)\n    does not run DaemonSet "
+        "kube-system/nvidia-device-plugin: taint CriticalAddonsOnly=true:NoSchedule is not "
+        "tolerated"
+    ) in coverage
+    assert (
+        "runs DaemonSet kube-system/nvidia-device-plugin (after startup taint "
+        "node.cilium.io/agent-not-ready=true:NoExecute is removed)"
+    ) in coverage
+    data = json.loads(
+        invoke(
+            "--nodes", KARPENTER_NODES, "--node-templates", NODEPOOLS, DAEMONSETS, "-o", "json"
+        ).stdout
+    )
+    gpu = next(c for c in data["daemonSetCoverage"] if c["target"] == "NodePool gpu")
+    assert {d["daemonSet"]: d["runs"] for d in gpu["daemonSets"]} == {
+        "DaemonSet kube-system/nvidia-device-plugin": False,
+        "DaemonSet monitoring/node-exporter": True,
+        "DaemonSet kube-system/cilium": False,
+    }
+    assert len(data["warnings"]) == 2
+
+
+def test_a_node_group_template_counts_daemonsets_against_its_allocatable() -> None:
+    result = invoke(
+        "--nodes", KARPENTER_NODES, "--node-templates", NODE_GROUPS, GPU_JOB, DAEMONSETS
+    )
+    assert result.exit_code == 1  # two GPUs, and the group's nodes have one
+    out = section(result.stdout, "pods of Job ml/train")
+    assert "requests cpu 8 (+100m for DaemonSets), the group's nodes have 3920m allocatable" in out
+    assert "requests nvidia.com/gpu 2, the group's nodes have 1 allocatable" in out
+
+
+def test_templates_alone_describe_a_cluster_that_scales_from_zero() -> None:
+    result = invoke("--node-templates", NODEPOOLS, GPU_JOB)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("Nodes: 0 in 0 zones\nNode templates: 3")
+
+
+def test_json_lists_the_templates_as_read() -> None:
+    data = json.loads(invoke("--node-templates", NODEPOOLS, GPU_JOB, "-o", "json").stdout)
+    general = data["templates"][0]
+    assert (general["title"], general["weight"], general["remaining"]) == (
+        "NodePool general",
+        10,
+        {"cpu": "48", "memory": "192Gi"},
+    )
+    assert general["startupTaints"] == [
+        {"key": "node.cilium.io/agent-not-ready", "value": "true", "effect": "NoExecute"}
+    ]
+    assert data["nodeMonitorGracePeriod"] == 50.0
+
+
+TEMPLATE_USAGE: list[tuple[str, str, str]] = [
+    (
+        "a requirement Karpenter refuses",
+        "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: p}\nspec:\n  template:\n"
+        "    spec:\n      requirements: [{key: zone, operator: Within, values: [a]}]\n",
+        '<stdin>:1: spec.template.spec.requirements[0]: operator "Within" is not one of',
+    ),
+    (
+        "a Pod among the templates",
+        "kind: Pod\nmetadata: {name: p}\n",
+        "<stdin>:1: not a node template",
+    ),
+    (
+        "a template listed twice",
+        "kind: Node\nmetadata: {name: a}\n---\nkind: Node\nmetadata: {name: a}\n",
+        "<stdin>:4: node group a is listed twice",
+    ),
+    ("no templates at all", "", "<stdin>: no manifests found"),
+]
+
+
+@pytest.mark.parametrize(
+    ("stdin", "message"), [c[1:] for c in TEMPLATE_USAGE], ids=[c[0] for c in TEMPLATE_USAGE]
+)
+def test_unusable_templates_exit_2(stdin: str, message: str) -> None:
+    result = invoke("--nodes", ONE_ZONE, "--node-templates", "-", stdin=stdin)
+    assert result.exit_code == 2
+    assert message in result.stderr

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from tests.reviews import pod, request, tol
+from tests.plugins.namespaces import namespace
+from tests.reviews import apply, pod, request, tol
+from tests.reviews import request as build_request
+from webhooks.cluster.files import StaticCluster
+from webhooks.core.admission import Admission
 from webhooks.core.config import load_config
-from webhooks.core.plugin import Context
+from webhooks.core.plugin import Context, LookupFailure
+from webhooks.core.result import Outcome
 from webhooks.plugins import REGISTRY
 from webhooks.plugins.default_toleration_seconds import Settings, mutate
 
@@ -141,3 +147,303 @@ def test_a_pod_without_a_spec_gets_both_tolerations_in_a_new_spec() -> None:
     assert result.patch == [
         {"op": "add", "path": "/spec", "value": {"tolerations": [NR300, UR300]}}
     ]
+
+
+# --- per-namespace failover time (namespaceOverrides; beyond upstream) ---------------------
+
+NR_ANNOTATION = "placement-webhooks.io/not-ready-seconds"
+UR_ANNOTATION = "placement-webhooks.io/unreachable-seconds"
+NAME = "default-toleration-seconds"
+
+
+def nr(seconds: int | None) -> dict[str, Any]:
+    return tol(NR, "Exists", effect="NoExecute", seconds=seconds)
+
+
+def ur(seconds: int | None) -> dict[str, Any]:
+    return tol(UR, "Exists", effect="NoExecute", seconds=seconds)
+
+
+def admit(
+    obj: dict[str, Any],
+    annotations: dict[str, str] | None,
+    settings: dict[str, Any],
+    *,
+    operation: str = "CREATE",
+    cluster: Any = None,
+    plugins: dict[str, Any] | None = None,
+) -> Outcome:
+    """The whole default chain, as the server runs it, with the Namespace ``web``."""
+    config = load_config({"plugins": {NAME: settings, **(plugins or {})}}, REGISTRY)
+    if cluster is None:
+        cluster = StaticCluster([namespace("web", annotations=annotations)])
+    kw: dict[str, Any] = {"operation": operation}
+    if operation == "UPDATE":
+        kw["old"] = obj
+    return Admission(REGISTRY, config, cluster).decide(
+        build_request(obj, **kw), ("mutate", "validate")
+    )
+
+
+def stored(outcome: Outcome, obj: dict[str, Any]) -> Any:
+    assert outcome.allowed, outcome.message
+    return apply(obj, outcome.patch)["spec"].get("tolerations")
+
+
+ON = {"namespaceOverrides": True}
+THIRTY = {NR_ANNOTATION: "30"}
+
+OVERRIDES: list[
+    tuple[str, dict[str, Any], dict[str, str] | None, list[dict[str, Any]] | None, Any]
+] = [
+    (
+        "with the setting on, a new pod with no tolerations gets the namespace's 30 s",
+        ON,
+        THIRTY,
+        None,
+        [nr(30), ur(300)],
+    ),
+    (
+        "with the setting on, the in-tree plugin's 300 s default is rewritten to 30 s in place",
+        ON,
+        THIRTY,
+        [nr(300), ur(300)],
+        [nr(30), ur(300)],
+    ),
+    (
+        "without the setting, a new pod gets exactly upstream's defaults",
+        {},
+        THIRTY,
+        None,
+        [nr(300), ur(300)],
+    ),
+    (
+        "without the setting, the in-tree defaults are left exactly as upstream leaves them",
+        {},
+        THIRTY,
+        [nr(300), ur(300)],
+        [nr(300), ur(300)],
+    ),
+    (
+        "both annotations set both tolerations",
+        ON,
+        {NR_ANNOTATION: "30", UR_ANNOTATION: "10"},
+        [nr(300), ur(300)],
+        [nr(30), ur(10)],
+    ),
+    (
+        "zero means evict at once, as a toleration of 0 s does",
+        ON,
+        {NR_ANNOTATION: "0", UR_ANNOTATION: "0"},
+        None,
+        [nr(0), ur(0)],
+    ),
+    (
+        "a user's not-ready toleration with other seconds is left alone",
+        ON,
+        THIRTY,
+        [nr(600)],
+        [nr(600), ur(300)],
+    ),
+    (
+        "an entry equal to the default after the user's own covering entry is the user's",
+        ON,
+        THIRTY,
+        [nr(600), nr(300)],
+        [nr(600), nr(300), ur(300)],
+    ),
+    (
+        "a not-ready toleration without seconds (forever) is left alone",
+        ON,
+        THIRTY,
+        [nr(None), ur(300)],
+        [nr(None), ur(300)],
+    ),
+    (
+        "an Equal toleration with the default seconds is not the in-tree default",
+        ON,
+        THIRTY,
+        [tol(NR, "Equal", "true", "NoExecute", 300), ur(300)],
+        [tol(NR, "Equal", "true", "NoExecute", 300), ur(300)],
+    ),
+    (
+        "a wildcard covers both, so nothing is added or rewritten",
+        ON,
+        THIRTY,
+        [tol(operator="Exists")],
+        [tol(operator="Exists")],
+    ),
+    (
+        "the default is the configured notReadySeconds, not 300",
+        {**ON, "notReadySeconds": 120},
+        THIRTY,
+        [nr(120), nr(300)],
+        [nr(30), nr(300), ur(300)],
+    ),
+    (
+        "a namespace asking for the default changes nothing",
+        ON,
+        {NR_ANNOTATION: "300"},
+        [nr(300), ur(300)],
+        [nr(300), ur(300)],
+    ),
+    (
+        "a namespace without the annotations gets upstream's defaults",
+        ON,
+        {},
+        None,
+        [nr(300), ur(300)],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("settings", "annotations", "before", "after"),
+    [case[1:] for case in OVERRIDES],
+    ids=[case[0] for case in OVERRIDES],
+)
+def test_namespace_overrides(
+    settings: dict[str, Any],
+    annotations: dict[str, str] | None,
+    before: list[dict[str, Any]] | None,
+    after: Any,
+) -> None:
+    obj = pod(namespace="web", tolerations=before)
+    assert stored(admit(obj, annotations, settings), obj) == after
+
+
+def test_a_missing_namespace_means_no_override() -> None:
+    obj = pod(namespace="web")
+    outcome = admit(obj, None, ON, cluster=StaticCluster())
+    assert stored(outcome, obj) == [nr(300), ur(300)]
+
+
+def test_on_update_the_default_is_not_rewritten_but_what_is_added_follows_the_namespace() -> None:
+    kept = pod(namespace="web", tolerations=[nr(300), ur(300)])
+    assert admit(kept, THIRTY, ON, operation="UPDATE").patch == []
+    older = pod(namespace="web", tolerations=[ur(300)])
+    assert stored(admit(older, THIRTY, ON, operation="UPDATE"), older) == [ur(300), nr(30)]
+
+
+def test_the_audit_annotation_says_where_the_seconds_came_from() -> None:
+    obj = pod(namespace="web", tolerations=[nr(300)])
+    outcome = admit(obj, {NR_ANNOTATION: "30", UR_ANNOTATION: "45"}, ON)
+    assert outcome.audit_annotations[NAME] == (
+        f"set {NR}:NoExecute to 30s from namespace annotation {NR_ANNOTATION}, for the "
+        f"default 300s; added {UR}:NoExecute (Exists) for 45s from namespace annotation "
+        f"{UR_ANNOTATION}"
+    )
+
+
+INVALID = [
+    ("a word", "soon"),
+    ("a negative number", "-5"),
+    ("a fraction", "1.5"),
+    ("a number with spaces", " 30"),
+    ("an empty string", ""),
+    ("a duration", "30s"),
+    ("more seconds than tolerationSeconds holds", "9" * 20),
+]
+
+
+@pytest.mark.parametrize("value", [v for _, v in INVALID], ids=[i for i, _ in INVALID])
+def test_an_annotation_that_is_not_a_non_negative_integer_is_ignored_reported_and_counted(
+    value: str,
+) -> None:
+    obj = pod(namespace="web", tolerations=[nr(300), ur(300)])
+    outcome = admit(obj, {NR_ANNOTATION: value, UR_ANNOTATION: "10"}, ON)
+    assert stored(outcome, obj) == [nr(300), ur(10)]
+    assert (
+        f"ignored namespace 'web' annotation {NR_ANNOTATION}={value!r}"
+        in (outcome.audit_annotations[NAME])
+    )
+    assert (NAME, "invalid_annotation") in outcome.decisions
+    assert outcome.warnings == ()
+
+
+def test_an_ignored_annotation_alone_is_reported_without_a_patch() -> None:
+    obj = pod(namespace="web", tolerations=[nr(300), ur(300)])
+    outcome = admit(obj, {NR_ANNOTATION: "soon"}, ON)
+    assert outcome.patch == []
+    assert (NAME, "invalid_annotation") in outcome.decisions
+    assert "cluster default applies" in outcome.audit_annotations[NAME]
+
+
+class CountingCluster(StaticCluster):
+    """Counts Namespace lookups; raises on them when ``fail`` is set."""
+
+    def __init__(self, *objects: dict[str, Any], fail: bool = False) -> None:
+        super().__init__(objects)
+        self.lookups = 0
+        self.fail = fail
+
+    def namespace(self, name: str) -> dict[str, Any] | None:
+        self.lookups += 1
+        if self.fail:
+            raise LookupFailure("namespaces/web: timed out after 2s")
+        return super().namespace(name)
+
+
+LOOKUPS: list[tuple[str, dict[str, Any], list[dict[str, Any]] | None, int]] = [
+    ("the default setting never looks the Namespace up", {}, None, 0),
+    ("the setting on looks it up when something is added", ON, None, 1),
+    ("the setting on looks it up when an in-tree default may be rewritten", ON, [nr(300)], 1),
+    ("the setting on does not look it up when nothing could change", ON, [nr(1), ur(2)], 0),
+]
+
+
+@pytest.mark.parametrize(
+    ("settings", "before", "lookups"),
+    [case[1:] for case in LOOKUPS],
+    ids=[case[0] for case in LOOKUPS],
+)
+def test_the_namespace_is_looked_up_only_when_needed(
+    settings: dict[str, Any], before: list[dict[str, Any]] | None, lookups: int
+) -> None:
+    cluster = CountingCluster(namespace("web", annotations=THIRTY))
+    obj = pod(namespace="web", tolerations=before)
+    admit(obj, None, settings, cluster=cluster, plugins={"runtime-class": {"enabled": False}})
+    assert cluster.lookups == lookups
+
+
+def test_a_lookup_that_cannot_complete_refuses_the_pod() -> None:
+    obj = pod(namespace="web")
+    outcome = admit(obj, None, ON, cluster=CountingCluster(fail=True))
+    assert not outcome.allowed
+    assert outcome.code == 500
+    assert "cluster lookup failed: namespaces/web: timed out" in outcome.message
+
+
+@pytest.mark.parametrize(
+    "before", [None, [nr(300), ur(300)]], ids=["no tolerations", "the in-tree defaults"]
+)
+def test_the_chain_on_its_own_output_changes_nothing(before: Any) -> None:
+    obj = pod(namespace="web", tolerations=before)
+    once = apply(obj, admit(obj, THIRTY, ON).patch)
+    assert admit(once, THIRTY, ON).patch == []
+
+
+PTR_DEFAULTS = "scheduler.alpha.kubernetes.io/defaultTolerations"
+PTR_ON = {"enabled": True, "memoryPressureToleration": False}
+
+SUPERSET: list[tuple[str, int, int]] = [
+    ("a longer namespace defaultTolerations entry wins the superset merge", 60, 60),
+    ("a shorter namespace defaultTolerations entry is absorbed by the override", 10, 30),
+]
+
+
+@pytest.mark.parametrize(
+    ("default_seconds", "kept"), [c[1:] for c in SUPERSET], ids=[c[0] for c in SUPERSET]
+)
+def test_with_pod_toleration_restriction_the_longer_not_ready_entry_wins(
+    default_seconds: int, kept: int
+) -> None:
+    annotations = {**THIRTY, PTR_DEFAULTS: json.dumps([nr(default_seconds)])}
+    obj = pod(namespace="web", tolerations=[nr(300), ur(300)])
+    outcome = admit(
+        obj,
+        annotations,
+        ON,
+        plugins={"pod-toleration-restriction": PTR_ON},
+    )
+    assert [t for t in stored(outcome, obj) if t["key"] == NR] == [nr(kept)]

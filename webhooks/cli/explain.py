@@ -1,7 +1,9 @@
-"""The ``explain`` command: read a node inventory and manifests, admit, place, simulate.
+"""The ``explain`` command: read a node inventory, node templates and manifests; admit,
+place, try templates, check DaemonSet coverage, simulate failures.
 
-Exit codes: 0 when every pod fits some node; 1 when a pod fits no node or admission denies
-it; 2 when an input or option is unusable, reported ``file:line: reason`` on stderr.
+Exit codes: 0 when every pod fits some node or a template can add one; 1 when a pod fits
+neither or admission denies it; 2 when an input or option is unusable, reported
+``file:line: reason`` on stderr.
 """
 
 from __future__ import annotations
@@ -20,13 +22,15 @@ from webhooks.cli.common import (
     read_manifests,
     report_problems,
 )
-from webhooks.explain import model
 from webhooks.explain import render as explain_format
-from webhooks.explain.inventory import nodes_from, pods_from
-from webhooks.explain.model import FailAs, Node, PodView, Rates
+from webhooks.explain.explanation import explain as explain_all
+from webhooks.explain.inventory import nodes_from, pods_from, templates_from
+from webhooks.explain.model import FailAs, Node, PodView, Rates, parse_duration
+from webhooks.explain.templates import Template
 from webhooks.manifests.reader import STDIN
 
-HELP = """Where each pod can run on the nodes in --nodes, and what happens when nodes fail.
+HELP = """Where each pod can run on the nodes in --nodes, on nodes an autoscaler can add
+(--node-templates), and what happens when nodes fail.
 
 PATH holds Pods or workloads (files, directories, - for stdin); each goes through the
 admission chain as `check` admits it, and the Pod it yields is checked against every node
@@ -34,33 +38,55 @@ as the scheduler's filters do: NoSchedule and NoExecute taints it does not toler
 spec.nodeName, the nodeSelector, required node affinity and resource requests against
 allocatable. PreferNoSchedule taints are listed apart (a poor choice, not a refusal). For
 NoExecute taints it says whether a running pod is evicted at once, after
-tolerationSeconds, or never. A pod that fits no node is reported with the closest node
-and what that node lacks.
+tolerationSeconds, or never, and its failover time: how long after its node fails it is
+evicted (--node-monitor-grace-period plus the tolerationSeconds of its not-ready and
+unreachable tolerations, or never). A pod that fits no node is reported with the closest
+node and what that node lacks.
+
+--node-templates takes Karpenter karpenter.sh/v1 NodePools and Node objects standing for
+cluster-autoscaler node groups (scale-from-zero templates). For a pod that fits no node it
+says which templates can add a node for it and why the others cannot: a taint it does not
+tolerate (startup taints are ignored, as the autoscalers do), a nodeSelector or node
+affinity term that conflicts with a NodePool requirement (named), a resource above the
+group's allocatable or what the pool's limits leave (with the requests of the DaemonSets
+that run there). A NodePool offers an extended resource such as nvidia.com/gpu only when
+its spec.limits or a taint names it. For each tainted node and each template it lists the
+DaemonSets among PATH that run there and why the others do not, and warns for each
+template a DaemonSet does not cover but for a taint or its size (one its own nodeSelector
+or affinity excludes is only listed).
 
 --nodes takes `kubectl get nodes -o yaml` output or Node manifests. Nodes named by --fail,
 and nodes whose Ready condition is not True, are simulated as the node lifecycle
 controller handles them: zone states (FullDisruption, PartialDisruption, Normal; zones
 from topology.kubernetes.io/zone, one zone when unlabelled), the rate at which the
-not-ready/unreachable NoExecute taints are added per zone, and when each pod that may be
-running there is evicted. The four rate options are kube-controller-manager's flags, with
-its defaults; when evictions stop, the report says so and names the flag to change.
+not-ready/unreachable NoExecute taints are added per zone after the grace period, and when
+each pod that may be running there is evicted. The rate and grace period options are
+kube-controller-manager's flags, with its defaults (--node-monitor-grace-period is 50s
+since Kubernetes v1.32, 40s before); when evictions stop, the report says so and names the
+flag to change.
 
 \b
 Simplified: capacity ignores pods already running; inter-pod affinity, topology spread,
 volumes and host ports are not modelled; a pod is assumed to possibly run on any failed
-node it fits; all failures are seen at t=0 (in a cluster an unreachable node is noticed
-after --node-monitor-grace-period, and a node failing while its zone is still Normal is
-tainted at the normal rate before later failures change the zone's state); within a zone
+node it fits; all nodes fail at t=0 and are noticed together one grace period later (a
+node failing while its zone is still Normal is tainted at the normal rate before later
+failures change the zone's state; a kubelet that reports Ready False is noticed within
+--node-monitor-period, 5s, so for not-ready the figure is an upper bound); within a zone
 nodes are tainted in inventory order, the k-th (from 0) k/rate seconds after the first;
 "evicted" means deleted, and on an unreachable node the pod stays Terminating until the
-kubelet returns or the Node is deleted.
+kubelet returns or the Node is deleted. A NodePool's instance types are not known
+offline: CPU and memory are checked against its limits only.
 
-Exit codes: 0 every pod fits a node; 1 a pod fits no node or admission denies it; 2
-unusable input.
+Exit codes: 0 every pod fits a node or a template; 1 a pod fits neither, or admission
+denies it; 2 unusable input.
 """
 
 
 def _nodes(paths: Sequence[str], stdin_name: str, failed: set[str], fail_as: FailAs) -> list[Node]:
+    if not paths:
+        if failed:
+            fail("--fail needs --nodes")
+        return []
     manifests = read_manifests(paths, stdin_name, what="--nodes")
     inventory = nodes_from(manifests.documents, failed, fail_as)
     problems = [*manifests.problems, *inventory.problems]
@@ -73,6 +99,20 @@ def _nodes(paths: Sequence[str], stdin_name: str, failed: set[str], fail_as: Fai
     if unknown:
         fail(f"--fail: no node named {', '.join(unknown)} in the inventory")
     return inventory.nodes
+
+
+def _templates(paths: Sequence[str], stdin_name: str) -> list[Template]:
+    if not paths:
+        return []
+    manifests = read_manifests(paths, stdin_name, what="--node-templates")
+    found = templates_from(manifests.documents)
+    problems = [*manifests.problems, *found.problems]
+    if problems:
+        report_problems(problems)
+        sys.exit(USAGE_ERROR)
+    if not found.templates:
+        fail(f"--node-templates {' '.join(paths)}: no NodePool or Node objects found")
+    return found.templates
 
 
 def _pods(
@@ -105,13 +145,22 @@ _DEFAULT_RATES = Rates()
 
 @click.command(help=HELP)
 @click.argument("paths", nargs=-1, metavar="[PATH... | -]")
+# Where nodes come from. --nodes is checked in the command, not by click, so that another
+# source of nodes can stand in for it.
 @click.option(
     "--nodes",
     "node_paths",
     multiple=True,
-    required=True,
     metavar="FILE",
     help="Node inventory: `kubectl get nodes -o yaml`, or Node YAML/JSON; repeatable, - for stdin.",
+)
+@click.option(
+    "--node-templates",
+    "template_paths",
+    multiple=True,
+    metavar="FILE",
+    help="Nodes that do not exist yet: Karpenter karpenter.sh/v1 NodePools, and Node objects "
+    "standing for cluster-autoscaler node groups; repeatable, - for stdin.",
 )
 @click.option(
     "--fail",
@@ -158,6 +207,15 @@ _DEFAULT_RATES = Rates()
     help="A PartialDisruption zone of at most this many nodes stops evictions (rate 0).",
 )
 @click.option(
+    "--node-monitor-grace-period",
+    "grace_period",
+    default=f"{_DEFAULT_RATES.node_monitor_grace_period:g}s",
+    show_default=True,
+    metavar="DURATION",
+    help="How long a node may stop reporting before it is marked (50s since Kubernetes "
+    "v1.32, 40s before); counted in every failover time.",
+)
+@click.option(
     "-o",
     "--output",
     type=click.Choice(["text", "json"]),
@@ -168,12 +226,14 @@ _DEFAULT_RATES = Rates()
 def explain(
     paths: tuple[str, ...],
     node_paths: tuple[str, ...],
+    template_paths: tuple[str, ...],
     fail_nodes: tuple[str, ...],
     fail_as: FailAs,
     node_eviction_rate: float,
     secondary_node_eviction_rate: float,
     unhealthy_zone_threshold: float,
     large_cluster_size_threshold: int,
+    grace_period: str,
     output: str,
     config_path: str | None,
     objects: tuple[str, ...],
@@ -181,17 +241,34 @@ def explain(
     stdin_name: str,
 ) -> None:
     """Load, admit, place, simulate, render; the help text is :data:`HELP`."""
-    if STDIN in node_paths and STDIN in paths:
-        fail("--nodes - and PATH - cannot both read stdin")
+    readers = [
+        name
+        for name, given in (
+            ("--nodes", node_paths),
+            ("--node-templates", template_paths),
+            ("PATH", paths),
+        )
+        if STDIN in given
+    ]
+    if len(readers) > 1:
+        fail(f"{' and '.join(readers)} cannot {'both' if len(readers) == 2 else 'all'} read stdin")
+    if not node_paths and not template_paths:
+        fail("give --nodes (the nodes there are) or --node-templates (the nodes there can be)")
+    try:
+        grace = parse_duration(grace_period)
+    except ValueError as exc:
+        fail(f"--node-monitor-grace-period: {exc}")
     nodes = _nodes(node_paths, stdin_name, _fail_names(fail_nodes), fail_as)
+    templates = _templates(template_paths, stdin_name)
     pods = _pods(paths, config_path, objects, namespace, stdin_name)
     rates = Rates(
         node_eviction_rate=node_eviction_rate,
         secondary_node_eviction_rate=secondary_node_eviction_rate,
         unhealthy_zone_threshold=unhealthy_zone_threshold,
         large_cluster_size_threshold=large_cluster_size_threshold,
+        node_monitor_grace_period=grace,
     )
-    explanation = model.explain(nodes, pods, rates)
+    explanation = explain_all(nodes, pods, rates, templates)
     render = explain_format.json if output == "json" else explain_format.text
     click.echo(render(explanation), nl=False)
     sys.exit(explanation.exit_code)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from webhooks.dryrun.engine import Report
 from webhooks.explain.model import FailAs, InventoryError, Node, PodView, parse_node, pod_view
+from webhooks.explain.templates import Template, parse_template
 from webhooks.manifests.errors import ManifestError
 from webhooks.manifests.reader import Document
 
@@ -49,6 +50,40 @@ def nodes_from(documents: Iterable[Document], failed: set[str], fail_as: FailAs)
         seen.add(node.name)
         inventory.nodes.append(node)
     return inventory
+
+
+@dataclass(slots=True)
+class Templates:
+    """Node templates in input order, and every document that could not be used as one."""
+
+    templates: list[Template] = field(default_factory=list)
+    problems: list[ManifestError] = field(default_factory=list)
+
+
+def templates_from(documents: Iterable[Document]) -> Templates:
+    """Parse NodePools and node-group Nodes from ``--node-templates`` documents.
+
+    Why a title listed twice is a problem: coverage warnings and scale-up answers name a
+    template by its title, which must then mean one thing.
+    """
+    found = Templates()
+    seen: set[str] = set()
+    for doc in documents:
+        if doc.obj is None:
+            continue
+        try:
+            template = parse_template(doc.obj, f"{doc.path}:{doc.line}")
+        except InventoryError as exc:
+            found.problems.append(ManifestError(doc.path, doc.line, str(exc)))
+            continue
+        if template.title in seen:
+            found.problems.append(
+                ManifestError(doc.path, doc.line, f"{template.title} is listed twice")
+            )
+            continue
+        seen.add(template.title)
+        found.templates.append(template)
+    return found
 
 
 def pods_from(report: Report) -> tuple[list[PodView], list[str]]:

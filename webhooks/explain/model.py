@@ -4,9 +4,10 @@ Operators who taint and dedicate nodes need the answer before they deploy, and t
 are easy to get wrong: several taints act together as a filter, NoExecute evicts running
 pods (at once, after ``tolerationSeconds``, or never), PreferNoSchedule is only a
 preference, and the node lifecycle controller stops evicting altogether in some disrupted
-zones. This module is the model; :mod:`.explain_format` renders it and
-:mod:`.explain_command` is the command. Everything works on plain dicts, after each pod has
-gone through the admission chain exactly as ``check`` admits it.
+zones. This module is the model of existing nodes; :mod:`.templates` adds nodes that do
+not exist yet, :mod:`.explanation` puts the answers together, :mod:`.render` renders them
+and :mod:`webhooks.cli.explain` is the command. Everything works on plain dicts, after each
+pod has gone through the admission chain exactly as ``check`` admits it.
 
 What is modelled, following upstream:
 
@@ -37,6 +38,11 @@ What is modelled, following upstream:
   one. Upstream compares the threshold with the zone's node count, not the cluster's.
   When every zone is FullDisruption the controller stops all evictions and removes the
   not-ready/unreachable taints it had added.
+* **Failover time** — per pod and failure taint, from the node failure to the eviction:
+  ``--node-monitor-grace-period`` (50 s since Kubernetes v1.32, 40 s before; the time the
+  controller waits before it marks a silent node) plus the ``tolerationSeconds`` of the
+  toleration used, or never. Failure timelines count from the failure too: the first node
+  of a zone is tainted after the grace period.
 
 What is simplified (the command's help says the same):
 
@@ -46,13 +52,15 @@ What is simplified (the command's help says the same):
 * Where a pod actually runs is unknown offline: every failed node a pod fits (before the
   failure) is treated as a node it may be running on; a pod with ``spec.nodeName`` runs
   only there. DaemonSet pods run on every node they fit.
-* All failures are seen at the same moment (t = 0) and nothing recovers. In a real cluster
-  an unreachable node is noticed only after ``--node-monitor-grace-period``; a node that
-  fails while its zone is still Normal is tainted at the normal rate before later failures
-  change the zone's state, so staggered failures may see some evictions even where this
-  model says they stop. Within a zone nodes are tainted in inventory order, the first at
-  once and the k-th (from 0) k / rate seconds later (the controller's token bucket has a
-  burst of 1).
+* All failures happen at the same moment (t = 0), are noticed together one grace period
+  later, and nothing recovers. A node that fails while its zone is still Normal is tainted
+  at the normal rate before later failures change the zone's state, so staggered failures
+  may see some evictions even where this model says they stop. Within a zone nodes are
+  tainted in inventory order, the first after the grace period and the k-th (from 0) k /
+  rate seconds after that (the controller's token bucket has a burst of 1). A kubelet that
+  still reports, and reports Ready False (not-ready), is noticed within
+  ``--node-monitor-period`` (5 s) rather than the grace period, so for not-ready the figure
+  is an upper bound; nodes already tainted in the inventory count from t = 0.
 * "Evicted" means the pod is deleted. On an unreachable node it stays Terminating until the
   kubelet returns or the Node object is deleted, and a StatefulSet does not replace it
   before that.
@@ -63,6 +71,7 @@ What is simplified (the command's help says the same):
 from __future__ import annotations
 
 import contextlib
+import re
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -102,7 +111,17 @@ Ready = Literal["True", "False", "Unknown"]
 FailAs = Literal["unreachable", "not-ready"]
 ZoneState = Literal["Normal", "PartialDisruption", "FullDisruption"]
 Outcome = Literal["none", "at-once", "after", "never"]
-Rule = Literal["nodeName", "taint", "nodeSelector", "nodeAffinity", "resources"]
+Rule = Literal[
+    "nodeName",
+    "taint",
+    "nodeSelector",
+    "nodeAffinity",
+    "resources",
+    "requirement",
+    "limits",
+    "static",
+    "notReady",
+]
 
 #: Node condition (type, status) → the NoSchedule taint the node lifecycle controller adds.
 CONDITION_TAINTS: Mapping[tuple[str, str], str] = {
@@ -121,6 +140,11 @@ class InventoryError(ValueError):
     """A node inventory entry that cannot be used; the message says what is wrong."""
 
 
+#: kube-controller-manager's ``--node-monitor-grace-period`` default, in seconds: 50 since
+#: Kubernetes v1.32 (kubernetes/kubernetes#126287), 40 before.
+NODE_MONITOR_GRACE_PERIOD: Final = 50.0
+
+
 @dataclass(frozen=True, slots=True)
 class Rates:
     """kube-controller-manager's node lifecycle settings, with upstream's defaults."""
@@ -129,6 +153,35 @@ class Rates:
     secondary_node_eviction_rate: float = 0.01
     unhealthy_zone_threshold: float = 0.55
     large_cluster_size_threshold: int = 50
+    node_monitor_grace_period: float = NODE_MONITOR_GRACE_PERIOD
+
+
+_DURATION_RE = re.compile(r"(?:([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(h|m|s|ms))+")
+_DURATION_PART_RE = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(h|ms|m|s)")
+_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a kube-controller-manager duration flag: ``50s``, ``1m30s``, ``500ms``, ``40``.
+
+    Why Go's notation: the value is copied from the controller manager's command line, where
+    ``--node-monitor-grace-period=50s`` is how it is written; a bare number means seconds.
+    Raises :class:`ValueError` naming the value.
+    """
+    value = text.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        if not _DURATION_RE.fullmatch(value):
+            raise ValueError(
+                f"{text!r} is not a duration (such as 50s, 1m30s, or a number of seconds)"
+            ) from None
+        seconds = sum(
+            float(number) * _UNIT_SECONDS[unit] for number, unit in _DURATION_PART_RE.findall(value)
+        )
+    if not seconds >= 0 or seconds == float("inf"):
+        raise ValueError(f"{text!r} is not a duration of zero or more seconds")
+    return seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -509,6 +562,54 @@ def no_execute(
     )
 
 
+FailoverOutcome = Literal["at-once", "after", "never"]
+
+
+@dataclass(frozen=True, slots=True)
+class Failover:
+    """How long after its node fails a pod is evicted, for one of the two failure taints.
+
+    ``seconds`` is the node monitor grace period plus the ``tolerationSeconds`` of the
+    toleration used (``None``: never, the toleration has no seconds); ``toleration`` names
+    it (``""``: none tolerates the taint, so eviction follows the grace period at once).
+    """
+
+    taint: str
+    outcome: FailoverOutcome
+    seconds: float | None
+    grace: float
+    toleration_seconds: int | None
+    toleration: str = ""
+
+
+def failover(pod: PodView, grace: float) -> tuple[Failover, ...]:
+    """The pod's failover time for a node that becomes not-ready, then for an unreachable one.
+
+    The node lifecycle controller marks a node whose kubelet stopped reporting after
+    ``--node-monitor-grace-period`` and taints it; the taint eviction controller then
+    deletes the pod after the ``tolerationSeconds`` of the first toleration that matches
+    the taint. Why both taints: pods tolerate them separately (DefaultTolerationSeconds'
+    two flags), and the one a failure brings depends on whether the kubelet still reports.
+    """
+    out = []
+    for key in (NOT_READY, UNREACHABLE):
+        taint = Taint(key, "", NO_EXECUTE)
+        match = next((t for t in pod.tolerations if tolerates(t, taint.as_dict())), None)
+        if match is None:
+            out.append(Failover(str(taint), "at-once", grace, grace, None))
+            continue
+        seconds = _seconds(match)
+        shown = describe(match)
+        if seconds is None:
+            out.append(Failover(str(taint), "never", None, grace, None, shown))
+        else:
+            outcome: FailoverOutcome = "at-once" if seconds <= 0 else "after"
+            out.append(
+                Failover(str(taint), outcome, grace + max(seconds, 0), grace, seconds, shown)
+            )
+    return tuple(out)
+
+
 def _used(toleration: Mapping[str, Any], taint: Taint) -> str:
     shown = f"toleration {describe(toleration)}"
     return shown if identity(toleration)[0] == taint.key else f"{shown} for {taint}"
@@ -806,7 +907,7 @@ def simulate(nodes: Sequence[Node], pods: Sequence[PodView], rates: Rates) -> Si
                     )
                 )
                 continue
-            at = None if zone.stopped else queued / zone.rate
+            at = None if zone.stopped else rates.node_monitor_grace_period + queued / zone.rate
             queued += 1
             events.append(NodeTaint(node.name, name, taint, at))
         if zone.stopped and down and not all_down:
@@ -847,35 +948,3 @@ def _evictions(
                     Eviction(pod.subject, node.name, at, verdict, verdict.reason, pod.daemon)
                 )
     return tuple(out)
-
-
-# --- everything together ------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Explanation:
-    """The whole answer: the nodes, each pod's placement, and the failure simulation."""
-
-    nodes: tuple[Node, ...]
-    placements: tuple[Placement, ...]
-    simulation: Simulation | None
-
-    @property
-    def exit_code(self) -> int:
-        """1 when some pod fits no node or admission denies it, else 0.
-
-        Why: a CI job that asks "will this run?" must fail when the answer is no.
-        """
-        for placement in self.placements:
-            if placement.pod.denied or not placement.nodes:
-                return 1
-        return 0
-
-
-def explain(nodes: Sequence[Node], pods: Sequence[PodView], rates: Rates) -> Explanation:
-    """Place every pod on the inventory and simulate the failed nodes.
-
-    Why one entry point: the text and JSON renderings must describe the same model.
-    """
-    placements = tuple(place(pod, nodes) for pod in pods)
-    return Explanation(tuple(nodes), placements, simulate(nodes, pods, rates))

@@ -1,4 +1,4 @@
-"""Rendering an :class:`~webhooks.explain.model.Explanation` as text for people or JSON.
+"""Rendering an :class:`~webhooks.explain.explanation.Explanation` as text for people or JSON.
 
 Text groups nodes that get the same answer onto one line, so a hundred identical workers
 read as one entry; JSON lists every node for every pod, for scripts. Both say the same
@@ -12,16 +12,18 @@ from typing import Any
 
 import orjson
 
+from webhooks.explain.coverage import Coverage
+from webhooks.explain.explanation import Explanation, PodAnswer
 from webhooks.explain.model import (
-    Explanation,
+    Failover,
     Fit,
     Node,
     NoExecuteVerdict,
-    Placement,
     Simulation,
     Zone,
     show_quantity,
 )
+from webhooks.explain.templates import ScaleUp, Template, TemplateFit
 
 UNLABELLED = "(unlabelled)"
 
@@ -99,7 +101,70 @@ def _node_text(node: Node) -> Iterator[str]:
         yield "    allocatable unknown: resource requests are not checked"
 
 
-def _placement_text(placement: Placement, total: int) -> Iterator[str]:
+def _failover_line(item: Failover) -> str:
+    name = item.taint.split("/")[-1].split(":")[0]
+    grace = duration(item.grace)
+    if item.outcome == "never":
+        return f"{name}: never evicted (toleration {item.toleration}: no tolerationSeconds)"
+    assert item.seconds is not None
+    if item.toleration_seconds is None:
+        how = f"{grace}; no toleration matches {item.taint}"
+    else:
+        how = f"{grace} + toleration {item.toleration}"
+    return f"{name}: evicted {duration(item.seconds)} after its node fails ({how})"
+
+
+def _failover_text(answer: PodAnswer) -> Iterator[str]:
+    if not answer.failover or answer.pod.denied:
+        return
+    yield "  failover (--node-monitor-grace-period + tolerationSeconds):"
+    for item in answer.failover:
+        yield f"    {_failover_line(item)}"
+
+
+def _template_fit_lines(found: TemplateFit) -> list[str]:
+    lines = [f"- {u.message}" for u in found.unmet]
+    lines.extend(
+        f"- tolerates {t.taint} with {t.toleration}" + (", added by admission" if t.added else "")
+        for t in found.tolerated
+    )
+    lines.extend(
+        f"- a poor choice: PreferNoSchedule taint {t} is not tolerated"
+        for t in found.prefer_no_schedule
+    )
+    if found.fits:
+        lines.extend(
+            f"- startup taint {t} is not tolerated and is ignored: it is expected to be removed"
+            for t in found.startup_ignored
+        )
+    if found.overhead and found.fits:
+        shown = ", ".join(
+            f"{k} {show_quantity(k, v)}" for k, v in sorted(found.overhead.items()) if v > 0
+        )
+        if shown:
+            lines.append(f"- DaemonSets there request {shown}")
+    return lines
+
+
+def _scale_up_text(up: ScaleUp) -> Iterator[str]:
+    hosts = up.hosts
+    if hosts:
+        first = hosts[0].template
+        names = ", ".join(f.template.title for f in hosts)
+        yield f"  node templates: a node can be added for it by {names}"
+        if len(hosts) > 1 and first.kind == "NodePool":
+            yield f"    (Karpenter tries the highest weight first: {first.title})"
+    else:
+        yield f"  node templates: none can add a node for it (0 of {len(up.fits)})"
+    for found in up.fits:
+        verdict = "can host it" if found.fits else "cannot host it"
+        yield f"    {found.template.title}: {verdict}"
+        for line in _template_fit_lines(found):
+            yield f"      {line}"
+
+
+def _placement_text(answer: PodAnswer, total: int) -> Iterator[str]:
+    placement = answer.placement
     pod = placement.pod
     yield f"{pod.subject} ({pod.where})"
     for line in pod.admission:
@@ -117,6 +182,9 @@ def _placement_text(placement: Placement, total: int) -> Iterator[str]:
             yield f"  closest: {closest.node}, missing {len(closest.unmet)}:"
             for unmet in closest.unmet:
                 yield f"    - {unmet.message}"
+    if answer.scale_up is not None:
+        yield from _scale_up_text(answer.scale_up)
+    yield from _failover_text(answer)
     groups: dict[tuple[bool, tuple[str, ...]], list[str]] = {}
     for fit in placement.fits:
         groups.setdefault((fit.fits, _fit_lines(fit)), []).append(fit.node)
@@ -136,9 +204,10 @@ def _zone_text(zone: Zone) -> str:
 
 
 def _simulation_text(sim: Simulation) -> Iterator[str]:
+    grace = duration(sim.rates.node_monitor_grace_period)
     yield (
-        "Node failure (t+0s: the node lifecycle controller sees the failed nodes not Ready; "
-        "times are approximate, see --help)"
+        f"Node failure (t+0s: the nodes fail; t+{grace}: the node lifecycle controller marks "
+        "them after --node-monitor-grace-period; times are approximate, see --help)"
     )
     for zone in sim.zones:
         yield _zone_text(zone)
@@ -155,6 +224,9 @@ def _simulation_text(sim: Simulation) -> Iterator[str]:
                 (eviction.at, 1, f"{eviction.node}: {eviction.pod} evicted ({eviction.reason})")
             )
     if events:
+        down = [t.node for t in sim.taints if not t.already]
+        if down:
+            events.append((0.0, -1, f"{', '.join(down)} fail{'s' if len(down) == 1 else ''}"))
         yield "  timeline:"
         events.sort(key=lambda e: (e[0], e[1]))
         width = max(len(duration(at)) for at, _, _ in events)
@@ -176,8 +248,62 @@ def _simulation_text(sim: Simulation) -> Iterator[str]:
             yield f"    {pod} on {', '.join(nodes)} ({reason})"
 
 
+def _quantities(values: dict[str, str]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in values.items())
+
+
+def _template_text(template: Template) -> Iterator[str]:
+    extra = f", weight {template.weight}" if template.weight else ""
+    yield f"  {template.title} ({template.where}){extra}"
+    for taint in template.taints:
+        yield f"    taint {taint}"
+    for taint in template.startup_taints:
+        yield f"    startup taint {taint}: pods need not tolerate it"
+    for key, value in template.labels.items():
+        yield f"    label {key}={value}"
+    for req in template.requirements:
+        yield f"    {req}"
+    if template.kind == "NodeGroup":
+        if template.allocatable is None:
+            yield "    allocatable unknown: resource requests are not checked"
+        else:
+            yield f"    allocatable {_quantities(_resource_map(template.allocatable))}"
+    elif template.limits:
+        left = template.remaining
+        parts = [
+            f"{k} {show_quantity(k, v)} ({show_quantity(k, left[k])} left)"
+            for k, v in template.limits.items()
+        ]
+        yield f"    limits {', '.join(parts)}"
+    if template.replicas is not None:
+        yield f"    static: spec.replicas {template.replicas}, adds no node for pending pods"
+    if template.not_ready:
+        yield f"    not Ready ({template.not_ready}): Karpenter ignores it"
+
+
+def _coverage_text(found: tuple[Coverage, ...], warnings: tuple[str, ...]) -> Iterator[str]:
+    yield "DaemonSet coverage (tainted nodes and node templates)"
+    for item in found:
+        taints = f" ({', '.join(item.taints)})" if item.taints else ""
+        yield f"  {item.target}{taints}"
+        for run in item.daemon_sets:
+            if run.runs:
+                waits = f" (after {', '.join(run.waits_for)} is removed)" if run.waits_for else ""
+                yield f"    runs {run.daemon_set}{waits}"
+            elif run.selected:
+                yield f"    does not run {run.daemon_set}: {'; '.join(run.reasons)}"
+            else:
+                yield (
+                    f"    does not run {run.daemon_set}, by its own choice of nodes: "
+                    f"{'; '.join(run.reasons)}"
+                )
+    for warning in warnings:
+        yield f"  WARNING: {warning}"
+
+
 def text(explanation: Explanation) -> str:
-    """The human report: nodes, then each pod's placement, then the failure simulation.
+    """The human report: nodes and templates, each pod's answer, DaemonSet coverage, then
+    the failure simulation.
 
     Why that order: each part reads with what comes before it in mind.
     """
@@ -186,9 +312,17 @@ def text(explanation: Explanation) -> str:
     out = [f"Nodes: {len(nodes)} in {len(zones)} zone{'s' if len(zones) != 1 else ''}"]
     for node in nodes:
         out.extend(_node_text(node))
-    for placement in explanation.placements:
+    if explanation.templates:
+        count = len(explanation.templates)
+        out.append(f"Node templates: {count} (nodes that do not exist yet)")
+        for template in explanation.templates:
+            out.extend(_template_text(template))
+    for answer in explanation.pods:
         out.append("")
-        out.extend(_placement_text(placement, len(nodes)))
+        out.extend(_placement_text(answer, len(nodes)))
+    if explanation.coverage:
+        out.append("")
+        out.extend(_coverage_text(explanation.coverage, explanation.warnings))
     if explanation.simulation is not None:
         out.append("")
         out.extend(_simulation_text(explanation.simulation))
@@ -202,10 +336,14 @@ def _verdict(verdict: NoExecuteVerdict) -> dict[str, Any]:
     return {"outcome": verdict.outcome, "seconds": verdict.seconds, "reason": verdict.reason}
 
 
+def _resource_map(values: Any) -> dict[str, str]:
+    return {k: show_quantity(k, v) for k, v in sorted(values.items())}
+
+
 def _node(node: Node) -> dict[str, Any]:
     allocatable = None
     if node.allocatable is not None:
-        allocatable = {k: show_quantity(k, v) for k, v in sorted(node.allocatable.items())}
+        allocatable = _resource_map(node.allocatable)
     return {
         "name": node.name,
         "source": node.where,
@@ -237,7 +375,78 @@ def _fit(fit: Fit) -> dict[str, Any]:
     }
 
 
-def _placement(placement: Placement) -> dict[str, Any]:
+def _failover(item: Failover) -> dict[str, Any]:
+    return {
+        "taint": item.taint,
+        "outcome": item.outcome,
+        "seconds": item.seconds,
+        "nodeMonitorGracePeriod": item.grace,
+        "tolerationSeconds": item.toleration_seconds,
+        "toleration": item.toleration,
+    }
+
+
+def _taint(taint: Any) -> dict[str, str]:
+    return {"key": taint.key, "value": taint.value, "effect": taint.effect}
+
+
+def _template(template: Template) -> dict[str, Any]:
+    return {
+        "kind": template.kind,
+        "name": template.name,
+        "title": template.title,
+        "source": template.where,
+        "labels": dict(template.labels),
+        "taints": [_taint(t) for t in template.taints],
+        "startupTaints": [_taint(t) for t in template.startup_taints],
+        "requirements": [
+            {
+                "key": r.key,
+                "operator": r.operator,
+                "values": list(r.values),
+                "minValues": r.min_values,
+            }
+            for r in template.requirements
+        ],
+        "allocatable": None
+        if template.allocatable is None
+        else _resource_map(template.allocatable),
+        "limits": _resource_map(template.limits),
+        "remaining": _resource_map(template.remaining),
+        "replicas": template.replicas,
+        "weight": template.weight,
+        "notReady": template.not_ready or None,
+    }
+
+
+def _template_fit(found: TemplateFit) -> dict[str, Any]:
+    return {
+        "template": found.template.title,
+        "kind": found.template.kind,
+        "name": found.template.name,
+        "fits": found.fits,
+        "unmet": [{"rule": u.rule, "message": u.message} for u in found.unmet],
+        "tolerated": [
+            {"taint": t.taint, "toleration": t.toleration, "addedByAdmission": t.added}
+            for t in found.tolerated
+        ],
+        "preferNoSchedule": list(found.prefer_no_schedule),
+        "startupTaintsIgnored": list(found.startup_ignored),
+        "daemonSetRequests": _resource_map(found.overhead),
+    }
+
+
+def _scale_up(up: ScaleUp | None) -> dict[str, Any] | None:
+    if up is None:
+        return None
+    return {
+        "hosts": [f.template.title for f in up.hosts],
+        "templates": [_template_fit(f) for f in up.fits],
+    }
+
+
+def _placement(answer: PodAnswer) -> dict[str, Any]:
+    placement = answer.placement
     pod = placement.pod
     closest = placement.closest
     return {
@@ -249,6 +458,27 @@ def _placement(placement: Placement) -> dict[str, Any]:
         "fits": placement.nodes,
         "closest": None if closest is None else _fit(closest),
         "nodes": [_fit(f) for f in placement.fits],
+        "failover": [_failover(f) for f in answer.failover],
+        "scaleUp": _scale_up(answer.scale_up),
+        "placeable": answer.placeable,
+    }
+
+
+def _coverage(item: Coverage) -> dict[str, Any]:
+    return {
+        "target": item.target,
+        "kind": item.kind,
+        "taints": list(item.taints),
+        "daemonSets": [
+            {
+                "daemonSet": d.daemon_set,
+                "runs": d.runs,
+                "reasons": list(d.reasons),
+                "waitsFor": list(d.waits_for),
+                "selectedByItsSelectors": d.selected,
+            }
+            for d in item.daemon_sets
+        ],
     }
 
 
@@ -260,6 +490,7 @@ def _simulation(sim: Simulation) -> dict[str, Any]:
             "secondaryNodeEvictionRate": rates.secondary_node_eviction_rate,
             "unhealthyZoneThreshold": rates.unhealthy_zone_threshold,
             "largeClusterSizeThreshold": rates.large_cluster_size_threshold,
+            "nodeMonitorGracePeriod": rates.node_monitor_grace_period,
         },
         "allZonesFullyDisrupted": sim.all_fully_disrupted,
         "zones": [
@@ -307,8 +538,12 @@ def json(explanation: Explanation) -> str:
     Why no grouping here: scripts look nodes up by name and must not parse sentences.
     """
     data = {
+        "nodeMonitorGracePeriod": explanation.rates.node_monitor_grace_period,
         "nodes": [_node(n) for n in explanation.nodes],
-        "pods": [_placement(p) for p in explanation.placements],
+        "templates": [_template(t) for t in explanation.templates],
+        "pods": [_placement(p) for p in explanation.pods],
+        "daemonSetCoverage": [_coverage(c) for c in explanation.coverage],
+        "warnings": list(explanation.warnings),
         "failure": None if explanation.simulation is None else _simulation(explanation.simulation),
         "exitCode": explanation.exit_code,
     }

@@ -1,0 +1,580 @@
+"""Node templates: nodes that do not exist yet, and whether a pending pod would get one.
+
+With Karpenter or the cluster-autoscaler the node that would host a pod is created for it,
+so "fits no node" is not the end of the answer. Scale-up fails silently when the pod does
+not tolerate a pool's taints, when its node affinity excludes every pool, or when a
+resource is more than a pool may add; and a node that is created is of little use when a
+DaemonSet it needs (device plugin, CNI, monitoring) does not run there. This module reads
+the templates and answers the first question, saying why not in terms of the user's own
+YAML; :mod:`.coverage` answers the second.
+
+Two kinds of template, read from ``--node-templates``:
+
+* **Karpenter NodePools** (``karpenter.sh/v1``). A pool's nodes carry its template labels,
+  its ``taints`` and, until some agent removes them, its ``startupTaints``; its
+  ``requirements`` constrain the labels Karpenter may choose (operators In, NotIn, Exists,
+  DoesNotExist, Gt, Lt, Gte, Lte; ``minValues``). A pod can get a node from a pool when,
+  as Karpenter decides it (``kubernetes-sigs/karpenter`` ``pkg/scheduling``, read, not
+  copied):
+
+  - it tolerates every NoSchedule and NoExecute taint of ``taints``; ``startupTaints`` are
+    ignored (Karpenter expects them to go away); a PreferNoSchedule taint it does not
+    tolerate makes the pool a poor choice, which Karpenter relaxes, not a refusal;
+  - its nodeSelector and one of its required nodeSelectorTerms are *compatible* with the
+    pool's requirements and labels (:mod:`.requirements`);
+  - what it requests, with the requests of the DaemonSets among the inputs that would run
+    on the new node, fits in what the pool's ``limits`` leave (limits minus
+    ``status.resources``) and ``limits.nodes`` is not reached;
+  - an extended resource (``nvidia.com/gpu``) is offered: Karpenter asks the cloud
+    provider's instance types, which cannot be seen offline, so a pool counts as offering
+    one only when its ``limits`` or one of its taints names it (GPU pools are tainted with
+    the resource name, and bounded by a limit on it). CPU and memory are not checked
+    against instance sizes, for the same reason;
+  - the pool is not static (``spec.replicas``: a static pool keeps its node count whatever
+    is pending) and is not marked not Ready in its status.
+
+  Where several pools can host a pod, Karpenter tries the one with the highest
+  ``weight`` first.
+* **cluster-autoscaler node groups**: a Node object standing for the group's nodes (a
+  scale-from-zero template): its labels, taints and ``status.allocatable``. The pod must
+  pass the scheduler's filters on it, with the allocatable reduced by the DaemonSets that
+  would run there; taints whose keys start with the autoscaler's ``startup-taint``,
+  ``status-taint`` and ``ignore-taint`` prefixes are ignored, as the autoscaler ignores
+  them when it builds a template.
+
+The label algebra is :mod:`.requirements`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Final, Literal
+
+from webhooks.explain.model import (
+    InventoryError,
+    Node,
+    PodView,
+    Taint,
+    Tolerated,
+    Unmet,
+    fit,
+    parse_node,
+    pod_requests,
+    show_quantity,
+)
+from webhooks.explain.requirements import (
+    BOUNDED,
+    NODEPOOL_LABEL,
+    OPERATORS,
+    Constraint,
+    Requirement,
+    conflicts,
+    constraints,
+    contradicts,
+    pod_alternatives,
+)
+from webhooks.k8s.affinity import parse_int64
+from webhooks.k8s.names import is_extended_resource_name, is_qualified_name
+from webhooks.k8s.quantity import QuantityError, parse_resource_list
+from webhooks.k8s.tolerations import (
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    PREFER_NO_SCHEDULE,
+    describe,
+    tolerates,
+)
+from webhooks.manifests.errors import show
+
+KARPENTER_API: Final = "karpenter.sh/v1"
+#: Labels Karpenter itself sets on a pool's nodes once they join, which DaemonSets may select.
+_LIFECYCLE_LABELS: Final = ("karpenter.sh/registered", "karpenter.sh/initialized")
+#: Taint key prefixes the cluster-autoscaler ignores in a node group's template.
+AUTOSCALER_STARTUP_PREFIXES: Final = (
+    "startup-taint.cluster-autoscaler.kubernetes.io/",
+    "status-taint.cluster-autoscaler.kubernetes.io/",
+    "ignore-taint.cluster-autoscaler.kubernetes.io/",
+)
+#: Taints the cluster-autoscaler puts on nodes it removes; never on a new node.
+AUTOSCALER_REMOVAL_TAINTS: Final = (
+    "ToBeDeletedByClusterAutoscaler",
+    "DeletionCandidateOfClusterAutoscaler",
+)
+
+TemplateKind = Literal["NodePool", "NodeGroup"]
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """A node that does not exist yet: a NodePool's, or a cluster-autoscaler node group's."""
+
+    kind: TemplateKind
+    name: str
+    where: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    startup_taints: tuple[Taint, ...] = ()
+    requirements: tuple[Requirement, ...] = ()
+    karpenter_labels: Mapping[str, str] = field(default_factory=dict)
+    allocatable: Mapping[str, Decimal] | None = None
+    limits: Mapping[str, Decimal] = field(default_factory=dict)
+    used: Mapping[str, Decimal] = field(default_factory=dict)
+    node_count: int | None = None
+    replicas: int | None = None
+    weight: int = 0
+    not_ready: str = ""
+
+    @property
+    def title(self) -> str:
+        """``NodePool gpu`` or ``node group gpu-workers``; why: every message names it so."""
+        return f"NodePool {self.name}" if self.kind == "NodePool" else f"node group {self.name}"
+
+    @property
+    def remaining(self) -> dict[str, Decimal]:
+        """What ``limits`` leave after ``status.resources`` and, for ``nodes``, after
+        ``status.nodes`` (resource → amount, never below 0).
+
+        Why the status: a limit stops Karpenter once the pool's nodes add up to it, so what
+        matters for the next node is what is left.
+        """
+        used = dict(self.used)
+        if self.node_count is not None:
+            used["nodes"] = Decimal(self.node_count)
+        return {
+            name: max(limit - used.get(name, Decimal(0)), Decimal(0))
+            for name, limit in self.limits.items()
+        }
+
+    @property
+    def offers(self) -> frozenset[str]:
+        """Extended resources a NodePool says it offers: named in its limits or its taints.
+
+        Why only these: which instance types carry GPUs is the cloud provider's answer,
+        which cannot be read offline; GPU pools are tainted and limited by the resource name.
+        """
+        keys = {t.key for t in (*self.taints, *self.startup_taints)}
+        return frozenset(keys | set(self.limits))
+
+    @property
+    def pool(self) -> dict[str, Constraint]:
+        """A NodePool's label constraints: requirements, template labels and the pool's own
+        labels, ANDed per key.
+
+        Why the labels too: Karpenter layers them onto the requirements, so a pod may
+        select a pool by a template label or by ``karpenter.sh/nodepool``.
+        """
+        labels = [
+            Requirement(k, "In", (v,), origin="template label") for k, v in self.labels.items()
+        ]
+        own = [Requirement(k, "In", (v,), origin="label") for k, v in self.karpenter_labels.items()]
+        return constraints([*self.requirements, *labels, *own])
+
+    def node(self) -> Node:
+        """A node group's template as a :class:`Node`, without its ignored taints.
+
+        Why no allocatable: resources are checked here, with the DaemonSets deducted,
+        while the scheduler's other filters are the model's.
+        """
+        return Node(name=self.name, labels=self.labels, taints=self.taints, where=self.where)
+
+
+def _taints(raw: Any, where: str) -> tuple[Taint, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise InventoryError(f"{where} must be a list")
+    out = []
+    for index, item in enumerate(raw):
+        if not isinstance(item, Mapping):
+            raise InventoryError(f"{where}[{index}]: a taint must be a mapping")
+        key, value, effect = item.get("key"), item.get("value", ""), item.get("effect")
+        if (
+            not isinstance(key, str)
+            or not key
+            or effect
+            not in (
+                NO_SCHEDULE,
+                PREFER_NO_SCHEDULE,
+                NO_EXECUTE,
+            )
+        ):
+            raise InventoryError(f"{where}[{index}]: a taint needs a key and a valid effect")
+        out.append(Taint(key, value if isinstance(value, str) else str(value), str(effect)))
+    return tuple(out)
+
+
+def _requirement(raw: Any, where: str) -> Requirement:
+    if not isinstance(raw, Mapping):
+        raise InventoryError(f"{where}: a requirement must be a mapping")
+    key, operator, values = raw.get("key"), raw.get("operator"), raw.get("values")
+    if not isinstance(key, str) or not is_qualified_name(key):
+        raise InventoryError(f"{where}: key {show(key)} is not a valid label key")
+    if operator not in OPERATORS:
+        raise InventoryError(
+            f"{where}: operator {show(operator)} is not one of {', '.join(OPERATORS)}"
+        )
+    if values is None:
+        values = []
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise InventoryError(f"{where}: values must be a list of strings")
+    if operator == "In" and not values:
+        raise InventoryError(f"{where}: operator In needs at least one value")
+    if operator in ("Exists", "DoesNotExist") and values:
+        raise InventoryError(f"{where}: operator {operator} takes no values")
+    if operator in BOUNDED:
+        number = parse_int64(values[0]) if len(values) == 1 else None
+        if number is None or number < 0:
+            raise InventoryError(
+                f"{where}: operator {operator} needs a single non-negative integer value"
+            )
+    least = raw.get("minValues")
+    if least is not None:
+        if isinstance(least, bool) or not isinstance(least, int) or not 1 <= least <= 50:
+            raise InventoryError(f"{where}: minValues must be an integer from 1 to 50")
+        if operator == "In" and len(values) < least:
+            raise InventoryError(
+                f"{where}: minValues {least} needs at least that many values, {len(values)} given"
+            )
+    return Requirement(key, str(operator), tuple(values), least, "requirement")
+
+
+def _resources(raw: Any, where: str) -> dict[str, Decimal]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise InventoryError(f"{where} must be a mapping of resource quantities")
+    try:
+        return parse_resource_list(raw)
+    except (QuantityError, ValueError) as exc:
+        raise InventoryError(f"{where}: {exc}") from None
+
+
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InventoryError(f"{where} must be a mapping")
+    return value
+
+
+def _integer(value: Any, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InventoryError(f"{where} must be a non-negative integer")
+    return value
+
+
+def _not_ready(status: Mapping[str, Any]) -> str:
+    for condition in status.get("conditions") or []:
+        if isinstance(condition, Mapping) and condition.get("type") == "Ready":
+            state = condition.get("status")
+            if state in ("False", "Unknown"):
+                message = condition.get("message") or condition.get("reason") or ""
+                return f"status Ready is {state}" + (f": {message}" if message else "")
+    return ""
+
+
+def parse_nodepool(obj: Mapping[str, Any], where: str = "") -> Template:
+    """A :class:`Template` from a ``karpenter.sh/v1`` NodePool.
+
+    The nodeClassRef becomes the label Karpenter puts on the pool's nodes
+    (``<group>/<kind in lower case>``), as does ``karpenter.sh/nodepool``. Why refuse what
+    Karpenter's validation refuses (operators, value counts, ``minValues``): such a pool is
+    never created, so any answer about it would mislead.
+    """
+    if obj.get("apiVersion") != KARPENTER_API:
+        raise InventoryError(
+            f"NodePool apiVersion {show(obj.get('apiVersion'))}: --node-templates reads "
+            f"{KARPENTER_API} NodePools (Karpenter 1.0 and later)"
+        )
+    meta = _mapping(obj.get("metadata"), "metadata")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise InventoryError("a NodePool without metadata.name")
+    spec = _mapping(obj.get("spec"), "spec")
+    template = _mapping(spec.get("template"), "spec.template")
+    tmeta = _mapping(template.get("metadata"), "spec.template.metadata")
+    tspec = _mapping(template.get("spec"), "spec.template.spec")
+    raw_labels = _mapping(tmeta.get("labels"), "spec.template.metadata.labels")
+    labels = {str(k): str(v) for k, v in raw_labels.items()}
+    own = {NODEPOOL_LABEL: name}
+    ref = _mapping(tspec.get("nodeClassRef"), "spec.template.spec.nodeClassRef")
+    group, kind, ref_name = ref.get("group"), ref.get("kind"), ref.get("name")
+    if isinstance(group, str) and isinstance(kind, str) and isinstance(ref_name, str) and group:
+        own[f"{group}/{kind.lower()}"] = ref_name
+    for label in _LIFECYCLE_LABELS:
+        own[label] = "true"
+    raw_requirements = tspec.get("requirements") or []
+    if not isinstance(raw_requirements, list):
+        raise InventoryError("spec.template.spec.requirements must be a list")
+    requirements = tuple(
+        _requirement(r, f"spec.template.spec.requirements[{i}]")
+        for i, r in enumerate(raw_requirements)
+    )
+    status = _mapping(obj.get("status"), "status")
+    weight = _integer(spec.get("weight"), "spec.weight") or 0
+    return Template(
+        kind="NodePool",
+        name=name,
+        where=where,
+        labels=labels,
+        karpenter_labels=own,
+        taints=_taints(tspec.get("taints"), "spec.template.spec.taints"),
+        startup_taints=_taints(tspec.get("startupTaints"), "spec.template.spec.startupTaints"),
+        requirements=requirements,
+        limits=_resources(spec.get("limits"), "spec.limits"),
+        used=_resources(status.get("resources"), "status.resources"),
+        node_count=_integer(status.get("nodes"), "status.nodes"),
+        replicas=_integer(spec.get("replicas"), "spec.replicas"),
+        weight=weight,
+        not_ready=_not_ready(status),
+    )
+
+
+def parse_node_group(obj: Mapping[str, Any], where: str = "") -> Template:
+    """A :class:`Template` from a Node object that stands for a cluster-autoscaler node group.
+
+    Why the node's conditions are ignored: a template describes a new node, which starts
+    healthy; the autoscaler's startup, status and removal taints are set apart or dropped.
+    """
+    node = parse_node(obj, None, where)
+    own = [t for t in node.taints if not t.source and t.key not in AUTOSCALER_REMOVAL_TAINTS]
+    startup = tuple(t for t in own if t.key.startswith(AUTOSCALER_STARTUP_PREFIXES))
+    taints = tuple(t for t in own if t not in startup)
+    return Template(
+        kind="NodeGroup",
+        name=node.name,
+        where=where,
+        labels=dict(node.labels),
+        taints=taints,
+        startup_taints=startup,
+        allocatable=node.allocatable,
+    )
+
+
+def parse_template(obj: Any, where: str = "") -> Template:
+    """A NodePool or a node group's Node, from one document of ``--node-templates``.
+
+    Why one entry point: a directory of templates mixes both, as clusters migrating from
+    the cluster-autoscaler to Karpenter do.
+    """
+    kind = obj.get("kind") if isinstance(obj, Mapping) else None
+    if kind == "NodePool":
+        return parse_nodepool(obj, where)
+    if kind == "Node":
+        return parse_node_group(obj, where)
+    raise InventoryError(
+        f"not a node template (kind {show(kind)}); --node-templates takes {KARPENTER_API} "
+        "NodePools and Node objects that stand for cluster-autoscaler node groups"
+    )
+
+
+# --- a pod against a template ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TemplateFit:
+    """Whether a template can give a pod a node, and every reason it cannot."""
+
+    template: Template
+    unmet: tuple[Unmet, ...]
+    tolerated: tuple[Tolerated, ...] = ()
+    prefer_no_schedule: tuple[str, ...] = ()
+    startup_ignored: tuple[str, ...] = ()
+    overhead: Mapping[str, Decimal] = field(default_factory=dict)
+
+    @property
+    def fits(self) -> bool:
+        """No requirement is unmet; why a property: the unmet list is the single truth."""
+        return not self.unmet
+
+
+def _taint_check(
+    pod: PodView, template: Template
+) -> tuple[list[Unmet], list[Tolerated], list[str]]:
+    unmet: list[Unmet] = []
+    tolerated: list[Tolerated] = []
+    prefer: list[str] = []
+    for taint in template.taints:
+        match = next((t for t in pod.tolerations if tolerates(t, taint.as_dict())), None)
+        if match is not None:
+            if taint.effect != PREFER_NO_SCHEDULE:
+                tolerated.append(Tolerated(str(taint), describe(match), pod.was_added(match)))
+        elif taint.effect == PREFER_NO_SCHEDULE:
+            prefer.append(str(taint))
+        else:
+            unmet.append(Unmet("taint", f"taint {taint} is not tolerated"))
+    return unmet, tolerated, prefer
+
+
+def startup_untolerated(pod: PodView, template: Template) -> list[str]:
+    """The template's startup taints ``pod`` does not tolerate, as text.
+
+    Why they are listed though ignored: a DaemonSet that does not tolerate one waits for
+    whatever removes it, which the coverage report says.
+    """
+    return [
+        str(t)
+        for t in template.startup_taints
+        if not any(tolerates(tol, t.as_dict()) for tol in pod.tolerations)
+    ]
+
+
+def requirement_unmet(pod: PodView, template: Template) -> list[Unmet]:
+    """Why none of the pod's requirement sets is compatible with a NodePool (empty: one is).
+
+    Why the closest set only: terms are ORed, so the term with the fewest conflicts is the
+    one worth fixing, as the model reports the closest node.
+    """
+    pool = template.pool
+    broken = [
+        Unmet("requirement", f"{template.title}'s {c.text()}: these contradict each other")
+        for c in pool.values()
+        if contradicts(c)
+    ]
+    alternatives, problems = pod_alternatives(pod.spec)
+    per_term = [conflicts(pool, constraints(reqs), template.title) for reqs in alternatives]
+    if any(not found for found in per_term):
+        return broken
+    if not per_term:
+        return [*broken, *(Unmet("nodeAffinity", p) for p in problems)]
+    best = min(range(len(per_term)), key=lambda i: len(per_term[i]))
+    terms = len(per_term) + len(problems)
+    prefix = "" if terms == 1 else f"closest of {terms} nodeSelectorTerms: "
+    return [*broken, *(Unmet(u.rule, prefix + u.message) for u in per_term[best])]
+
+
+def _with_overhead(name: str, amount: Decimal, overhead: Mapping[str, Decimal]) -> str:
+    extra = overhead.get(name, Decimal(0))
+    text = f"requests {name} {show_quantity(name, amount)}"
+    if extra > 0:
+        text += f" (+{show_quantity(name, extra)} for DaemonSets)"
+    return text
+
+
+def _resource_check(
+    pod: PodView, template: Template, overhead: Mapping[str, Decimal]
+) -> list[Unmet]:
+    unmet: list[Unmet] = []
+    requests = {n: a for n, a in pod_requests(pod.spec).items() if a > 0}
+    if template.kind == "NodeGroup":
+        if template.allocatable is None:
+            return []
+        for name, amount in sorted(requests.items()):
+            have = template.allocatable.get(name, Decimal(0))
+            if amount + overhead.get(name, Decimal(0)) > have:
+                unmet.append(
+                    Unmet(
+                        "resources",
+                        f"{_with_overhead(name, amount, overhead)}, the group's nodes have "
+                        f"{show_quantity(name, have)} allocatable",
+                    )
+                )
+        return unmet
+    offered = template.offers
+    for name, amount in sorted(requests.items()):
+        if is_extended_resource_name(name) and name not in offered:
+            unmet.append(
+                Unmet(
+                    "resources",
+                    f"requests {name} {show_quantity(name, amount)}: {template.title} does not "
+                    f"say it offers {name} (neither its spec.limits nor a taint names it)",
+                )
+            )
+    remaining = template.remaining
+    for name, left in sorted(remaining.items()):
+        if name == "nodes":
+            continue
+        need = requests.get(name, Decimal(0)) + overhead.get(name, Decimal(0))
+        if need > 0 and need > left:
+            used = template.used.get(name, Decimal(0))
+            unmet.append(
+                Unmet(
+                    "limits",
+                    f"{_with_overhead(name, requests.get(name, Decimal(0)), overhead)}, above "
+                    f"what spec.limits leave: {show_quantity(name, left)} "
+                    f"(limit {show_quantity(name, template.limits[name])}, "
+                    f"{show_quantity(name, used)} in use)",
+                )
+            )
+    most = template.limits.get("nodes")
+    if most is not None and template.node_count is not None and template.node_count >= most:
+        unmet.append(
+            Unmet(
+                "limits",
+                f"the pool has {template.node_count} nodes, its limits.nodes is "
+                f"{show_quantity('nodes', most)}",
+            )
+        )
+    return unmet
+
+
+def template_fit(
+    pod: PodView, template: Template, overhead: Mapping[str, Decimal] | None = None
+) -> TemplateFit:
+    """Whether ``template`` can give ``pod`` a new node, with every reason it cannot.
+
+    ``overhead`` is what the DaemonSets that run on the template request. Why every reason:
+    a pool refused for its taint *and* its zone needs both fixed, and counting them picks
+    the closest template.
+    """
+    overhead = overhead or {}
+    startup = startup_untolerated(pod, template)
+    if template.kind == "NodeGroup":
+        checked = fit(pod, template.node())
+        unmet = [*checked.unmet, *_resource_check(pod, template, overhead)]
+        return TemplateFit(
+            template,
+            tuple(unmet),
+            checked.tolerated,
+            checked.prefer_no_schedule,
+            tuple(startup),
+            overhead,
+        )
+    unmet = []
+    if pod.node_name:
+        unmet.append(
+            Unmet("nodeName", f"spec.nodeName is {pod.node_name}, so no new node is made for it")
+        )
+    if template.replicas is not None:
+        unmet.append(
+            Unmet(
+                "static",
+                f"a static NodePool (spec.replicas {template.replicas}) keeps its node count "
+                "whatever is pending and adds no node for this pod; its nodes belong in --nodes",
+            )
+        )
+    if template.not_ready:
+        unmet.append(Unmet("notReady", f"Karpenter ignores the pool: {template.not_ready}"))
+    taints, tolerated, prefer = _taint_check(pod, template)
+    unmet.extend(taints)
+    unmet.extend(requirement_unmet(pod, template))
+    unmet.extend(_resource_check(pod, template, overhead))
+    return TemplateFit(
+        template, tuple(unmet), tuple(tolerated), tuple(prefer), tuple(startup), overhead
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleUp:
+    """A pod that fits no existing node, against every template, in input order."""
+
+    pod: PodView
+    fits: tuple[TemplateFit, ...]
+
+    @property
+    def hosts(self) -> list[TemplateFit]:
+        """Templates that can give the pod a node: NodePools by weight (Karpenter's order),
+        then node groups; why ordered: the first is the one that scales up."""
+        found = [f for f in self.fits if f.fits]
+        return sorted(found, key=lambda f: (f.template.kind != "NodePool", -f.template.weight))
+
+
+def scale_up(
+    pod: PodView, templates: Sequence[Template], overheads: Mapping[str, Mapping[str, Decimal]]
+) -> ScaleUp:
+    """Check ``pod`` against every template; ``overheads`` maps a template title to the
+    DaemonSet requests on its nodes. Why input order: ties and reports stay predictable."""
+    return ScaleUp(pod, tuple(template_fit(pod, t, overheads.get(t.title)) for t in templates))
