@@ -327,12 +327,16 @@ def done_when() -> list[dict[str, Any]]:
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
                     "nodeSelectorTerms": [
-                        {"matchExpressions": [{"key": "dedicated", "operator": "In", "values": ["gpu"]}]}
+                        {
+                            "matchExpressions": [
+                                {"key": "dedicated", "operator": "In", "values": ["gpu"]}
+                            ]
+                        }
                     ]
                 }
             }
         },
-    )  # fmt: skip
+    )
     return [
         namespace("shop"),
         namespace("ml", **{"placement-webhooks.io/dedicated": "gpu"}),

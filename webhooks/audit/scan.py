@@ -146,7 +146,9 @@ class Scanner:
         ref = Ref.of(obj)
         owner = controller(obj)
         subject = ref
-        if owner is not None and owner.namespace:  # a Node owns mirror pods: keep the pod
+        known = KINDS.get(owner.kind) if owner is not None else None
+        if owner is not None and (known is None or known.namespaced):
+            # A cluster-scoped owner (the Node of a mirror pod) is no workload: keep the pod.
             subject = self.owners.get((owner.kind, owner.namespace, owner.name), owner)
         reason = skip_reason(obj)
         if reason is not None:

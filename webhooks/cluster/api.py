@@ -106,7 +106,8 @@ def load_configuration(source: Source, kubeconfig: str = "", context: str = "") 
             config.load_incluster_config(client_configuration=conf)
         else:
             config.load_kube_config(
-                config_file=kubeconfig or None,
+                # Read now: the client reads $KUBECONFIG once, when it is first imported.
+                config_file=kubeconfig or os.environ.get("KUBECONFIG") or None,
                 context=context or None,
                 client_configuration=conf,
                 persist_config=False,

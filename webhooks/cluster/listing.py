@@ -205,12 +205,12 @@ class Lister:
         self,
         configuration: Any,
         paging: Paging | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
     ) -> None:
         from kubernetes import client
 
         self.paging = paging or Paging()
-        self._sleep = sleep
+        self._sleep = sleep or time.sleep
         self._client: Any = client.ApiClient(configuration)
         self._apis: dict[str, Any] = {}
 
