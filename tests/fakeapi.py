@@ -483,6 +483,23 @@ class FakeApiServer:
             self.lock.notify_all()
         return stored
 
+    def load(self, objects: list[dict[str, Any]]) -> None:
+        """Store many objects at once, unannounced and uncopied (the benchmark's 20,000 pods).
+
+        Why not :meth:`put`: copying and announcing each object costs the benchmark more
+        time to set up than the audit takes to run. The objects must not be changed later.
+        """
+        with self.lock:
+            for obj in objects:
+                meta = obj["metadata"]
+                self.rv += 1
+                meta["resourceVersion"] = str(self.rv)
+                plural = KINDS[obj["kind"]]
+                key = key_of(plural, meta["name"], meta.get("namespace"))
+                meta.setdefault("uid", f"uid-{plural}-{key.replace('/', '-')}")
+                self.objects[plural, key] = obj
+            self.lock.notify_all()
+
     def delete(self, plural: str, name: str, namespace: str | None = None) -> None:
         """Delete an object (``namespace`` for a namespaced one) and announce it to watchers."""
         with self.lock:
