@@ -216,6 +216,17 @@ def test_max_results_is_recorded_and_the_summary_counts_them_all(
     assert shop["summary"]["warn"] == 1
 
 
+def test_exit_zero_keeps_findings_from_failing_a_scheduled_job(
+    run: Callable[..., Any], api: FakeApiServer
+) -> None:
+    code, out, _ = run("--write-reports", "--exit-zero")
+    assert code == 0
+    assert "3 failed" in out
+    assert sorted(reports(api)) == ["shop"]
+    api.fault = page_of_pods_fails(403)
+    assert run("--exit-zero")[0] == 2, "an audit that could not run still says so"
+
+
 def test_an_unknown_namespace_is_unusable_input(run: Callable[..., Any]) -> None:
     code, out, err = run("--namespace", "nope")
     assert (code, out) == (2, "")

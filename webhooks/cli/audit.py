@@ -47,8 +47,9 @@ Connects like kubectl: inside a pod its service account, otherwise --kubeconfig 
 $KUBECONFIG, else ~/.kube/config) at --context. A page that fails with 429/5xx or a lost
 connection is asked again a few times.
 
-Exit codes: 0 nothing fails; 1 an enforced violation or an error; 2 unusable input, or an
-API server that cannot be reached or refuses (one line naming the request).
+Exit codes: 0 nothing fails; 1 an enforced violation or an error (0 with --exit-zero); 2
+unusable input, or an API server that cannot be reached or refuses (one line naming the
+request).
 """
 
 
@@ -87,6 +88,12 @@ API server that cannot be reached or refuses (one line naming the request).
     help="Results kept per report (the summary still counts all of them).",
 )
 @click.option(
+    "--exit-zero",
+    is_flag=True,
+    help="Exit 0 even when something fails (a scheduled job whose output is the reports); "
+    "2 still means the audit could not run.",
+)
+@click.option(
     "--page-size",
     type=click.IntRange(min=1),
     default=Paging().page_size,
@@ -102,6 +109,7 @@ def audit(
     write_reports: bool,
     report_api: str,
     max_results: int,
+    exit_zero: bool,
     page_size: int,
 ) -> None:
     """Scan, render, write reports; the help text is :data:`HELP`."""
@@ -128,4 +136,4 @@ def audit(
                     hint = f" (is the {api.namespaced.group} CRD installed?)"
                 fail(f"{exc}{hint}")
             click.echo(f"placement-webhooks: {done.line()}", err=True)
-    sys.exit(found.exit_code())
+    sys.exit(0 if exit_zero else found.exit_code())
