@@ -224,7 +224,7 @@ USAGE: list[tuple[str, list[str], str, str]] = [
     ),
     ("an unreadable inventory", ["--nodes", "/nonexistent/nodes.yaml"], "", "cannot read"),
     ("a negative rate", ["--nodes", ONE_ZONE, "--node-eviction-rate", "-1"], "", "-1"),
-    ("a missing --nodes", [WORKLOADS], "", "Missing option '--nodes'"),
+    ("a missing --nodes", [WORKLOADS], "", "give --nodes FILE"),
 ]
 
 

@@ -16,10 +16,12 @@ RuntimeClass plugin, a DaemonSet Pod's node affinity and tolerations from its co
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, Protocol
 
 from webhooks.audit.model import Ref
+from webhooks.cluster.listing import KINDS, Kind
 from webhooks.k8s.podspec import is_mirror_pod
 
 #: Metadata the API server sets on a stored object; none of it is in a create request.
@@ -96,3 +98,55 @@ def controller(obj: Mapping[str, Any]) -> Ref | None:
                 str(ref.get("uid") or ""),
             )
     return None
+
+
+class Source(Protocol):
+    """Where objects come from: :class:`~webhooks.cluster.listing.Lister`, or a test's lists."""
+
+    def items(
+        self, kind: Kind, namespace: str | None = None, label_selector: str = ""
+    ) -> Iterable[dict[str, Any]]:
+        """Every object of ``kind`` (in ``namespace``, or everywhere)."""
+
+
+def subject_of(pod: Mapping[str, Any]) -> Ref:
+    """The Pod's controller when it is a namespaced workload, else the Pod itself.
+
+    Why not a cluster-scoped owner: the Node that owns a mirror pod is no workload.
+    """
+    owner = controller(pod)
+    known = KINDS.get(owner.kind) if owner is not None else None
+    if owner is not None and (known is None or known.namespaced):
+        return owner
+    return Ref.of(pod)
+
+
+def pods_to_place(source: Source, namespace: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The Pods of ``namespace`` as created, one per controller, and a note for the rest.
+
+    For ``explain`` on a live cluster: pods of one controller share its template, so where
+    one can run is where all can. Each keeps its name (the report names it) but loses its
+    binding and status, so it is placed as the scheduler would place it anew. Mirror and
+    finished pods are left out, as ``audit`` leaves them out.
+    """
+    kept: dict[Ref, dict[str, Any]] = {}
+    seen: Counter[Ref] = Counter()
+    skipped: Counter[str] = Counter()
+    for pod in source.items(KINDS["Pod"], namespace):
+        reason = skip_reason(pod)
+        if reason is not None:
+            skipped[reason.split(":")[0]] += 1
+            continue
+        subject = subject_of(pod)
+        seen[subject] += 1
+        if subject not in kept:
+            created = as_created(pod)
+            created["metadata"]["name"] = Ref.of(pod).name
+            kept[subject] = created
+    notes = [
+        f"pods of {ref.subject}: 1 of {count} explained (they share its template)"
+        for ref, count in seen.items()
+        if count > 1
+    ]
+    notes += [f"{count} pods left out: {reason}" for reason, count in sorted(skipped.items())]
+    return list(kept.values()), notes

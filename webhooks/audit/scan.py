@@ -25,13 +25,13 @@ page arrives and only its results are kept.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Final
 
-from webhooks.audit.live import as_created, controller, skip_reason
+from webhooks.audit.live import Source, as_created, controller, skip_reason, subject_of
 from webhooks.audit.model import Audit, Outcome, Ref, Rule
 from webhooks.cluster.files import StaticCluster
-from webhooks.cluster.listing import KINDS, Kind
+from webhooks.cluster.listing import KINDS
 from webhooks.core.chain import utcnow
 from webhooks.core.config import Config
 from webhooks.core.plugin import PHASES
@@ -55,15 +55,6 @@ COVERED: Final = (("ReplicaSet", "Deployment"), ("Job", "CronJob"))
 DRIFTING: Final = frozenset({"Pod", "DaemonSet"})
 #: The policy name of results that are no plugin's (an object the engine could not admit).
 SUITE: Final = "placement-webhooks"
-
-
-class Source(Protocol):
-    """Where objects come from: :class:`~webhooks.cluster.listing.Lister`, or a test's lists."""
-
-    def items(
-        self, kind: Kind, namespace: str | None = None, label_selector: str = ""
-    ) -> Iterable[dict[str, Any]]:
-        """Every object of ``kind`` (in ``namespace``, or everywhere)."""
 
 
 class ScopeError(ValueError):
@@ -145,11 +136,9 @@ class Scanner:
         """Admit a Pod as created and record its results on its controller (or itself)."""
         ref = Ref.of(obj)
         owner = controller(obj)
-        subject = ref
-        known = KINDS.get(owner.kind) if owner is not None else None
-        if owner is not None and (known is None or known.namespaced):
-            # A cluster-scoped owner (the Node of a mirror pod) is no workload: keep the pod.
-            subject = self.owners.get((owner.kind, owner.namespace, owner.name), owner)
+        subject = subject_of(obj)
+        if subject != ref:  # reported on a ReplicaSet's Deployment or a Job's CronJob
+            subject = self.owners.get((subject.kind, subject.namespace, subject.name), subject)
         reason = skip_reason(obj)
         if reason is not None:
             self.audit.skip(subject, reason)

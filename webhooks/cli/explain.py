@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import click
 
+from webhooks.cli import live
 from webhooks.cli.common import (
     USAGE_ERROR,
     fail,
@@ -37,6 +38,11 @@ allocatable. PreferNoSchedule taints are listed apart (a poor choice, not a refu
 NoExecute taints it says whether a running pod is evicted at once, after
 tolerationSeconds, or never. A pod that fits no node is reported with the closest node
 and what that node lacks.
+
+--kubeconfig FILE or --context NAME read the nodes from that cluster instead of --nodes, and
+with -n NS and no PATH the pods of NS (one per controller, without their node binding), both
+through the reader `audit` uses; the cluster's Namespaces and RuntimeClasses are then the
+admission context.
 
 --nodes takes `kubectl get nodes -o yaml` output or Node manifests. Nodes named by --fail,
 and nodes whose Ready condition is not True, are simulated as the node lifecycle
@@ -119,10 +125,10 @@ _DEFAULT_RATES = Rates()
     "--nodes",
     "node_paths",
     multiple=True,
-    required=True,
     metavar="FILE",
     help="Node inventory: `kubectl get nodes -o yaml`, or Node YAML/JSON; repeatable, - for stdin.",
 )
+@live.options
 @click.option(
     "--fail",
     "fail_nodes",
@@ -178,6 +184,8 @@ _DEFAULT_RATES = Rates()
 def explain(
     paths: tuple[str, ...],
     node_paths: tuple[str, ...],
+    kubeconfig: str | None,
+    kube_context: str | None,
     fail_nodes: tuple[str, ...],
     fail_as: FailAs,
     node_eviction_rate: float,
@@ -193,8 +201,17 @@ def explain(
     """Load, admit, place, simulate, render; the help text is :data:`HELP`."""
     if STDIN in node_paths and STDIN in paths:
         fail("--nodes - and PATH - cannot both read stdin")
-    nodes = _nodes(node_paths, stdin_name, _fail_names(fail_nodes), fail_as)
-    pods = _pods(paths, config_path, objects, namespace, stdin_name)
+    cluster = live.read(
+        kubeconfig, kube_context, node_paths=node_paths, pods_of=None if paths else namespace
+    )
+    if cluster is None and not node_paths:
+        fail("give --nodes FILE, or --kubeconfig/--context to read the nodes from a cluster")
+    if cluster is not None:
+        nodes = cluster.inventory(_fail_names(fail_nodes), fail_as)
+        pods = cluster.placed(paths, config_path, objects, namespace, stdin_name)
+    else:
+        nodes = _nodes(node_paths, stdin_name, _fail_names(fail_nodes), fail_as)
+        pods = _pods(paths, config_path, objects, namespace, stdin_name)
     rates = Rates(
         node_eviction_rate=node_eviction_rate,
         secondary_node_eviction_rate=secondary_node_eviction_rate,
