@@ -36,7 +36,11 @@ class Ref:
 
     @classmethod
     def of(cls, obj: Mapping[str, Any]) -> Ref:
-        """The reference of an object read from the API server."""
+        """The reference of an object read from the API server.
+
+        Why tolerant of missing fields: a result must still name what it can of an object
+        the API server sent in an unexpected shape.
+        """
         meta = obj.get("metadata")
         meta = meta if isinstance(meta, Mapping) else {}
         return cls(
@@ -54,7 +58,10 @@ class Ref:
         return f"{self.kind} {where}"
 
     def reference(self) -> dict[str, str]:
-        """An ``ObjectReference`` (the ``resources`` entry of a report result)."""
+        """An ``ObjectReference`` (the ``resources`` entry of a report result).
+
+        Why with the uid: a dashboard must tell a deleted and recreated object apart.
+        """
         out = {"apiVersion": self.api_version, "kind": self.kind, "name": self.name}
         if self.namespace:
             out["namespace"] = self.namespace
@@ -168,11 +175,14 @@ class Audit:
         entry.pods += 1
 
     def ordered(self) -> list[Result]:
-        """Every result, what fails first (:meth:`Result.sort_key`)."""
+        """Every result, what fails first (:meth:`Result.sort_key`).
+
+        Why sorted here: text, JSON, JUnit and the capped reports must agree on the order.
+        """
         return sorted(self.results.values(), key=Result.sort_key)
 
     def count(self, outcome: Outcome) -> int:
-        """How many results have ``outcome``."""
+        """How many results have ``outcome``; why: the summary lines of every format."""
         return sum(r.outcome == outcome for r in self.results.values())
 
     def by_namespace(self) -> Iterator[tuple[str, list[Result]]]:

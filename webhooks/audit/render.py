@@ -16,8 +16,8 @@ import orjson
 
 from webhooks.audit.model import Audit, Result, Skipped
 
-#: The word before a message, by outcome and rule; a failure has none, as in ``check``.
-_TAGS = {"error": "error: ", "skip": "skipped: ", "note": "note: "}
+#: The word before a message, by outcome; a failure has none, as in ``check``.
+_TAGS = {"error": "error: ", "note": "note: "}
 
 
 def _plural(n: int, word: str) -> str:
@@ -25,20 +25,35 @@ def _plural(n: int, word: str) -> str:
 
 
 def subject(result: Result | Skipped) -> str:
-    """``Kind namespace/name``, with ``(3 pods)`` when pods were counted on it."""
+    """``Kind namespace/name``, with ``(3 pods)`` when pods were counted on it.
+
+    Why the count: "this Deployment" and "its 5,000 pods" call for different urgency.
+    """
     text = result.ref.subject
-    return f"{text} ({_plural(result.pods, 'pod')})" if result.pods else text
+    if not result.pods or result.ref.kind == "Pod":  # a pod counted on itself
+        return text
+    return f"{text} ({_plural(result.pods, 'pod')})"
 
 
 def tag(result: Result) -> str:
-    """``""`` for a failure; ``warning:``, ``drift:``, ``skipped:``, ``note:`` otherwise."""
+    """``""`` for a failure; ``warning:``, ``drift:``, ``skipped <rule>:``, ``note:`` otherwise.
+
+    Why a skip names its rule: an exception that covers both halves of a plugin skips its
+    drift and its violations, and the two lines must not read alike.
+    """
     if result.outcome == "warn":
         return "drift: " if result.rule == "drift" else "warning: "
+    if result.outcome == "skip":
+        return f"skipped {result.rule}: "
     return _TAGS.get(result.outcome, "")
 
 
 def line(result: Result) -> str:
-    """One result as ``subject: plugin: [tag] message``."""
+    """One result as ``subject: plugin: [tag] message``.
+
+    Why this shape: it is ``check``'s ``path:line: plugin: message`` with the object in place
+    of the file, so one habit reads both.
+    """
     return f"{subject(result)}: {result.policy}: {tag(result)}{result.message}"
 
 

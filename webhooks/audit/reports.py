@@ -50,7 +50,10 @@ class ReportApi:
     report_source: bool
 
     def kind(self, namespace: str) -> Kind:
-        """The kind of the report for ``namespace`` (``""``: cluster-scoped objects)."""
+        """The kind of the report for ``namespace`` (``""``: cluster-scoped objects).
+
+        Why one place: writing, listing and deleting must agree on it.
+        """
         return self.namespaced if namespace else self.cluster
 
 
@@ -71,7 +74,10 @@ REPORT_APIS: Mapping[str, ReportApi] = {api.name: api for api in (OPENREPORTS, W
 
 
 def label_selector() -> str:
-    """The label selector that finds this suite's reports (``key=value``)."""
+    """The label selector that finds this suite's reports (``key=value``).
+
+    Why by label: stale reports are found by it, and nothing without it is ever deleted.
+    """
     return "=".join(MANAGED_BY)
 
 
@@ -85,7 +91,10 @@ def timestamp(moment: dt.datetime) -> dict[str, int]:
 
 
 def summary(results: Sequence[Result]) -> dict[str, int]:
-    """Counts of every result by outcome (``pass`` is always 0: passes are not listed)."""
+    """Counts of every result by outcome (``pass`` is always 0: passes are not listed).
+
+    Why from all results: a capped report must not look healthier than the namespace is.
+    """
     counts = {"pass": 0, "fail": 0, "warn": 0, "error": 0, "skip": 0}
     for result in results:
         counts[result.outcome] += 1

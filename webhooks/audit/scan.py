@@ -186,7 +186,8 @@ class Scanner:
                 note(f.plugins[0] if f.plugins else SUITE, "convergence", "error", f.message)
             elif f.type == "excepted":
                 for rule in self._excepted(f.rule, f.plugins[0], own):
-                    note(f.plugins[0], rule, "skip", f.message, exception=f.rule)
+                    covered = f"exception {f.rule} covers this object"
+                    note(f.plugins[0], rule, "skip", covered, exception=f.rule)
             elif f.type == "expired":
                 note(f.plugins[0], "exception", "note", f.message, exception=f.rule)
             elif f.type == "monitored" and own:
