@@ -280,6 +280,23 @@ def test_an_exception_is_a_skip_of_each_half_it_covers_naming_the_exception() ->
     assert found.exit_code() == 0
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["", DEDICATED, "plugins:\n  extended-resource-toleration: {enforce: true}\n"],
+    ids=[
+        "under the defaults",
+        "with dedicated-nodes on",
+        "with extended-resource-toleration enforcing",
+    ],
+)
+def test_a_plugins_own_exempt_namespaces_are_its_policy_and_no_skip(text: str) -> None:
+    objects = [
+        cluster.namespace("kube-system"),
+        *cluster.deployment_with_pods("coredns", "kube-system", 2),
+    ]
+    assert results(audit(objects, text)) == []
+
+
 def test_an_exception_for_the_controllers_identity_matches_the_pods_it_created() -> None:
     text = """\
 exceptions:

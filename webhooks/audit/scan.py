@@ -9,8 +9,9 @@ engine and turns its findings into results:
 * **drift** is what the mutating chain would change today on a Pod, or on a DaemonSet's
   template, described as ``check`` describes mutations; always ``warn``. Other workloads
   have no drift: what admission adds to their pods is audited on the pods themselves;
-* a **skip** is a plugin an exception covers for the object; mirror pods and finished pods
-  are not admitted at all and are counted with the reason.
+* a **skip** is a plugin an exception covers for the object (a plugin's own
+  ``exemptNamespaces`` is its policy, not an exception, and skips silently); mirror pods and
+  finished pods are not admitted at all and are counted with the reason.
 
 Pods are reported on their controller, a ReplicaSet's or a Job's on the Deployment or
 CronJob that owns it, with the number of pods; ReplicaSets and Jobs that such an owner
@@ -105,6 +106,14 @@ class Scanner:
         self.audit = audit
         self.owners: dict[tuple[str, str, str], Ref] = {}
         self._phases = {e.name: e.phases for e in config.exceptions}
+        # A plugin's own exemptNamespaces is its policy (as a policy's ``exclude`` is), not an
+        # admin's exception: namespaces it covers get no skip result, or every kube-system
+        # workload would carry one under the default config.
+        self._implicit = {
+            e.name
+            for e in config.exceptions
+            if e.name in {f"{p}.exemptNamespaces" for p in e.plugins}
+        }
         self._scratch = Report()
 
     def namespace(self, source: Source, namespace: str | None) -> None:
@@ -184,7 +193,7 @@ class Scanner:
                     note(plugin, "drift", "warn", summary)
             elif f.type == "convergence":
                 note(f.plugins[0] if f.plugins else SUITE, "convergence", "error", f.message)
-            elif f.type == "excepted":
+            elif f.type == "excepted" and f.rule not in self._implicit:
                 for rule in self._excepted(f.rule, f.plugins[0], own):
                     covered = f"exception {f.rule} covers this object"
                     note(f.plugins[0], rule, "skip", covered, exception=f.rule)
