@@ -227,6 +227,21 @@ def test_exit_zero_keeps_findings_from_failing_a_scheduled_job(
     assert run("--exit-zero")[0] == 2, "an audit that could not run still says so"
 
 
+def test_the_namespaces_the_webhooks_never_see_are_left_out(
+    run: Callable[..., Any], api: FakeApiServer
+) -> None:
+    api.put(cluster.namespace("kube-system"))
+    api.put(cluster.pod("kube-proxy-x", "kube-system", tolerations=[]))
+    api.put(cluster.namespace("placement"))
+    api.put(cluster.pod("hooks-x", "placement", tolerations=[]))
+    _, out, _ = run("--write-reports", "--exclude-namespace", "placement")
+    assert "kube-proxy" not in out and "hooks-x" not in out
+    assert out.rstrip().endswith(
+        "left out: kube-system, kube-node-lease, placement (the webhooks never see them)"
+    )
+    assert sorted(reports(api)) == ["shop"]
+
+
 def test_an_unknown_namespace_is_unusable_input(run: Callable[..., Any]) -> None:
     code, out, err = run("--namespace", "nope")
     assert (code, out) == (2, "")

@@ -84,6 +84,7 @@ def test_json_carries_every_result_with_its_subject_and_the_exit_code() -> None:
         "objects": {"Deployment": 1, "Node": 1, "Pod": 4},
         "throughOwners": {"ReplicaSet": 1},
         "namespaces": None,
+        "excluded": [],
         "fail": 2,
         "error": 0,
         "warn": 1,

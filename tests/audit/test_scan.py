@@ -403,6 +403,25 @@ def test_namespaces_limit_the_scan_and_leave_nodes_out() -> None:
     assert not found.cluster_scoped
 
 
+def test_a_whole_cluster_audit_leaves_out_what_the_webhooks_never_see() -> None:
+    objects = [
+        SHOP,
+        cluster.namespace("kube-system"),
+        cluster.workload("DaemonSet", "kube-proxy", "kube-system"),
+        cluster.pod("a", "shop", tolerations=[]),
+        cluster.pod("b", "kube-system", tolerations=[]),
+    ]
+    found = audit(objects, exclude=["kube-system"])
+    assert [r.ref.subject for r in found.ordered()] == ["Pod shop/a"]
+    assert found.excluded == ("kube-system",)
+    named = audit(objects, namespaces=["kube-system"], exclude=["kube-system"])
+    assert [r.ref.subject for r in named.ordered()] == [
+        "DaemonSet kube-system/kube-proxy",
+        "Pod kube-system/b",
+    ], "--namespace names exactly what to audit"
+    assert named.excluded == ()
+
+
 def test_a_namespace_that_does_not_exist_is_refused() -> None:
     with pytest.raises(ScopeError, match="--namespace nope: no such namespace"):
         audit([SHOP], namespaces=["nope"])

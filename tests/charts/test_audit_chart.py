@@ -103,6 +103,12 @@ def test_the_cronjob_writes_reports_under_the_servers_config() -> None:
         "--max-results",
         "500",
         "--exit-zero",
+        "--exclude-namespace",
+        NAMESPACE,
+        "--exclude-namespace",
+        "kube-system",
+        "--exclude-namespace",
+        "kube-node-lease",
     ]
     configmap = one(rendered("on"), "ConfigMap")["metadata"]["name"]
     assert pod_spec()["volumes"] == [{"name": "config", "configMap": {"name": configmap}}]
@@ -121,13 +127,30 @@ def test_the_cronjobs_arguments_are_ones_the_command_takes(key: str) -> None:
     assert context.params["exit_zero"] is True
 
 
+def test_the_audit_leaves_out_the_namespaces_the_webhooks_leave_out() -> None:
+    objects = render({**AUDIT, "webhooks": {"excludeNamespaces": ["kube-system", "infra"]}})
+    (container,) = one(objects, "CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"][
+        "containers"
+    ]
+    args = container["args"]
+    excluded = [args[i + 1] for i, arg in enumerate(args) if arg == "--exclude-namespace"]
+    (webhook,) = one(objects, "ValidatingWebhookConfiguration")["webhooks"]
+    (expression,) = webhook["namespaceSelector"]["matchExpressions"]
+    assert (
+        sorted(excluded)
+        == sorted(expression["values"])
+        == sorted([NAMESPACE, "kube-system", "infra"])
+    )
+
+
 def test_the_scheduling_values_reach_the_pod() -> None:
     spec = pod_spec("tuned")
     assert spec["nodeSelector"] == {"kubernetes.io/os": "linux"}
     assert spec["tolerations"][0]["key"] == "infra"
     assert spec["imagePullSecrets"] == [{"name": "regcred"}]
     assert cronjob("tuned")["metadata"]["name"] == "pw-audit"
-    assert pod_spec("tuned")["containers"][0]["args"][-2] == "100"
+    args = pod_spec("tuned")["containers"][0]["args"]
+    assert args[args.index("--max-results") + 1] == "100"
 
 
 def granted(role: dict[str, Any]) -> set[tuple[str, str, str]]:

@@ -122,13 +122,15 @@ Key = tuple[str, str, str, str, str, str]
 class Audit:
     """Everything one scan found, plus what it looked at.
 
-    ``namespaces`` is the scope (``None``: the whole cluster, Nodes included); ``objects``
-    counts what was admitted per kind, ``covered`` the ReplicaSets and Jobs reported on
-    their Deployment or CronJob instead.
+    ``namespaces`` is the scope (``None``: the whole cluster, Nodes included) and
+    ``excluded`` the namespaces a whole-cluster scan left out; ``objects`` counts what was
+    admitted per kind, ``covered`` the ReplicaSets and Jobs reported on their Deployment or
+    CronJob instead.
     """
 
     started: dt.datetime
     namespaces: tuple[str, ...] | None = None
+    excluded: tuple[str, ...] = ()
     results: dict[Key, Result] = field(default_factory=dict)
     skipped: dict[tuple[str, str, str, str], Skipped] = field(default_factory=dict)
     objects: Counter[str] = field(default_factory=Counter)

@@ -83,6 +83,8 @@ def summary(audit: Audit) -> str:
         text += f"; {_plural(idle, 'pod')} not admitted (mirror or finished)"
     if audit.namespaces is not None:
         text += f"; namespaces: {', '.join(audit.namespaces)}"
+    if audit.excluded:
+        text += f"; left out: {', '.join(audit.excluded)} (the webhooks never see them)"
     return text
 
 
@@ -121,6 +123,7 @@ def json(audit: Audit) -> str:
             "objects": dict(sorted(audit.objects.items())),
             "throughOwners": dict(sorted(audit.covered.items())),
             "namespaces": list(audit.namespaces) if audit.namespaces is not None else None,
+            "excluded": list(audit.excluded),
             "fail": audit.count("fail"),
             "error": audit.count("error"),
             "warn": audit.count("warn"),

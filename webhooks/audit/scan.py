@@ -26,7 +26,7 @@ page arrives and only its results are kept.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final
 
 from webhooks.audit.live import Source, as_created, controller, skip_reason, subject_of
@@ -67,16 +67,20 @@ def scan(
     config: Config,
     namespaces: Sequence[str] = (),
     *,
+    exclude: Sequence[str] = (),
     now: Callable[[], dt.datetime] | None = None,
 ) -> Audit:
     """Audit the objects ``source`` holds under ``config``; ``namespaces`` limits the scope.
 
-    With no ``namespaces`` everything is scanned, Nodes included; with some, only their
-    namespaced objects. Raises :class:`ScopeError` for a namespace that does not exist, and
-    lets the source's errors through: a scan that could not read everything has no result.
+    With no ``namespaces`` everything is scanned, Nodes included, but for the objects of
+    the ``exclude`` namespaces (the webhooks never see them, so admission would change or
+    refuse nothing there); with some, exactly their namespaced objects. Raises
+    :class:`ScopeError` for a namespace that does not exist, and lets the source's errors
+    through: a scan that could not read everything has no result.
     """
     clock = now or utcnow
-    audit = Audit(clock(), tuple(namespaces) if namespaces else None)
+    excluded = () if namespaces else tuple(dict.fromkeys(exclude))
+    audit = Audit(clock(), tuple(namespaces) if namespaces else None, excluded)
     context = StaticCluster()
     for obj in source.items(KINDS["Namespace"]):
         context.add(as_created(obj))
@@ -116,10 +120,17 @@ class Scanner:
         }
         self._scratch = Report()
 
+    def items(self, source: Source, kind: str, namespace: str | None) -> Iterator[dict[str, Any]]:
+        """The objects of ``kind`` in ``namespace``, less those of excluded namespaces."""
+        excluded = self.audit.excluded
+        for obj in source.items(KINDS[kind], namespace):
+            if not excluded or (obj.get("metadata") or {}).get("namespace") not in excluded:
+                yield obj
+
     def namespace(self, source: Source, namespace: str | None) -> None:
         """Scan one namespace (``None``: all of them): covered kinds, workloads, pods."""
         for kind, parent in COVERED:
-            for obj in source.items(KINDS[kind], namespace):
+            for obj in self.items(source, kind, namespace):
                 owner = controller(obj)
                 if owner is not None and owner.kind == parent:
                     meta = obj.get("metadata") or {}
@@ -128,9 +139,9 @@ class Scanner:
                 else:
                     self.object(obj)
         for kind in WORKLOADS:
-            for obj in source.items(KINDS[kind], namespace):
+            for obj in self.items(source, kind, namespace):
                 self.object(obj)
-        for obj in source.items(KINDS["Pod"], namespace):
+        for obj in self.items(source, "Pod", namespace):
             self.pod(obj)
 
     def object(self, obj: dict[str, Any]) -> None:

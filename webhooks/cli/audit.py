@@ -18,6 +18,7 @@ from webhooks.audit.scan import ScopeError, scan
 from webhooks.cli.check import output_option, parse_outputs, write_output
 from webhooks.cli.common import config_option, fail, load_config
 from webhooks.cluster.listing import ApiError, ClusterError, Paging, connect
+from webhooks.webhookconfig import DEFAULT_EXCLUDED_NAMESPACES
 
 HELP = """Audit the objects a cluster holds against the policy, as admission would judge them today.
 
@@ -35,7 +36,9 @@ generated name are left out.
   skipped    plugins an exception covers; mirror pods and finished pods are not admitted
 
 Pods are reported once on their controller (a ReplicaSet's on its Deployment, a Job's on
-its CronJob) with the number of pods affected.
+its CronJob) with the number of pods affected. Namespaces the webhooks never see are left
+out of a whole-cluster audit (kube-system, kube-node-lease and --exclude-namespace, which
+should name the suite's own namespace); --namespace names exactly what to audit.
 
 --write-reports writes one OpenReports Report per namespace that has results and one
 ClusterReport for Nodes (server-side apply, field manager placement-webhooks, label
@@ -68,6 +71,14 @@ request).
     multiple=True,
     metavar="NS",
     help="Audit only this namespace; repeatable [default: all, and Nodes].",
+)
+@click.option(
+    "--exclude-namespace",
+    "exclude",
+    multiple=True,
+    metavar="NS",
+    help="Leave this namespace out of a whole-cluster audit, as the webhooks leave it out; "
+    f"repeatable. {' and '.join(DEFAULT_EXCLUDED_NAMESPACES)} always are.",
 )
 @config_option()
 @output_option("text, json or junit")
@@ -104,6 +115,7 @@ def audit(
     kube_context: str | None,
     kubeconfig: str | None,
     namespaces: tuple[str, ...],
+    exclude: tuple[str, ...],
     config_path: str | None,
     outputs: tuple[str, ...],
     write_reports: bool,
@@ -121,7 +133,8 @@ def audit(
         fail(str(exc))
     with lister:
         try:
-            found = scan(lister, config, tuple(dict.fromkeys(namespaces)))
+            excluded = (*DEFAULT_EXCLUDED_NAMESPACES, *exclude)
+            found = scan(lister, config, tuple(dict.fromkeys(namespaces)), exclude=excluded)
         except (ApiError, ScopeError) as exc:
             fail(str(exc))
         for name, target in targets:
