@@ -313,7 +313,10 @@ def test_a_scan_that_cannot_read_everything_exits_2_and_writes_nothing(
     assert not [r for r in api.requests if r.method in ("PATCH", "DELETE")]
 
 
-def test_an_unreachable_api_server_is_one_line(tmp_path: Path) -> None:
+def test_an_unreachable_api_server_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(audit_command, "Paging", functools.partial(Paging, backoff=0.001))
     kubeconfig = write_kubeconfig(tmp_path / "kc", "http://127.0.0.1:9")
     result = CliRunner().invoke(main, ["audit", "--kubeconfig", str(kubeconfig)])
     assert result.exit_code == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from click.testing import CliRunner
 from tests.audit import cluster
 from tests.fakeapi import FakeApiServer, running, write_kubeconfig
 from webhooks.cli import main
+from webhooks.cluster import listing
 
 GPU_TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 GPU_POD = """\
@@ -137,7 +139,10 @@ def test_without_nodes_or_a_cluster_it_says_what_to_give() -> None:
     )
 
 
-def test_an_unreachable_cluster_is_one_line_naming_the_request(tmp_path: Path) -> None:
+def test_an_unreachable_cluster_is_one_line_naming_the_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(listing, "Paging", functools.partial(listing.Paging, backoff=0.001))
     kubeconfig = write_kubeconfig(tmp_path / "kc", "http://127.0.0.1:9")
     result = CliRunner().invoke(main, ["explain", "--kubeconfig", str(kubeconfig)])
     assert result.exit_code == 2
