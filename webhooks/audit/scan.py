@@ -172,7 +172,9 @@ class Scanner:
     def _admit(
         self, obj: dict[str, Any], ref: Ref, user: dict[str, Any] | None = None
     ) -> Checked | None:
-        where = f"api:{ref.kind}/{ref.namespace}/{ref.name}".replace("//", "/")
+        known = KINDS.get(ref.kind)
+        plural = known.plural if known is not None else ref.kind.lower()
+        where = "/".join(part for part in (f"api:{plural}", ref.namespace, ref.name) if part)
         checked = admit(self.engine, api_document(as_created(obj), where), self._scratch, user)
         if self._scratch.problems:
             problem = self._scratch.problems.pop()
