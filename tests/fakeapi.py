@@ -14,6 +14,16 @@ else in it is recorded and makes the test fail. Faults are switches: lists or GE
 500, every request stalling (accepted, never answered), bodies stalling after the headers,
 watches going silent or failing with an ``ERROR`` event; :meth:`FakeApiServer.stop` drops
 every open connection and :meth:`FakeApiServer.start` brings the server back on the same port.
+
+For ``audit`` it also serves Nodes, the namespaced workloads (Pods, PodTemplates,
+ReplicationControllers, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs,
+CronJobs) listed across all namespaces or in one, in pages whose ``continue`` token is the
+last key returned (so a page stays correct while objects come and go), filtered by an
+equality ``labelSelector``; and the report kinds of OpenReports and wgpolicyk8s, which a
+PATCH server-side applies (created when missing; refused with 422 when the body breaks the
+OpenReports CRD schema under ``fieldValidation=Strict``, as the API server refuses it) and a
+DELETE removes. :attr:`FakeApiServer.fault` decides per request whether to answer with an
+error status or to drop the connection unanswered.
 """
 
 from __future__ import annotations
@@ -23,13 +33,15 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import parse_qs, urlsplit
 
 import yaml
+
+from tests import crds
 
 ADMISSION = "admissionregistration.k8s.io"
 
@@ -54,8 +66,75 @@ COLLECTIONS = {
         f"{ADMISSION}/v1",
         "ValidatingWebhookConfiguration",
     ),
+    "/api/v1/nodes": ("nodes", "", "v1", "Node"),
+    "/apis/openreports.io/v1alpha1/clusterreports": (
+        "clusterreports",
+        "openreports.io",
+        "openreports.io/v1alpha1",
+        "ClusterReport",
+    ),
+    "/apis/wgpolicyk8s.io/v1alpha2/clusterpolicyreports": (
+        "clusterpolicyreports",
+        "wgpolicyk8s.io",
+        "wgpolicyk8s.io/v1alpha2",
+        "ClusterPolicyReport",
+    ),
 }
+
+#: plural → (API path, group, apiVersion, kind) for the namespaced collections served, each
+#: at ``<path>/<plural>`` (every namespace) and ``<path>/namespaces/<ns>/<plural>[/<name>]``.
+NAMESPACED = {
+    "pods": ("/api/v1", "", "v1", "Pod"),
+    "podtemplates": ("/api/v1", "", "v1", "PodTemplate"),
+    "replicationcontrollers": ("/api/v1", "", "v1", "ReplicationController"),
+    "deployments": ("/apis/apps/v1", "apps", "apps/v1", "Deployment"),
+    "replicasets": ("/apis/apps/v1", "apps", "apps/v1", "ReplicaSet"),
+    "statefulsets": ("/apis/apps/v1", "apps", "apps/v1", "StatefulSet"),
+    "daemonsets": ("/apis/apps/v1", "apps", "apps/v1", "DaemonSet"),
+    "jobs": ("/apis/batch/v1", "batch", "batch/v1", "Job"),
+    "cronjobs": ("/apis/batch/v1", "batch", "batch/v1", "CronJob"),
+    "reports": (
+        "/apis/openreports.io/v1alpha1",
+        "openreports.io",
+        "openreports.io/v1alpha1",
+        "Report",
+    ),
+    "policyreports": (
+        "/apis/wgpolicyk8s.io/v1alpha2",
+        "wgpolicyk8s.io",
+        "wgpolicyk8s.io/v1alpha2",
+        "PolicyReport",
+    ),
+}
+#: The report kinds: written with server-side apply and deleted by ``audit``.
+REPORTS = frozenset({"reports", "clusterreports", "policyreports", "clusterpolicyreports"})
 KINDS = {kind: plural for plural, _, _, kind in COLLECTIONS.values()}
+KINDS.update((kind, plural) for plural, (_, _, _, kind) in NAMESPACED.items())
+
+
+def info(plural: str) -> tuple[str, str, str, bool]:
+    """(group, apiVersion, kind, namespaced) of a plural the fake serves."""
+    if plural in NAMESPACED:
+        _, group, api_version, kind = NAMESPACED[plural]
+        return group, api_version, kind, True
+    _, group, api_version, kind = next(c for c in COLLECTIONS.values() if c[0] == plural)
+    return group, api_version, kind, False
+
+
+def key_of(plural: str, name: str, namespace: str | None = None) -> str:
+    """The key of an object in :attr:`FakeApiServer.objects`: ``name``, ``namespace/name``."""
+    return f"{namespace}/{name}" if plural in NAMESPACED else name
+
+
+def selected(obj: dict[str, Any], selector: str) -> bool:
+    """Whether ``obj``'s labels satisfy an equality ``labelSelector`` (``a=b,c=d``)."""
+    labels = obj.get("metadata", {}).get("labels") or {}
+    for requirement in filter(None, selector.split(",")):
+        label, _, value = requirement.partition("=")
+        if labels.get(label.strip()) != value.strip().lstrip("="):
+            return False
+    return True
+
 
 #: The bearer token every kubeconfig written here carries; any other is refused with 401.
 TOKEN = "fake-token"
@@ -125,7 +204,10 @@ def write_kubeconfig(path: Path, server: str, token: str = TOKEN) -> Path:
 
 
 class Request(NamedTuple):
-    """One request the fake received; ``auth`` (the Authorization header) comes last."""
+    """One request the fake received; ``auth`` (the Authorization header) comes last.
+
+    ``namespace`` is the namespace in the path (``None`` for cluster-wide requests).
+    """
 
     method: str
     path: str
@@ -135,6 +217,7 @@ class Request(NamedTuple):
     kind: str
     plural: str | None
     name: str | None
+    namespace: str | None
     auth: str
 
 
@@ -170,23 +253,32 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
 
+    def setup(self) -> None:
+        """No Nagle: headers and body go out as separate writes, and waiting for the
+        client's delayed ACK in between would add 40 ms to every answer."""
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: tests read :attr:`FakeApiServer.requests` instead."""
 
-    def _accept(self, body: Any) -> tuple[str, str, str | None, dict[str, str]] | None:
-        """Record the request; ``None`` when it has been answered (stalled or refused)."""
+    def _accept(self, body: Any) -> tuple[str, str, str | None, dict[str, str], str | None] | None:
+        """Record the request; ``None`` when it has been answered (stalled, refused, faulted)."""
         fake = self.server.fake
         url = urlsplit(self.path)
         query = parse_qs(url.query)
         flat = {k: v[-1] for k, v in query.items()}
-        kind, plural, name = fake.route(url.path)
-        if self.command == "PATCH":
-            kind = "patch"
+        kind, plural, name, namespace = fake.route(url.path)
+        if self.command in ("PATCH", "DELETE"):
+            kind = self.command.lower()
         elif kind == "list" and flat.get("watch") in ("1", "true"):
             kind = "watch"
         auth = self.headers.get("Authorization", "")
         headers = {k.lower(): v for k, v in self.headers.items()}
-        fake.record(Request(self.command, url.path, query, headers, body, kind, plural, name, auth))
+        request = Request(
+            self.command, url.path, query, headers, body, kind, plural, name, namespace, auth
+        )
+        fake.record(request)
         if fake.stall.is_set():
             fake.released.wait()  # accepted, never answered, until the server stops
             self.close_connection = True
@@ -198,20 +290,27 @@ class _Handler(BaseHTTPRequestHandler):
             message = "the server could not find the requested resource"
             self._json(404, status(404, "NotFound", message))
             return None
-        return kind, plural, name, flat
+        fault = fake.fault(request) if fake.fault is not None else None
+        if fault == "drop":
+            self.close_connection = True  # no answer at all: the client sees the connection end
+            return None
+        if isinstance(fault, int):
+            self._json(fault, fake.fault_status(fault, flat.get("continue", "")))
+            return None
+        return kind, plural, name, flat, namespace
 
     def do_GET(self) -> None:
         accepted = self._accept(None)
         if accepted is None:
             return
-        kind, plural, name, query = accepted
+        kind, plural, name, query, namespace = accepted
         fake = self.server.fake
         if kind == "get":
-            self._json(*fake.get(plural, name or ""))
+            self._json(*fake.get(plural, name or "", namespace))
         elif kind == "watch":
             self._watch(plural, query)
         else:
-            self._json(*fake.list(plural, query))
+            self._json(*fake.list(plural, query, namespace))
 
     def do_PATCH(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -220,14 +319,26 @@ class _Handler(BaseHTTPRequestHandler):
         accepted = self._accept(body)
         if accepted is None:
             return
-        _, plural, name, query = accepted
+        _, plural, name, query, namespace = accepted
         if self.headers.get("Content-Type") != "application/apply-patch+yaml":
             self._json(415, status(415, "UnsupportedMediaType", "unsupported patch type"))
         elif not query.get("fieldManager"):
             message = "fieldManager is required for apply requests"
             self._json(422, status(422, "Invalid", message))
+        elif plural in REPORTS:
+            self._json(*self.server.fake.apply_object(plural, name or "", namespace, body, query))
         else:
             self._json(*self.server.fake.apply(plural, name or "", body))
+
+    def do_DELETE(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        accepted = self._accept(None)
+        if accepted is None:
+            return
+        _, plural, name, _, namespace = accepted
+        self._json(*self.server.fake.remove(plural, name or "", namespace))
 
     def _json(self, code: int, body: dict[str, Any]) -> None:
         fake = self.server.fake
@@ -288,6 +399,10 @@ class FakeApiServer:
         self.silent_watches = False
         self.watch_error: dict[str, Any] | None = None
         self.stall_bodies = False
+        #: Per request, after it is recorded: ``None`` to serve it, an HTTP status to answer
+        #: with instead (a ``Status`` body; a 410 carries a fresh ``continue`` token), or
+        #: ``"drop"`` to close the connection without an answer.
+        self.fault: Callable[[Request], int | str | None] | None = None
         self.port = 0
         self.running = False
         self._server: _Server | None = None
@@ -353,29 +468,58 @@ class FakeApiServer:
         """
         plural = KINDS[obj["kind"]]
         name = obj["metadata"]["name"]
+        key = key_of(plural, name, obj["metadata"].get("namespace"))
         with self.lock:
             self.rv += 1
             stored = json.loads(json.dumps(obj))
             stored["metadata"]["resourceVersion"] = str(self.rv)
-            stored["metadata"].setdefault("uid", f"uid-{plural}-{name}")
-            if (plural, name) not in self.objects:
+            stored["metadata"].setdefault("uid", f"uid-{plural}-{key.replace('/', '-')}")
+            if (plural, key) not in self.objects:
                 _created(stored)
-            kind = "MODIFIED" if (plural, name) in self.objects else "ADDED"
-            self.objects[plural, name] = stored
-            if announce:
+            kind = "MODIFIED" if (plural, key) in self.objects else "ADDED"
+            self.objects[plural, key] = stored
+            if announce and plural not in NAMESPACED:  # namespaced kinds are never watched
                 self.history[plural].append((self.rv, {"type": kind, "object": stored}))
             self.lock.notify_all()
         return stored
 
-    def delete(self, plural: str, name: str) -> None:
-        """Delete an object and announce it to watchers."""
+    def load(self, objects: list[dict[str, Any]]) -> None:
+        """Store many objects at once, unannounced and uncopied (the benchmark's 20,000 pods).
+
+        Why not :meth:`put`: copying and announcing each object costs the benchmark more
+        time to set up than the audit takes to run. The objects must not be changed later.
+        """
         with self.lock:
-            obj = self.objects.pop((plural, name))
-            self.rv += 1
-            gone = json.loads(json.dumps(obj))
-            gone["metadata"]["resourceVersion"] = str(self.rv)
-            self.history[plural].append((self.rv, {"type": "DELETED", "object": gone}))
+            for obj in objects:
+                meta = obj["metadata"]
+                self.rv += 1
+                meta["resourceVersion"] = str(self.rv)
+                plural = KINDS[obj["kind"]]
+                key = key_of(plural, meta["name"], meta.get("namespace"))
+                meta.setdefault("uid", f"uid-{plural}-{key.replace('/', '-')}")
+                self.objects[plural, key] = obj
             self.lock.notify_all()
+
+    def delete(self, plural: str, name: str, namespace: str | None = None) -> None:
+        """Delete an object (``namespace`` for a namespaced one) and announce it to watchers."""
+        with self.lock:
+            obj = self.objects.pop((plural, key_of(plural, name, namespace)))
+            self.rv += 1
+            if plural not in NAMESPACED:
+                gone = json.loads(json.dumps(obj))
+                gone["metadata"]["resourceVersion"] = str(self.rv)
+                self.history[plural].append((self.rv, {"type": "DELETED", "object": gone}))
+            self.lock.notify_all()
+
+    def stored(self, plural: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        """Copies of the stored objects of ``plural`` (in ``namespace``), in key order."""
+        with self.lock:
+            found = [
+                obj
+                for (p, key), obj in sorted(self.objects.items())
+                if p == plural and (namespace is None or key.startswith(namespace + "/"))
+            ]
+            return json.loads(json.dumps(found))  # type: ignore[no-any-return]
 
     def bookmark(self, plural: str) -> str:
         """Send a BOOKMARK at a new resourceVersion to watchers that allow them."""
@@ -401,14 +545,23 @@ class FakeApiServer:
 
     # -- serving ---------------------------------------------------------------------------
 
-    def route(self, path: str) -> tuple[str, str | None, str | None]:
-        """(list|watch|get, plural, name) for a request path; plural None when unknown."""
+    def route(self, path: str) -> tuple[str, str | None, str | None, str | None]:
+        """(list|get, plural, name, namespace) for a request path; plural None when unknown."""
+        for plural, (base, *_rest) in NAMESPACED.items():
+            if path == f"{base}/{plural}":
+                return "list", plural, None, None
+            if path.startswith(f"{base}/namespaces/"):
+                parts = path[len(f"{base}/namespaces/") :].split("/")
+                if len(parts) in (2, 3) and parts[1] == plural and all(parts):
+                    if len(parts) == 2:
+                        return "list", plural, None, parts[0]
+                    return "get", plural, parts[2], parts[0]
         for prefix, (plural, *_rest) in COLLECTIONS.items():
             if path == prefix:
-                return "list", plural, None
+                return "list", plural, None, None
             if path.startswith(prefix + "/") and "/" not in path[len(prefix) + 1 :]:
-                return "get", plural, path[len(prefix) + 1 :]
-        return "get", None, None
+                return "get", plural, path[len(prefix) + 1 :], None
+        return "get", None, None, None
 
     def record(self, request: Request) -> None:
         with self.lock:
@@ -428,8 +581,10 @@ class FakeApiServer:
                 if r.kind == kind and r.plural == plural
             ]
 
-    def get(self, plural: str, name: str) -> tuple[int, dict[str, Any]]:
-        group = next(c[1] for c in COLLECTIONS.values() if c[0] == plural)
+    def get(
+        self, plural: str, name: str, namespace: str | None = None
+    ) -> tuple[int, dict[str, Any]]:
+        group = info(plural)[0]
         resource = f"{plural}.{group}" if group else plural
         if name in self.fail_gets:
             return 500, status(
@@ -439,7 +594,7 @@ class FakeApiServer:
                 causes=[{"message": "etcdserver: request timed out"}],
             )
         with self.lock:
-            obj = self.objects.get((plural, name))
+            obj = self.objects.get((plural, key_of(plural, name, namespace)))
         if obj is None:
             return 404, status(
                 404,
@@ -470,20 +625,29 @@ class FakeApiServer:
                 hook["clientConfig"]["caBundle"] = applied["clientConfig"]["caBundle"]
             return 200, self.put(updated) if updated != current else current
 
-    def list(self, plural: str, query: dict[str, str]) -> tuple[int, dict[str, Any]]:
-        _, _, api_version, kind = next(c for c in COLLECTIONS.values() if c[0] == plural)
+    def list(
+        self, plural: str, query: dict[str, str], namespace: str | None = None
+    ) -> tuple[int, dict[str, Any]]:
+        _, api_version, kind, _ = info(plural)
         if plural in self.fail_lists:
             return 500, status(500, "InternalError", "Internal error occurred: list unavailable")
+        after = query.get("continue") or ""
+        prefix = f"{namespace}/" if namespace else ""
+        selector = query.get("labelSelector") or ""
         with self.lock:
-            items = [obj for (p, _), obj in sorted(self.objects.items()) if p == plural]
+            keyed = sorted(
+                (key, obj)
+                for (p, key), obj in self.objects.items()
+                if p == plural and key > after and key.startswith(prefix)
+            )
             rv = self.rv
-        start = int(query.get("continue") or 0)
+        items = [(key, obj) for key, obj in keyed if not selector or selected(obj, selector)]
         limit = int(query.get("limit") or 0) or len(items) or 1
-        page = items[start : start + limit]
+        page = [obj for _, obj in items[:limit]]
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
-        if start + limit < len(items):
-            meta["continue"] = str(start + limit)
-            meta["remainingItemCount"] = len(items) - start - limit
+        if limit < len(items):
+            meta["continue"] = items[limit - 1][0]
+            meta["remainingItemCount"] = len(items) - limit
         # List items carry no kind or apiVersion, exactly as the API server sends them.
         bare = [{k: v for k, v in item.items() if k not in ("kind", "apiVersion")} for item in page]
         return 200, {
@@ -492,6 +656,78 @@ class FakeApiServer:
             "metadata": meta,
             "items": bare,
         }
+
+    def apply_object(
+        self,
+        plural: str,
+        name: str,
+        namespace: str | None,
+        body: Any,
+        query: dict[str, str],
+    ) -> tuple[int, dict[str, Any]]:
+        """Server-side apply of a whole report: created when missing, replaced otherwise.
+
+        The applied body is checked as the API server checks it: kind and apiVersion of the
+        collection, the name (and namespace) of the URL, and, with
+        ``fieldValidation=Strict``, the OpenReports CRD schema (422 with every problem). The
+        applier's fields replace the previous ones (one manager, so the whole object); an
+        unchanged object keeps its resourceVersion.
+        """
+        group, api_version, kind, namespaced = info(plural)
+        meta = body.get("metadata") if isinstance(body, dict) else None
+        if not isinstance(meta, dict) or body.get("kind") != kind:
+            return 400, status(400, "BadRequest", f"the body is not a {kind}")
+        if body.get("apiVersion") != api_version:
+            return 400, status(400, "BadRequest", f"apiVersion must be {api_version}")
+        if meta.get("name") != name or (
+            namespaced and meta.get("namespace", namespace) != namespace
+        ):
+            message = "the name or namespace of the object does not match the URL"
+            return 400, status(400, "BadRequest", message)
+        if query.get("fieldValidation") == "Strict" and kind in crds.FILES:
+            problems = crds.errors(kind, body)
+            if problems:
+                message = f'{kind}.{group} "{name}" is invalid: ' + "; ".join(problems)
+                return 422, status(422, "Invalid", message)
+        with self.lock:
+            current = self.objects.get((plural, key_of(plural, name, namespace)))
+            applied = json.loads(json.dumps(body))
+            if namespaced:
+                applied["metadata"].setdefault("namespace", namespace)
+            applied["metadata"]["managedFields"] = [
+                {"manager": query["fieldManager"], "operation": "Apply", "apiVersion": api_version}
+            ]
+            if current is not None:
+                for server_set in ("uid", "creationTimestamp", "resourceVersion"):
+                    if server_set in current["metadata"]:
+                        applied["metadata"][server_set] = current["metadata"][server_set]
+                if applied == current:
+                    return 200, current
+            return (200 if current is not None else 201), self.put(applied)
+
+    def remove(self, plural: str, name: str, namespace: str | None) -> tuple[int, dict[str, Any]]:
+        """DELETE: a ``Success`` Status, or 404 when there is no such object."""
+        code, found = self.get(plural, name, namespace)
+        if code != 200:
+            return code, found
+        self.delete(plural, name, namespace)
+        done = status(200, "", "")
+        done.update(status="Success", details={"name": name, "kind": plural})
+        del done["message"], done["reason"]
+        return 200, done
+
+    @staticmethod
+    def fault_status(code: int, token: str) -> dict[str, Any]:
+        """The Status a faulted request answers with; a 410 offers a fresh ``continue``."""
+        if code == 410:
+            body = status(410, "Expired", "The provided continue parameter is too old")
+            body["metadata"] = {"continue": token}
+            return body
+        if code >= 500:
+            return status(
+                code, "InternalError", "Internal error occurred: etcdserver: leader changed"
+            )
+        return status(code, "Forbidden" if code == 403 else "Failure", f"refused ({code})")
 
     def events(
         self, plural: str, since: str, timeout: float, bookmarks: bool

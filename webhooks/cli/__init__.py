@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import click
 
+from webhooks.cli import audit as _audit
 from webhooks.cli import certs as _certs
 from webhooks.cli import check as _check
 from webhooks.cli import explain as _explain
@@ -32,6 +33,7 @@ for _command in (
     _mutate.mutate,
     _policytests.policy_tests,
     _explain.explain,
+    _audit.audit,
     _certs.certs,
     _webhook_config.webhook_config,
 ):

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import click
 
+from webhooks.cli import live
 from webhooks.cli.common import (
     USAGE_ERROR,
     dry_run_inputs,
@@ -54,6 +55,11 @@ its spec.limits or a taint names it. For each tainted node and each template it 
 DaemonSets among PATH that run there and why the others do not, and warns for each
 template a DaemonSet does not cover but for a taint or its size (one its own nodeSelector
 or affinity excludes is only listed).
+
+--kubeconfig FILE or --context NAME read the nodes from that cluster instead of --nodes, and
+with -n NS and no PATH the pods of NS (one per controller, without their node binding), both
+through the reader `audit` uses; the cluster's Namespaces and RuntimeClasses are then the
+admission context.
 
 --nodes takes `kubectl get nodes -o yaml` output or Node manifests. Nodes named by --fail,
 and nodes whose Ready condition is not True, are simulated as the node lifecycle
@@ -154,6 +160,7 @@ _DEFAULT_RATES = Rates()
     metavar="FILE",
     help="Node inventory: `kubectl get nodes -o yaml`, or Node YAML/JSON; repeatable, - for stdin.",
 )
+@live.options
 @click.option(
     "--node-templates",
     "template_paths",
@@ -227,6 +234,8 @@ def explain(
     paths: tuple[str, ...],
     node_paths: tuple[str, ...],
     template_paths: tuple[str, ...],
+    kubeconfig: str | None,
+    kube_context: str | None,
     fail_nodes: tuple[str, ...],
     fail_as: FailAs,
     node_eviction_rate: float,
@@ -252,15 +261,25 @@ def explain(
     ]
     if len(readers) > 1:
         fail(f"{' and '.join(readers)} cannot {'both' if len(readers) == 2 else 'all'} read stdin")
-    if not node_paths and not template_paths:
-        fail("give --nodes (the nodes there are) or --node-templates (the nodes there can be)")
+    cluster = live.read(
+        kubeconfig, kube_context, node_paths=node_paths, pods_of=None if paths else namespace
+    )
+    if cluster is None and not node_paths and not template_paths:
+        fail(
+            "give --nodes (the nodes there are), --kubeconfig/--context (a cluster's nodes) "
+            "or --node-templates (the nodes there can be)"
+        )
     try:
         grace = parse_duration(grace_period)
     except ValueError as exc:
         fail(f"--node-monitor-grace-period: {exc}")
-    nodes = _nodes(node_paths, stdin_name, _fail_names(fail_nodes), fail_as)
+    if cluster is not None:
+        nodes = cluster.inventory(_fail_names(fail_nodes), fail_as)
+        pods = cluster.placed(paths, config_path, objects, namespace, stdin_name)
+    else:
+        nodes = _nodes(node_paths, stdin_name, _fail_names(fail_nodes), fail_as)
+        pods = _pods(paths, config_path, objects, namespace, stdin_name)
     templates = _templates(template_paths, stdin_name)
-    pods = _pods(paths, config_path, objects, namespace, stdin_name)
     rates = Rates(
         node_eviction_rate=node_eviction_rate,
         secondary_node_eviction_rate=secondary_node_eviction_rate,

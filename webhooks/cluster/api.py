@@ -39,6 +39,9 @@ from typing import Any, Literal
 
 import orjson
 
+from webhooks.cluster.failures import describe as _describe
+from webhooks.cluster.failures import http_status as _http_status
+from webhooks.cluster.failures import status_message as _status_message
 from webhooks.core.config import ClusterSettings
 from webhooks.core.plugin import LookupFailure
 
@@ -82,6 +85,17 @@ def client_configuration(settings: ClusterSettings, source: Source) -> Any:
     Why retries are switched off: urllib3 would otherwise retry a timed-out GET three times,
     turning the lookup bound into four times itself; informers retry with their own backoff.
     """
+    return load_configuration(source, settings.kubeconfig, settings.context)
+
+
+def load_configuration(source: Source, kubeconfig: str = "", context: str = "") -> Any:
+    """A fresh ``kubernetes.client.Configuration``: in-cluster, or from a kubeconfig file.
+
+    An empty ``kubeconfig`` means kubectl's default (``$KUBECONFIG``, else
+    ``~/.kube/config``) and an empty ``context`` its current context. Why urllib3's retries
+    are off: every caller bounds and retries its own requests, and hidden retries would
+    multiply those bounds. :class:`ClusterError` says in one line what is unusable.
+    """
     from kubernetes import client
     from kubernetes import config as loaders
 
@@ -92,15 +106,17 @@ def client_configuration(settings: ClusterSettings, source: Source) -> Any:
             config.load_incluster_config(client_configuration=conf)
         else:
             config.load_kube_config(
-                config_file=settings.kubeconfig,
-                context=settings.context or None,
+                # Read now: the client reads $KUBECONFIG once, when it is first imported.
+                config_file=kubeconfig or os.environ.get("KUBECONFIG") or None,
+                context=context or None,
                 client_configuration=conf,
                 persist_config=False,
             )
     except Exception as exc:  # the loaders raise ConfigException, OSError, YAML and key errors
-        where = (
-            "in-cluster config" if source == "in-cluster" else f"kubeconfig {settings.kubeconfig}"
-        )
+        if source == "in-cluster":
+            where = "in-cluster config"
+        else:
+            where = f"kubeconfig {kubeconfig or os.environ.get('KUBECONFIG') or '~/.kube/config'}"
         detail = " ".join(str(exc).split()) or type(exc).__name__
         raise ClusterError(f"{where}: {detail}") from None
     conf.retries = False
@@ -170,39 +186,6 @@ class _Expired(Exception):
 
 class _Broken(Exception):
     """A list or watch failed; the message is the one-line reason kept for operators."""
-
-
-def _status_message(body: Any) -> str:
-    """The ``message`` of a ``Status`` body, else the body itself, on one line."""
-    if isinstance(body, bytes):
-        body = body.decode("utf-8", "replace")
-    text = str(body or "")
-    try:
-        status = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        status = None
-    if isinstance(status, dict) and isinstance(status.get("message"), str):
-        text = status["message"]
-    return " ".join(text.split())[:300]
-
-
-def _describe(exc: BaseException, timeout: float) -> str:
-    """A one-line reason for a failed request: status and message, or what broke."""
-    from kubernetes.client.exceptions import ApiException
-    from urllib3 import exceptions as u3
-
-    if isinstance(exc, ApiException):
-        message = _status_message(exc.body)
-        return f"HTTP {exc.status}" + (f": {message}" if message else "")
-    if isinstance(exc, u3.MaxRetryError) and exc.reason is not None:
-        exc = exc.reason
-    if isinstance(exc, u3.NewConnectionError):  # before TimeoutError: urllib3 subclasses it
-        return "cannot connect: " + str(exc).rsplit(": ", 1)[-1]
-    if isinstance(exc, u3.TimeoutError | TimeoutError):
-        return f"no answer within {timeout:g}s"
-    if isinstance(exc, u3.ProtocolError):
-        return "connection lost"
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
 
 def _with_kind(obj: dict[str, Any], resource: Resource) -> dict[str, Any]:
@@ -453,11 +436,6 @@ class Informer:
         if rv and kind in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):
             self.resource_version = rv
             self._progress = True
-
-
-def _http_status(exc: BaseException) -> int | None:
-    status = getattr(exc, "status", None)
-    return status if isinstance(status, int) else None
 
 
 def _lines(stream: Any) -> Iterator[bytes]:

@@ -287,11 +287,19 @@ class Engine:
                 report.checked.append(checked)
         return report
 
-    def check(self, doc: Document, report: Report | None = None) -> Checked | None:
+    def check(
+        self,
+        doc: Document,
+        report: Report | None = None,
+        *,
+        user: Mapping[str, Any] | None = None,
+    ) -> Checked | None:
         """Admit one document; ``None`` (counted in ``report``) when it is not ours to admit.
 
         The object is admitted first, and its Pods are built from the object *as stored*,
         because controllers create Pods from the stored template, mutations included.
+        ``user`` is the requester of the object itself when known (the live audit knows
+        which controller created a Pod); manifests have none.
         """
         obj = doc.obj
         if obj is None:
@@ -312,7 +320,7 @@ class Engine:
         namespace = namespace_of(obj, self.namespace) if info.namespaced else ""
         checked = Checked(doc, kind, namespace, name_of(obj))
         self._validate_schema(checked, obj, "")
-        target = object_target(obj, kind, namespace)
+        target = object_target(obj, kind, namespace, user)
         stored = self._admit(checked, target)
         pods = pod_target(stored, kind, namespace)
         if pods is not None:

@@ -231,15 +231,18 @@ def controller_user(kind: str) -> dict[str, Any]:
     }
 
 
-def object_target(obj: dict[str, Any], kind: str, namespace: str) -> Target:
+def object_target(
+    obj: dict[str, Any], kind: str, namespace: str, user: Mapping[str, Any] | None = None
+) -> Target:
     """The request for the manifest itself (namespace filled in; Pods defaulted).
 
     Validators of pod templates and the DaemonSet template mutator act on this one.
+    ``user`` is who sends it, when known (the controller that created a live Pod).
     """
     view = with_namespace(obj, namespace) if KINDS[kind].namespaced else obj
     if kind == "Pod":
         view = default_requests(view)
-    return Target("object", request_for(view, kind, namespace))
+    return Target("object", request_for(view, kind, namespace, user))
 
 
 def pod_target(stored: dict[str, Any], kind: str, namespace: str) -> Target | None:

@@ -8,7 +8,7 @@ the process) to do it. Reading files, printing and exit codes belong to the CLI.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from webhooks.cluster.files import StaticCluster
@@ -39,15 +39,19 @@ def engine_for(
     return Engine(Admission(REGISTRY, config, context, now), namespace, schema)
 
 
-def admit(engine: Engine, doc: Document, report: Report) -> Checked | None:
+def admit(
+    engine: Engine, doc: Document, report: Report, user: Mapping[str, Any] | None = None
+) -> Checked | None:
     """:meth:`Engine.check` on one document; one nested too deep for Python is unusable input.
 
     Why: kubectl accepts objects 10,000 levels deep, and a library inside the chain may
     still recurse on one; the run must then say so in one ``file:line: reason`` (exit 2),
-    never end in a traceback.
+    never end in a traceback. ``user`` is the object's requester when known.
     """
     try:
-        return engine.check(doc, report)
+        if user is None:  # manifests: no requester, the call ``check`` has always made
+            return engine.check(doc, report)
+        return engine.check(doc, report, user=user)
     except RecursionError:
         reason = f"nested too deeply to check ({depth(doc.obj)} levels)"
         report.problems.append(ManifestError(doc.path, doc.line, reason))

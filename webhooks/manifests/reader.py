@@ -29,6 +29,7 @@ __all__ = [
     "Manifests",
     "Problem",
     "Source",
+    "api_document",
     "load",
     "parse_field",
     "read",
@@ -104,6 +105,16 @@ class Document:
             tokens = ["items", self.item, *tokens]
         found = locate(self.source.lines(self.span), tokens)
         return self.line if found is None else self.first_line + found + 1
+
+
+def api_document(obj: Any, where: str) -> Document:
+    """A :class:`Document` for an object read from the API server, named ``where``.
+
+    Why a document at all: the dry run admits documents, and the live audit must admit
+    exactly as ``check`` does. ``where`` (``api:pods/shop/web-0``) stands in for the file,
+    and the line is 0 because there is no text to point into.
+    """
+    return Document(Source(where, ""), 0, 0, obj)
 
 
 @dataclass(slots=True)

@@ -1,0 +1,158 @@
+"""``explain --kubeconfig/--context``: nodes, and the pods of -n, read from a fake API server."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from tests.audit import cluster
+from tests.fakeapi import FakeApiServer, running, write_kubeconfig
+from webhooks.cli import main
+from webhooks.cluster import listing
+
+GPU_TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+GPU_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer}
+spec:
+  containers: [{name: t, image: trainer}]
+"""
+
+
+@pytest.fixture
+def api() -> Iterator[FakeApiServer]:
+    objects = [
+        cluster.namespace("shop"),
+        cluster.namespace("ml", **{"placement-webhooks.io/dedicated": "gpu"}),
+        *cluster.deployment_with_pods("web", "shop", 3),
+        cluster.pod("solo", "shop", node="gpu-1"),
+        cluster.pod("done", "shop", phase="Succeeded"),
+        cluster.node("worker-1"),
+        cluster.node("gpu-1", [GPU_TAINT], dedicated="gpu"),
+    ]
+    with running(*objects) as fake:
+        yield fake
+
+
+@pytest.fixture
+def explain(api: FakeApiServer, tmp_path: Path) -> Callable[..., tuple[int, str, str]]:
+    kubeconfig = api.kubeconfig(tmp_path / "kubeconfig")
+    config = tmp_path / "config.yaml"
+    config.write_text("plugins:\n  dedicated-nodes: {enabled: true}\n", encoding="utf-8")
+
+    def invoke(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
+        argv = ["explain", "--kubeconfig", str(kubeconfig), "--config", str(config), *args]
+        result = CliRunner().invoke(main, argv, input=stdin)
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            raise result.exception
+        return result.exit_code, result.stdout, result.stderr
+
+    return invoke
+
+
+def test_the_nodes_come_from_the_cluster(explain: Callable[..., Any]) -> None:
+    code, out, _ = explain()
+    assert code == 0
+    assert out.splitlines()[:4] == [
+        "Nodes: 2 in 1 zone",
+        "  gpu-1: zone (unlabelled), Ready",
+        "    taint dedicated=gpu:NoSchedule",
+        "  worker-1: zone (unlabelled), Ready",
+    ]
+
+
+def test_files_and_the_cluster_give_the_same_answer(
+    explain: Callable[..., Any], api: FakeApiServer, tmp_path: Path
+) -> None:
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(yaml.safe_dump({"kind": "List", "items": api.stored("nodes")}))
+    namespaces = tmp_path / "namespaces.yaml"
+    namespaces.write_text(yaml.safe_dump({"kind": "List", "items": api.stored("namespaces")}))
+    _, live, _ = explain("-n", "ml", "-", stdin=GPU_POD)
+    config = ["--config", str(tmp_path / "config.yaml")]
+    offline = CliRunner().invoke(
+        main,
+        ["explain", "--nodes", str(nodes), "--objects", str(namespaces), "-n", "ml", "-", *config],
+        input=GPU_POD,
+    )
+    assert offline.exit_code == 0
+    assert live == offline.stdout
+
+
+def test_manifests_are_admitted_with_the_clusters_namespaces(explain: Callable[..., Any]) -> None:
+    code, out, _ = explain("-n", "ml", "-", stdin=GPU_POD)
+    assert code == 0
+    assert "admission: dedicated-nodes: added toleration dedicated=gpu:NoSchedule" in out
+    assert "fits 1 of 2 nodes: gpu-1" in out
+
+
+def test_with_a_namespace_and_no_path_its_pods_are_placed_one_per_controller(
+    explain: Callable[..., Any],
+) -> None:
+    code, out, err = explain("-n", "shop")
+    assert code == 0
+    placed = [line for line in out.splitlines() if line.startswith("Pod ")]
+    assert placed == [
+        "Pod shop/solo (api:pods/shop/solo:0)",
+        "Pod shop/web-5d8f7c9b4-00000 (api:pods/shop/web-5d8f7c9b4-00000:0)",
+    ]
+    assert err.splitlines() == [
+        "pods of ReplicaSet shop/web-5d8f7c9b4: 1 of 3 explained (they share its template)",
+        "1 pods left out: finished (Succeeded)",
+    ]
+
+
+def test_a_pod_is_placed_anew_not_where_it_was_bound(explain: Callable[..., Any]) -> None:
+    _, out, _ = explain("-n", "shop")
+    solo = out[out.index("Pod shop/solo") :]
+    assert "fits 1 of 2 nodes: worker-1" in solo, "its binding to gpu-1 is not a requirement"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--nodes", "nodes.yaml"], "--nodes and --kubeconfig/--context both give the nodes"),
+        (["--fail", "worker-9"], "--fail: no node named worker-9 in the cluster"),
+    ],
+    ids=["files and a cluster at once are refused", "--fail names a node of the cluster"],
+)
+def test_misuse_is_one_line(explain: Callable[..., Any], args: list[str], message: str) -> None:
+    code, out, err = explain(*args)
+    assert (code, out) == (2, "")
+    assert err == f"placement-webhooks: {message}" + err.split(message, 1)[1]
+    assert err.count("\n") == 1
+
+
+def test_without_nodes_or_a_cluster_it_says_what_to_give() -> None:
+    result = CliRunner().invoke(main, ["explain"])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "placement-webhooks: give --nodes (the nodes there are), --kubeconfig/--context "
+        "(a cluster's nodes) or --node-templates (the nodes there can be)\n"
+    )
+
+
+def test_an_unreachable_cluster_is_one_line_naming_the_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(listing, "Paging", functools.partial(listing.Paging, backoff=0.001))
+    kubeconfig = write_kubeconfig(tmp_path / "kc", "http://127.0.0.1:9")
+    result = CliRunner().invoke(main, ["explain", "--kubeconfig", str(kubeconfig)])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("placement-webhooks: list namespaces: cannot connect: ")
+    assert result.stderr.count("\n") == 1
+
+
+def test_a_cluster_without_nodes_is_refused(tmp_path: Path) -> None:
+    with running(cluster.namespace("shop")) as fake:
+        kubeconfig = fake.kubeconfig(tmp_path / "kc")
+        result = CliRunner().invoke(main, ["explain", "--kubeconfig", str(kubeconfig)])
+    assert result.exit_code == 2
+    assert result.stderr == "placement-webhooks: the cluster has no Node objects\n"

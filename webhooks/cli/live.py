@@ -1,0 +1,136 @@
+"""A live cluster as the input of a command that otherwise reads files (``explain``).
+
+Why a module of its own: ``explain --kubeconfig/--context`` reads the nodes, and the pods
+of ``--namespace``, through the same reader as ``audit`` (paged lists, retries, one line
+naming the request that failed), and the command itself should only choose between files
+and the cluster. The ``kubernetes`` client is loaded only when a flag asks for a cluster.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+from webhooks.cli.common import USAGE_ERROR, fail, load_config, load_objects, read_manifests
+from webhooks.cli.common import report_problems as _report
+from webhooks.dryrun.run import dry_run
+from webhooks.explain.inventory import nodes_from, pods_from
+from webhooks.explain.model import FailAs, Node, PodView
+from webhooks.manifests.reader import Document, api_document
+
+
+def options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--kubeconfig`` and ``--context`` (passed as ``kubeconfig`` and ``kube_context``)."""
+    command = click.option(
+        "--context",
+        "kube_context",
+        help="Read the nodes (and with -n and no PATH, that namespace's pods) from this "
+        "kubeconfig context instead of --nodes.",
+    )(command)
+    return click.option(
+        "--kubeconfig",
+        type=click.Path(dir_okay=False),
+        help="Read the nodes (and with -n and no PATH, that namespace's pods) from this "
+        "cluster instead of --nodes [default context: the current one].",
+    )(command)
+
+
+@dataclass(slots=True)
+class Cluster:
+    """What was read from the cluster: Nodes, Pods to place, and the admission context."""
+
+    nodes: list[Document] = field(default_factory=list)
+    pods: list[Document] = field(default_factory=list)
+    context: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def inventory(self, failed: set[str], fail_as: FailAs) -> list[Node]:
+        """The Nodes as ``explain``'s inventory; exits 2 as ``--nodes`` does when unusable."""
+        inventory = nodes_from(self.nodes, failed, fail_as)
+        if inventory.problems:
+            _report(inventory.problems)
+            sys.exit(USAGE_ERROR)
+        if not inventory.nodes:
+            fail("the cluster has no Node objects")
+        unknown = sorted(failed - {node.name for node in inventory.nodes})
+        if unknown:
+            fail(f"--fail: no node named {', '.join(unknown)} in the cluster")
+        return inventory.nodes
+
+    def placed(
+        self,
+        paths: Sequence[str],
+        config_path: str | None,
+        objects: Sequence[str],
+        namespace: str | None,
+        stdin_name: str,
+    ) -> list[PodView]:
+        """PATH's pods, or else the cluster's, admitted with the cluster's Namespaces and
+        RuntimeClasses (and ``--objects``) as the context."""
+        for note in self.notes:
+            click.echo(note, err=True)
+        if not paths and not self.pods:
+            return []
+        config = load_config(config_path)
+        cluster = load_objects(objects)
+        for obj in self.context:
+            cluster.add(obj)
+        documents, problems, files = self.pods, [], 0
+        if paths:
+            manifests = read_manifests(paths, stdin_name)
+            documents, problems, files = manifests.documents, manifests.problems, manifests.files
+        report = dry_run(
+            documents,
+            config,
+            cluster,
+            namespace=namespace or "default",
+            problems=problems,
+            files=files,
+        )
+        if report.problems:
+            _report(report.problems)
+            sys.exit(USAGE_ERROR)
+        pods, notes = pods_from(report)
+        for note in notes:
+            click.echo(note, err=True)
+        return pods
+
+
+def read(
+    kubeconfig: str | None,
+    kube_context: str | None,
+    *,
+    node_paths: Sequence[str],
+    pods_of: str | None,
+) -> Cluster | None:
+    """The cluster the flags name (``None`` when neither is given); exits 2 in one line when
+    it cannot be read. ``pods_of``: the namespace whose pods to read, if any."""
+    if kubeconfig is None and kube_context is None:
+        return None
+    if node_paths:
+        fail("--nodes and --kubeconfig/--context both give the nodes; give one of them")
+    from webhooks.audit.live import pods_to_place
+    from webhooks.cluster.listing import KINDS, ApiError, ClusterError, connect
+
+    found = Cluster()
+    try:
+        with connect(kubeconfig or "", kube_context or "") as lister:
+            for kind in ("Namespace", "RuntimeClass"):
+                found.context.extend(lister.items(KINDS[kind]))
+            found.nodes = [
+                api_document(node, f"api:nodes/{node['metadata'].get('name', '')}")
+                for node in lister.items(KINDS["Node"])
+            ]
+            if pods_of:
+                pods, found.notes = pods_to_place(lister, pods_of)
+                found.pods = [
+                    api_document(pod, f"api:pods/{pods_of}/{pod['metadata'].get('name', '')}")
+                    for pod in pods
+                ]
+    except (ClusterError, ApiError) as exc:
+        fail(str(exc))
+    return found
