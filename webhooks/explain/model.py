@@ -419,12 +419,22 @@ def pod_view(checked: Checked) -> PodView | None:
         if finding.type == "mutation"
         for plugin, summary in zip(finding.plugins, finding.summaries, strict=False)
     )
-    denied = tuple(f"{f.rule}: {f.message}" for f in checked.findings if f.type == "violation")
+    # Only what refuses the pod: a violation under warn or audit admits it.
+    denied = tuple(
+        f"{f.rule}: {f.message}"
+        for f in checked.findings
+        if f.type == "violation" and f.level == "error"
+    )
     subject = checked.subject if kind == "Pod" else f"pods of {checked.subject}"
     return PodView(
         subject=subject,
         spec=spec,
-        where=f"{checked.document.path}:{checked.document.line}",
+        # Objects read from the API have no line: their path names them whole.
+        where=(
+            f"{checked.document.path}:{checked.document.line}"
+            if checked.document.line > 0
+            else checked.document.path
+        ),
         added=added,
         admission=tuple(dict.fromkeys(admission)),
         denied=tuple(dict.fromkeys(denied)),
