@@ -100,8 +100,8 @@ def test_with_a_namespace_and_no_path_its_pods_are_placed_one_per_controller(
     assert code == 0
     placed = [line for line in out.splitlines() if line.startswith("Pod ")]
     assert placed == [
-        "Pod shop/solo (api:pods/shop/solo:0)",
-        "Pod shop/web-5d8f7c9b4-00000 (api:pods/shop/web-5d8f7c9b4-00000:0)",
+        "Pod shop/solo (api:pods/shop/solo)",
+        "Pod shop/web-5d8f7c9b4-00000 (api:pods/shop/web-5d8f7c9b4-00000)",
     ]
     assert err.splitlines() == [
         "pods of ReplicaSet shop/web-5d8f7c9b4: 1 of 3 explained (they share its template)",
