@@ -226,6 +226,8 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
     spec = pod.get("spec")
     if not isinstance(spec, dict):
         return UNCHANGED
+    if spec.get("runtimeClassName") is None and spec.get("overhead") is None:
+        return UNCHANGED  # no class and no overhead to read: the path of most pods
     runtime_class, denied = lookup(request, pod, ctx)
     denied = denied or unreadable_quantities(pod, runtime_class)
     if denied is not None:
