@@ -25,7 +25,7 @@ from webhooks.cli.common import (
 )
 from webhooks.explain import render as explain_format
 from webhooks.explain.explanation import explain as explain_all
-from webhooks.explain.inventory import nodes_from, pods_from, templates_from
+from webhooks.explain.inventory import nodes_from, templates_from
 from webhooks.explain.model import FailAs, Node, PodView, Rates, parse_duration
 from webhooks.explain.templates import Template
 from webhooks.manifests.reader import STDIN
@@ -132,13 +132,7 @@ def _pods(
         return []
     config = load_config(config_path)
     report, _ = dry_run_inputs(paths, config, objects, namespace, stdin_name)
-    if report.problems:
-        report_problems(report.problems)
-        sys.exit(USAGE_ERROR)
-    pods, notes = pods_from(report)
-    for note in notes:
-        click.echo(note, err=True)
-    return pods
+    return live.pods_or_exit(report)
 
 
 def _fail_names(values: Sequence[str]) -> set[str]:

@@ -24,6 +24,7 @@ from urllib.parse import quote
 import orjson
 
 from webhooks.dryrun.engine import CONVERGENCE, INFORMATION, SCHEMA, Checked, Finding, Report
+from webhooks.manifests.errors import ManifestError as Problem
 
 #: SGR codes of the text format's colours (the ones terminals and CI log viewers all show).
 BOLD, DIM, RED, YELLOW, CYAN = "1", "2", "31", "33", "36"
@@ -277,12 +278,24 @@ def junit(report: Report, options: Options) -> str:
             )
     for problem in report.problems:
         parent = suite(problem.path)
-        case = ET.SubElement(
-            parent, "testcase", classname=problem.path, name="read", file=problem.path
-        )
+        junit_input_error(parent, problem, "read")
         bump(parent, "tests")
         bump(parent, "errors")
-        ET.SubElement(case, "error", message=problem.reason, type="input").text = str(problem)
+    return junit_text(root, totals)
+
+
+def junit_input_error(parent: ET.Element, problem: Problem, name: str) -> None:
+    """A JUnit test case ``name`` in error for an input that could not be used.
+
+    Why a case and not only a log line: dashboards count errors, and a suite that could not
+    read its input must show red, not empty.
+    """
+    case = ET.SubElement(parent, "testcase", classname=problem.path, name=name, file=problem.path)
+    ET.SubElement(case, "error", message=problem.reason, type="input").text = str(problem)
+
+
+def junit_text(root: ET.Element, totals: Mapping[str, int]) -> str:
+    """The JUnit document: ``totals`` on the root, indented, with its XML declaration."""
     for key, value in totals.items():
         root.set(key, str(value))
     ET.indent(root)

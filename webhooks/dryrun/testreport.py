@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from webhooks.dryrun.formats import junit_input_error, junit_text
 from webhooks.dryrun.policytest import Difference, Results, Verdict
 
 #: Characters of one rendered value before it is cut; elements of a found list shown.
@@ -237,16 +238,10 @@ def junit(results: Results) -> str:
             failure.text = body
     for problem in results.problems:
         parent = suite_element(problem.path, problem.path, -1)
-        case = ET.SubElement(
-            parent, "testcase", classname=problem.path, name="load", file=problem.path
-        )
+        junit_input_error(parent, problem, "load")
         bump(parent, "tests")
         bump(parent, "errors")
-        ET.SubElement(case, "error", message=problem.reason, type="input").text = str(problem)
-    for key, value in totals.items():
-        root.set(key, str(value))
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+    return junit_text(root, totals)
 
 
 FORMATS: Mapping[str, Callable[[Results], str]] = {"text": text, "junit": junit}
