@@ -208,14 +208,14 @@ def test_mutate_prints_nothing_when_an_input_is_unusable() -> None:
     assert result.stderr.startswith("<stdin>:")
 
 
-def _run(*args: str, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+def _run(*args: str, stdin: bytes, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
         [sys.executable, "-m", "webhooks", *args],
         input=stdin,
         capture_output=True,
         env=env,
-        timeout=60,
+        timeout=timeout,
         check=False,
     )
 
@@ -501,18 +501,6 @@ def test_schema_messages_show_values_as_json_and_cut_long_ones() -> None:
     assert max(len(line) for line in schema) < 200, "a 400-digit value is cut"
 
 
-def _subprocess(*args: str, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "webhooks", *args],
-        input=stdin,
-        capture_output=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-
-
 SEGFAULT_CLASS = [
     ("an alias bomb under --schema", ["check", "--schema", "-"], _bomb(), 2),
     ("30,000 levels of flow lists", ["check", "-"], _deep_pod(30_000), 2),
@@ -529,7 +517,7 @@ SEGFAULT_CLASS = [
 def test_input_that_crashed_the_process_now_gets_an_answer(
     args: list[str], stdin: str, code: int
 ) -> None:
-    result = _subprocess(*args, stdin=stdin.encode())
+    result = _run(*args, stdin=stdin.encode(), timeout=120)
     err = result.stderr.decode()
     assert result.returncode == code, err[-2000:]
     if code == 2:

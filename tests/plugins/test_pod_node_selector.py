@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
-from tests.plugins.namespaces import Unreachable, namespace
+from tests.plugins.namespaces import Unreachable, decide_alone
 from tests.reviews import apply, pod
-from tests.reviews import request as build_request
 from webhooks.cluster.files import StaticCluster
-from webhooks.core.admission import Admission
 from webhooks.core.config import ConfigError, load_config
 from webhooks.core.plugin import Phase
 from webhooks.core.result import Outcome
@@ -21,19 +18,8 @@ from webhooks.plugins.pod_node_selector import CONFLICT, NAME, NOT_WHITELISTED
 NODE_SELECTOR = "scheduler.alpha.kubernetes.io/node-selector"
 
 
-def decide(
-    obj: dict[str, Any],
-    *,
-    annotations: dict[str, str] | None = None,
-    settings: dict[str, Any] | None = None,
-    phases: Sequence[Phase] = ("mutate", "validate"),
-    cluster: Any = None,
-    **kw: Any,
-) -> Outcome:
-    config = load_config({"plugins": {NAME: {"enabled": True, **(settings or {})}}}, REGISTRY)
-    if cluster is None:
-        cluster = StaticCluster([namespace("web", annotations=annotations)])
-    return Admission(REGISTRY, config, cluster).decide(build_request(obj, **kw), phases, NAME)
+def decide(obj: dict[str, Any], **kw: Any) -> Outcome:
+    return decide_alone(NAME, obj, **kw)
 
 
 def forbidden(name: str, reason: str) -> str:

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
-from tests.plugins.namespaces import Unreachable, namespace
+from tests.plugins.namespaces import Unreachable, decide_alone
 from tests.reviews import apply, container, pod, tol
-from tests.reviews import request as build_request
 from webhooks.cluster.files import StaticCluster
-from webhooks.core.admission import Admission
 from webhooks.core.config import ConfigError, load_config
 from webhooks.core.plugin import Phase
 from webhooks.core.result import Outcome
@@ -28,19 +25,8 @@ CLUSTER_DEFAULT = tol("spot", "Exists", effect="NoSchedule")
 BURSTABLE = [container(requests={"memory": "64Mi"})]
 
 
-def decide(
-    obj: dict[str, Any],
-    *,
-    annotations: dict[str, str] | None = None,
-    settings: dict[str, Any] | None = None,
-    phases: Sequence[Phase] = ("mutate", "validate"),
-    cluster: Any = None,
-    **kw: Any,
-) -> Outcome:
-    config = load_config({"plugins": {NAME: {"enabled": True, **(settings or {})}}}, REGISTRY)
-    if cluster is None:
-        cluster = StaticCluster([namespace("web", annotations=annotations)])
-    return Admission(REGISTRY, config, cluster).decide(build_request(obj, **kw), phases, NAME)
+def decide(obj: dict[str, Any], **kw: Any) -> Outcome:
+    return decide_alone(NAME, obj, **kw)
 
 
 def tolerations_after(obj: dict[str, Any], **kw: Any) -> Any:

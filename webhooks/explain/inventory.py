@@ -6,14 +6,46 @@ documents, and neither should need a command line to do it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from webhooks.dryrun.engine import Report
 from webhooks.explain.model import FailAs, InventoryError, Node, PodView, parse_node, pod_view
 from webhooks.explain.templates import Template, parse_template
 from webhooks.manifests.errors import ManifestError
 from webhooks.manifests.reader import Document
+
+T = TypeVar("T")
+
+
+def _parse_unique(
+    documents: Iterable[Document],
+    parse: Callable[[Any, str], T],
+    title: Callable[[T], str],
+    into: list[T],
+    problems: list[ManifestError],
+) -> None:
+    """Parse each document into ``into``; an unusable one, or a title seen before, is a problem.
+
+    Why a repeated title is refused: answers name nodes and templates by it, and two
+    descriptions of one would make an answer depend on input order.
+    """
+    seen: set[str] = set()
+    for doc in documents:
+        if doc.obj is None:
+            continue
+        try:
+            item = parse(doc.obj, f"{doc.path}:{doc.line}")
+        except InventoryError as exc:
+            problems.append(ManifestError(doc.path, doc.line, str(exc)))
+            continue
+        name = title(item)
+        if name in seen:
+            problems.append(ManifestError(doc.path, doc.line, f"{name} is listed twice"))
+            continue
+        seen.add(name)
+        into.append(item)
 
 
 @dataclass(slots=True)
@@ -30,25 +62,19 @@ def nodes_from(documents: Iterable[Document], failed: set[str], fail_as: FailAs)
     Why a name listed twice is a problem: the simulation keys nodes by name, and two
     different descriptions of one node would make its answer depend on input order.
     """
+
+    def parse(obj: Any, where: str) -> Node:
+        node = parse_node(obj, None, where)
+        return parse_node(obj, fail_as, node.where) if node.name in failed else node
+
     inventory = Inventory()
-    seen: set[str] = set()
-    for doc in documents:
-        if doc.obj is None:
-            continue
-        try:
-            node = parse_node(doc.obj, None, f"{doc.path}:{doc.line}")
-            if node.name in failed:
-                node = parse_node(doc.obj, fail_as, node.where)
-        except InventoryError as exc:
-            inventory.problems.append(ManifestError(doc.path, doc.line, str(exc)))
-            continue
-        if node.name in seen:
-            inventory.problems.append(
-                ManifestError(doc.path, doc.line, f"node {node.name} is listed twice")
-            )
-            continue
-        seen.add(node.name)
-        inventory.nodes.append(node)
+    _parse_unique(
+        documents,
+        parse,
+        lambda node: f"node {node.name}",
+        inventory.nodes,
+        inventory.problems,
+    )
     return inventory
 
 
@@ -67,22 +93,7 @@ def templates_from(documents: Iterable[Document]) -> Templates:
     template by its title, which must then mean one thing.
     """
     found = Templates()
-    seen: set[str] = set()
-    for doc in documents:
-        if doc.obj is None:
-            continue
-        try:
-            template = parse_template(doc.obj, f"{doc.path}:{doc.line}")
-        except InventoryError as exc:
-            found.problems.append(ManifestError(doc.path, doc.line, str(exc)))
-            continue
-        if template.title in seen:
-            found.problems.append(
-                ManifestError(doc.path, doc.line, f"{template.title} is listed twice")
-            )
-            continue
-        seen.add(template.title)
-        found.templates.append(template)
+    _parse_unique(documents, parse_template, lambda t: t.title, found.templates, found.problems)
     return found
 
 
