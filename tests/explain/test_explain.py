@@ -9,25 +9,10 @@ from typing import Any
 import pytest
 
 from webhooks.explain.explanation import explain
-from webhooks.explain.model import (
-    NOT_READY,
-    UNREACHABLE,
-    InventoryError,
-    Node,
-    PodView,
-    Rates,
-    failover,
-    fit,
-    no_execute,
-    parse_duration,
-    parse_node,
-    place,
-    pod_requests,
-    show_quantity,
-    simulate,
-    zone_of,
-    zone_state,
-)
+from webhooks.explain.failure import Rates, failover, parse_duration, simulate, zone_state
+from webhooks.explain.fit import fit, no_execute, place
+from webhooks.explain.nodes import NOT_READY, UNREACHABLE, InventoryError, Node, parse_node, zone_of
+from webhooks.explain.pods import PodView, pod_requests, show_quantity
 
 ZONE = "topology.kubernetes.io/zone"
 

@@ -9,7 +9,9 @@ import pytest
 
 from webhooks.explain.coverage import coverage, coverage_warnings, daemon_overhead
 from webhooks.explain.explanation import explain
-from webhooks.explain.model import InventoryError, PodView, Rates, parse_node
+from webhooks.explain.failure import Rates
+from webhooks.explain.nodes import InventoryError, parse_node
+from webhooks.explain.pods import PodView
 from webhooks.explain.requirements import Values
 from webhooks.explain.templates import Template, parse_template, template_fit
 

@@ -25,8 +25,10 @@ from webhooks.cli.common import (
 )
 from webhooks.explain import render as explain_format
 from webhooks.explain.explanation import explain as explain_all
+from webhooks.explain.failure import Rates, parse_duration
 from webhooks.explain.inventory import nodes_from, templates_from
-from webhooks.explain.model import FailAs, Node, PodView, Rates, parse_duration
+from webhooks.explain.nodes import FailAs, Node
+from webhooks.explain.pods import PodView
 from webhooks.explain.templates import Template
 from webhooks.manifests.reader import STDIN
 

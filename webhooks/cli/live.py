@@ -20,7 +20,8 @@ from webhooks.cli.common import report_problems as _report
 from webhooks.dryrun.engine import Report
 from webhooks.dryrun.run import dry_run
 from webhooks.explain.inventory import nodes_from, pods_from
-from webhooks.explain.model import FailAs, Node, PodView
+from webhooks.explain.nodes import FailAs, Node
+from webhooks.explain.pods import PodView
 from webhooks.manifests.reader import Document, api_document
 
 

@@ -18,7 +18,10 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Final, Literal
 
-from webhooks.explain.model import Node, PodView, Unmet, fit, pod_requests
+from webhooks.explain.fit import fit
+from webhooks.explain.nodes import Node
+from webhooks.explain.pods import PodView, pod_requests
+from webhooks.explain.reasons import Unmet
 from webhooks.explain.templates import Template, requirement_unmet, startup_untolerated
 from webhooks.k8s.tolerations import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, tolerates
 

@@ -13,17 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from webhooks.explain.coverage import Coverage, coverage, coverage_warnings, daemon_overhead
-from webhooks.explain.model import (
-    Failover,
-    Node,
-    Placement,
-    PodView,
-    Rates,
-    Simulation,
-    failover,
-    place,
-    simulate,
-)
+from webhooks.explain.failure import Failover, Rates, Simulation, failover, simulate
+from webhooks.explain.fit import Placement, place
+from webhooks.explain.nodes import Node
+from webhooks.explain.pods import PodView
 from webhooks.explain.templates import ScaleUp, Template, scale_up
 
 

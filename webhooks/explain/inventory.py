@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from webhooks.dryrun.engine import Report
-from webhooks.explain.model import FailAs, InventoryError, Node, PodView, parse_node, pod_view
+from webhooks.explain.nodes import FailAs, InventoryError, Node, parse_node
+from webhooks.explain.pods import PodView, pod_view
 from webhooks.explain.templates import Template, parse_template
 from webhooks.manifests.errors import ManifestError
 from webhooks.manifests.reader import Document

@@ -14,15 +14,10 @@ import orjson
 
 from webhooks.explain.coverage import Coverage
 from webhooks.explain.explanation import Explanation, PodAnswer
-from webhooks.explain.model import (
-    Failover,
-    Fit,
-    Node,
-    NoExecuteVerdict,
-    Simulation,
-    Zone,
-    show_quantity,
-)
+from webhooks.explain.failure import Failover, Simulation, Zone
+from webhooks.explain.fit import Fit, NoExecuteVerdict
+from webhooks.explain.nodes import Node
+from webhooks.explain.pods import show_quantity
 from webhooks.explain.templates import ScaleUp, Template, TemplateFit
 
 UNLABELLED = "(unlabelled)"

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from webhooks.explain.model import Rule, Unmet
+from webhooks.explain.reasons import Rule, Unmet
 from webhooks.k8s.affinity import (
     EMPTY_TERM,
     describe_expression,

@@ -52,18 +52,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Final, Literal
 
-from webhooks.explain.model import (
-    InventoryError,
-    Node,
-    PodView,
-    Taint,
-    Tolerated,
-    Unmet,
-    fit,
-    parse_node,
-    pod_requests,
-    show_quantity,
-)
+from webhooks.explain.fit import Tolerated, fit
+from webhooks.explain.nodes import InventoryError, Node, Taint, parse_node
+from webhooks.explain.pods import PodView, pod_requests, show_quantity
+from webhooks.explain.reasons import Unmet
 from webhooks.explain.requirements import (
     BOUNDED,
     NODEPOOL_LABEL,
