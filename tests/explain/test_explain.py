@@ -561,7 +561,7 @@ def test_a_pod_that_fits_no_node_reports_the_closest() -> None:
     ]
     placement = place(pod(nodeSelector={"disk": "ssd"}), nodes)
     assert placement.nodes == []
-    assert placement.closest is not None and placement.closest.node == "b"
+    assert placement.closest is not None and placement.closest.name == "b"
     assert [u.message for u in placement.closest.unmet] == ["taint x:NoSchedule is not tolerated"]
 
 
@@ -761,7 +761,7 @@ def test_on_a_tie_the_closest_node_is_one_the_manifest_can_fix() -> None:
         node("gpu", taint("nvidia.com/gpu", "NoSchedule"), allocatable={"nvidia.com/gpu": "4"}),
     ]
     closest = place(pod(**gpu), nodes).closest
-    assert closest is not None and closest.node == "gpu"
+    assert closest is not None and closest.name == "gpu"
 
 
 # --- failover time --------------------------------------------------------------------------

@@ -10,10 +10,11 @@ import pytest
 from webhooks.explain.coverage import coverage, coverage_warnings, daemon_overhead
 from webhooks.explain.explanation import explain
 from webhooks.explain.failure import Rates
+from webhooks.explain.fit import fit
 from webhooks.explain.nodes import InventoryError, parse_node
 from webhooks.explain.pods import PodView
 from webhooks.explain.requirements import Values
-from webhooks.explain.templates import Template, parse_template, template_fit
+from webhooks.explain.templates import Template, parse_template
 
 ZONE = "topology.kubernetes.io/zone"
 GPU = "nvidia.com/gpu"
@@ -559,7 +560,7 @@ POOL_CASES: list[tuple[str, dict[str, Any], PodView, list[str], list[str]]] = [
 def test_a_pod_against_a_nodepool(
     obj: dict[str, Any], candidate: PodView, rules: list[str], messages: list[str]
 ) -> None:
-    found = template_fit(candidate, parse_template(obj))
+    found = fit(candidate, parse_template(obj))
     assert [u.rule for u in found.unmet] == rules
     for message, unmet in zip(messages, found.unmet, strict=True):
         assert message in unmet.message
@@ -572,7 +573,7 @@ def test_a_startup_taint_and_a_prefer_no_schedule_taint_are_reported_apart() -> 
             startup=[taint("agent-not-ready", "NoExecute")],
         )
     )
-    found = template_fit(pod(), template)
+    found = fit(pod(), template)
     assert found.fits
     assert found.prefer_no_schedule == ("spot:PreferNoSchedule",)
     assert found.startup_ignored == ("agent-not-ready:NoExecute",)
@@ -582,8 +583,8 @@ def test_daemonset_requests_count_against_the_limits() -> None:
     template = parse_template(GENERAL)
     overhead = daemon_overhead([daemon_set("agent", requests={"cpu": "500m"})], template)
     assert overhead == {"cpu": Decimal("0.5")}
-    assert template_fit(pod(requests={"cpu": "3500m"}), template, overhead).fits
-    found = template_fit(pod(requests={"cpu": "3600m"}), template, overhead)
+    assert fit(pod(requests={"cpu": "3500m"}), template, overhead).fits
+    found = fit(pod(requests={"cpu": "3600m"}), template, overhead)
     assert [u.message for u in found.unmet] == [
         "requests cpu 3600m (+500m for DaemonSets), above what spec.limits leave: 4 "
         "(limit 64, 60 in use)"
@@ -629,7 +630,7 @@ GROUP_CASES: list[tuple[str, PodView, list[str]]] = [
     ("candidate", "rules"), [c[1:] for c in GROUP_CASES], ids=[c[0] for c in GROUP_CASES]
 )
 def test_a_pod_against_a_node_group(candidate: PodView, rules: list[str]) -> None:
-    found = template_fit(candidate, parse_template(GROUP))
+    found = fit(candidate, parse_template(GROUP))
     assert [u.rule for u in found.unmet] == rules
 
 
@@ -637,7 +638,7 @@ def test_a_node_groups_allocatable_is_reduced_by_its_daemonsets() -> None:
     template = parse_template(GROUP)
     agent = daemon_set("agent", tolerations=[tol()], requests={"cpu": "500m"})
     overhead = daemon_overhead([agent], template)
-    found = template_fit(pod(tolerations=[tol(GPU)], requests={"cpu": "3600m"}), template, overhead)
+    found = fit(pod(tolerations=[tol(GPU)], requests={"cpu": "3600m"}), template, overhead)
     assert [u.message for u in found.unmet] == [
         "requests cpu 3600m (+500m for DaemonSets), the group's nodes have 4 allocatable"
     ]
@@ -754,7 +755,7 @@ def test_a_pod_that_fits_only_a_template_is_placeable() -> None:
     answer = explain([], [job], Rates(), templates(GENERAL, GPU_POOL))
     (found,) = answer.pods
     assert found.scale_up is not None
-    assert [f.template.title for f in found.scale_up.hosts] == ["NodePool gpu"]
+    assert [f.name for f in found.scale_up.hosts] == ["NodePool gpu"]
     assert answer.exit_code == 0
 
 
@@ -770,7 +771,7 @@ def test_pools_are_offered_by_weight_then_node_groups() -> None:
     answer = explain([], [pod()], Rates(), templates(node_group("ng"), light, heavy))
     up = answer.pods[0].scale_up
     assert up is not None
-    assert [f.template.title for f in up.hosts] == [
+    assert [f.name for f in up.hosts] == [
         "NodePool heavy",
         "NodePool light",
         "node group ng",

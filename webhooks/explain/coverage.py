@@ -14,16 +14,16 @@ that run on a template request is room a pending pod cannot have.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Final, Literal
 
-from webhooks.explain.fit import fit
+from webhooks.explain.fit import fit, requirement_unmet, startup_untolerated, taint_fit
 from webhooks.explain.nodes import Node
 from webhooks.explain.pods import PodView, pod_requests
 from webhooks.explain.reasons import Unmet
-from webhooks.explain.templates import Template, requirement_unmet, startup_untolerated
-from webhooks.k8s.tolerations import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, tolerates
+from webhooks.explain.templates import Template
+from webhooks.k8s.tolerations import NO_EXECUTE, NO_SCHEDULE
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,13 +76,9 @@ def _daemon_run(pod: PodView, unmet: Sequence[Unmet], startup: Sequence[str]) ->
 
 
 def _daemon_on_pool(pod: PodView, template: Template) -> DaemonRun:
-    unmet: list[Unmet] = []
-    for taint in template.taints:
-        if taint.effect == PREFER_NO_SCHEDULE:
-            continue  # a DaemonSet's pods ignore the preference, as Karpenter counts them
-        if not any(tolerates(t, taint.as_dict()) for t in pod.tolerations):
-            unmet.append(Unmet("taint", f"taint {taint} is not tolerated"))
-    unmet.extend(requirement_unmet(pod, template))
+    # Taints and labels only: a DaemonSet's pods ignore a PreferNoSchedule preference, and
+    # Karpenter counts their requests as overhead rather than against the pool's limits.
+    unmet = [*taint_fit(pod, template.taints).unmet, *requirement_unmet(pod, template)]
     return _daemon_run(pod, unmet, startup_untolerated(pod, template))
 
 
@@ -101,8 +97,7 @@ def daemon_runs(pod: PodView, target: Node | Template) -> DaemonRun:
         return _daemon_on_node(pod, target)
     if target.kind == "NodePool":
         return _daemon_on_pool(pod, target)
-    node = replace(target.node(), allocatable=target.allocatable)
-    return _daemon_on_node(pod, node, startup_untolerated(pod, target))
+    return _daemon_on_node(pod, target.node(), startup_untolerated(pod, target))
 
 
 def daemon_overhead(daemons: Sequence[PodView], template: Template) -> dict[str, Decimal]:

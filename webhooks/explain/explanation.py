@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 from webhooks.explain.coverage import Coverage, coverage, coverage_warnings, daemon_overhead
 from webhooks.explain.failure import Failover, Rates, Simulation, failover, simulate
-from webhooks.explain.fit import Placement, place
+from webhooks.explain.fit import Placement, ScaleUp, place, scale_up
 from webhooks.explain.nodes import Node
 from webhooks.explain.pods import PodView
-from webhooks.explain.templates import ScaleUp, Template, scale_up
+from webhooks.explain.templates import Template
 
 
 @dataclass(frozen=True, slots=True)

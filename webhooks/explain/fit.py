@@ -1,19 +1,45 @@
-"""A pod against a node: the scheduler's filters, and what NoExecute taints mean for it.
+"""A pod against a node or a node template: one fit, whatever it is fitted to.
 
-Why apart from the inventory and the failure simulation: this is the question "where can
-this pod run?", asked of each node; the simulation asks it again of failed nodes before
-their failure. Following upstream:
+Why one fit: a template is a node that does not exist yet, and a pod must tolerate its
+taints and match its labels by the same rules as on a node that does; two copies of those
+rules drift apart. The parts differ only where the autoscalers differ from the scheduler
+(a NodePool's labels are requirements, not values; a template's resources are what its
+limits leave), and every answer has one shape, :class:`Fit`.
 
-* **Placement** — the scheduler's filters for taints (NoSchedule and NoExecute taints the
-  pod does not tolerate; scheduler matching, spec §1d), ``spec.nodeName``, the nodeSelector
-  and required node affinity (terms ORed, expressions ANDed), and resource requests against
-  the node's allocatable. PreferNoSchedule taints the pod does not tolerate are reported
-  apart: the node is a poor choice, not an impossible one.
+On an existing node, as the scheduler's filters decide (spec §1d):
+
+* **Taints** — NoSchedule and NoExecute taints the pod does not tolerate refuse it; an
+  untolerated PreferNoSchedule taint makes the node a poor choice, not an impossible one;
+  a taint with any other effect is neither, as the scheduler filters on NoSchedule and
+  NoExecute only (TaintToleration: ``FindMatchingUntoleratedTaint`` with
+  ``DoNotScheduleTaintsFilterFunc``) and scores on PreferNoSchedule only. With
+  ``spec.nodeName`` the scheduler is bypassed: the pod runs only on that node, where
+  NoSchedule taints do not stop it (the kubelet checks NoExecute only).
+* **Labels** — the nodeSelector and required node affinity (terms ORed, expressions ANDed).
+* **Resources** — requests against the node's allocatable.
 * **NoExecute** (the taint eviction controller) — for every NoExecute taint on the node the
   *first* toleration in the pod's list that tolerates it is the one used; a taint none
   tolerates means eviction at once; otherwise the smallest ``tolerationSeconds`` of the
   used tolerations counts (zero or negative: at once); used tolerations without seconds
   never evict.
+
+On a template, as the autoscaler decides it (:mod:`.templates` says what each reads):
+
+* **Taints** — the same rules on the template's ``taints``; its startup taints are ignored
+  (the autoscalers expect them to go away) and only listed. A pod with ``spec.nodeName``
+  gets no new node: the autoscalers act on pods the scheduler found no room for.
+* **Labels** — a node group's labels as a node's; a NodePool's requirements and labels must
+  be *compatible* with the pod's nodeSelector and one of its required nodeSelectorTerms
+  (:mod:`.requirements`, as ``kubernetes-sigs/karpenter`` ``pkg/scheduling`` does).
+* **Resources** — what the pod requests, with the requests of the DaemonSets that would run
+  there: within a node group's allocatable; within what a NodePool's ``limits`` leave
+  (limits minus ``status.resources``; ``limits.nodes`` not reached). A NodePool offers an
+  extended resource (``nvidia.com/gpu``) only when its ``limits`` or a taint names it:
+  which instance types carry one is the cloud provider's answer, which cannot be seen
+  offline, and CPU and memory are not checked against instance sizes for that reason.
+* A static NodePool (``spec.replicas``) and one marked not Ready in its status add no node.
+  Where several pools can host a pod, Karpenter tries the one with the highest ``weight``
+  first.
 
 Simplified (the command's help says the same): capacity ignores the pods already running on
 a node, and a node whose inventory has no ``status.allocatable`` is assumed to have room.
@@ -24,14 +50,17 @@ gates are not modelled.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
 
 from webhooks.explain.nodes import Node, Taint
 from webhooks.explain.pods import PodView, pod_requests, show_quantity, toleration_seconds
 from webhooks.explain.reasons import Unmet
+from webhooks.explain.requirements import conflicts, constraints, contradicts, pod_alternatives
+from webhooks.explain.templates import Template
 from webhooks.k8s.affinity import affinity_failures, selector_failures
+from webhooks.k8s.names import is_extended_resource_name
 from webhooks.k8s.tolerations import (
     NO_EXECUTE,
     NO_SCHEDULE,
@@ -42,6 +71,8 @@ from webhooks.k8s.tolerations import (
 )
 
 Outcome = Literal["none", "at-once", "after", "never"]
+#: What a pod is fitted to: a node that exists, or a template for nodes that do not yet.
+Target = Node | Template
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,56 +132,131 @@ def _used(toleration: Mapping[str, Any], taint: Taint) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Fit:
-    """Whether a pod can be placed on one node, and every reason it cannot."""
+    """Whether a pod can run on one node, or get a node from one template, and every reason
+    it cannot.
 
-    node: str
+    ``ignored`` lists the NoSchedule taints ``spec.nodeName`` bypasses (on the node the pod
+    is bound to); ``startup_ignored`` a template's startup taints the pod does not tolerate;
+    ``overhead`` what the DaemonSets on a template's nodes request; ``no_execute`` what the
+    node's NoExecute taints mean for the pod running there (``none`` on a template: nothing
+    runs on a node that does not exist yet). Why one shape for nodes and templates: the
+    renderers and coverage read both, and must read them the same way.
+    """
+
+    target: Target
     unmet: tuple[Unmet, ...]
     tolerated: tuple[Tolerated, ...] = ()
     prefer_no_schedule: tuple[str, ...] = ()
     ignored: tuple[str, ...] = ()
+    startup_ignored: tuple[str, ...] = ()
     no_execute: NoExecuteVerdict = NoExecuteVerdict("none")
+    overhead: Mapping[str, Decimal] = field(default_factory=dict)
 
     @property
     def fits(self) -> bool:
         """No requirement is unmet; why a property: the unmet list is the single truth."""
         return not self.unmet
 
+    @property
+    def name(self) -> str:
+        """The node's name or the template's title (``NodePool gpu``); why: reports name
+        nodes bare, and templates by kind, since a pool and a node may share a name."""
+        return self.target.title if isinstance(self.target, Template) else self.target.name
+
 
 def _source(taint: Taint) -> str:
     return f" (added: {taint.source})" if taint.source else ""
 
 
-def fit(pod: PodView, node: Node) -> Fit:
-    """Check ``pod`` against ``node`` the way the scheduler's filters do.
+@dataclass(frozen=True, slots=True)
+class TaintFit:
+    """What a pod's tolerations make of a set of taints; the fields are :class:`Fit`'s."""
 
-    Why every reason rather than the first: the operator fixing a manifest needs the whole
-    list, and counting them is how the closest node is chosen when none fits.
+    unmet: tuple[Unmet, ...] = ()
+    tolerated: tuple[Tolerated, ...] = ()
+    prefer_no_schedule: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = ()
+
+
+def taint_fit(pod: PodView, taints: Iterable[Taint], bound: bool = False) -> TaintFit:
+    """Judge ``taints`` against the pod's tolerations as the scheduler's TaintToleration
+    plugin does; ``bound``: the pod's ``spec.nodeName`` names the node that has them.
+
+    Only NoSchedule and NoExecute taints can refuse a pod, PreferNoSchedule only scores,
+    and a taint with any other effect is skipped: upstream's filter looks for an
+    untolerated taint among NoSchedule and NoExecute ones alone. Why one function: nodes,
+    node groups, NodePools and DaemonSet coverage must all read a taint the same way.
     """
-    tolerations = pod.tolerations
-    verdict = no_execute(tolerations, node.taints)
-    pinned = pod.node_name
-    if pinned and pinned != node.name:
-        other = Unmet("nodeName", f"spec.nodeName is {pinned}, so the pod runs only there")
-        return Fit(node.name, (other,), no_execute=verdict)
     unmet: list[Unmet] = []
     tolerated: list[Tolerated] = []
     prefer: list[str] = []
     ignored: list[str] = []
-    for taint in node.taints:
+    for taint in taints:
         if taint.effect not in (NO_SCHEDULE, NO_EXECUTE, PREFER_NO_SCHEDULE):
-            continue  # the scheduler filters on these effects only
-        match = next((t for t in tolerations if tolerates(t, taint.as_dict())), None)
+            continue  # neither filtered nor scored by the scheduler
+        match = next((t for t in pod.tolerations if tolerates(t, taint.as_dict())), None)
         if match is not None:
             if taint.effect != PREFER_NO_SCHEDULE:
                 tolerated.append(Tolerated(str(taint), describe(match), pod.was_added(match)))
         elif taint.effect == PREFER_NO_SCHEDULE:
             prefer.append(f"{taint}{_source(taint)}")
-        elif taint.effect == NO_SCHEDULE and pinned:
+        elif taint.effect == NO_SCHEDULE and bound:
             ignored.append(f"{taint}{_source(taint)}")
         else:
             unmet.append(Unmet("taint", f"taint {taint} is not tolerated{_source(taint)}"))
-    unmet.extend(Unmet("nodeSelector", m) for m in selector_failures(node.labels, pod.spec))
-    terms = affinity_failures(node.labels, pod.spec, node.name)
+    return TaintFit(tuple(unmet), tuple(tolerated), tuple(prefer), tuple(ignored))
+
+
+def startup_untolerated(pod: PodView, template: Template) -> list[str]:
+    """The template's startup taints ``pod`` does not tolerate, as text.
+
+    Why they are listed though ignored: a DaemonSet that does not tolerate one waits for
+    whatever removes it, which the coverage report says.
+    """
+    return [
+        str(t)
+        for t in template.startup_taints
+        if not any(tolerates(tol, t.as_dict()) for tol in pod.tolerations)
+    ]
+
+
+def requirement_unmet(pod: PodView, template: Template) -> list[Unmet]:
+    """Why none of the pod's requirement sets is compatible with a NodePool (empty: one is).
+
+    Why the closest set only: terms are ORed, so the term with the fewest conflicts is the
+    one worth fixing, as the closest node is reported.
+    """
+    pool = template.pool
+    broken = [
+        Unmet("requirement", f"{template.title}'s {c.text()}: these contradict each other")
+        for c in pool.values()
+        if contradicts(c)
+    ]
+    alternatives, problems = pod_alternatives(pod.spec)
+    per_term = [conflicts(pool, constraints(reqs), template.title) for reqs in alternatives]
+    if any(not found for found in per_term):
+        return broken
+    if not per_term:
+        return [*broken, *(Unmet("nodeAffinity", p) for p in problems)]
+    best = min(range(len(per_term)), key=lambda i: len(per_term[i]))
+    terms = len(per_term) + len(problems)
+    prefix = "" if terms == 1 else f"closest of {terms} nodeSelectorTerms: "
+    return [*broken, *(Unmet(u.rule, prefix + u.message) for u in per_term[best])]
+
+
+def selector_unmet(pod: PodView, target: Target) -> list[Unmet]:
+    """Why the pod's nodeSelector and required node affinity exclude ``target`` (empty: they
+    do not).
+
+    A node's or node group's labels are values the selectors match; a NodePool's are
+    requirements they must be compatible with (:func:`requirement_unmet`). Why the closest
+    term only when none matches: terms are ORed, so that is the one worth fixing.
+    """
+    if isinstance(target, Template) and target.kind == "NodePool":
+        return requirement_unmet(pod, target)
+    labels = target.labels
+    unmet = [Unmet("nodeSelector", m) for m in selector_failures(labels, pod.spec)]
+    terms = affinity_failures(labels, pod.spec, target.name)
     if terms is not None and not any(not failures for failures in terms):
         if not terms:
             unmet.append(Unmet("nodeAffinity", "required node affinity has no terms: no node"))
@@ -158,18 +264,158 @@ def fit(pod: PodView, node: Node) -> Fit:
             best = min(range(len(terms)), key=lambda i: len(terms[i]))
             prefix = "" if len(terms) == 1 else f"term {best} of {len(terms)} (closest): "
             unmet.extend(Unmet("nodeAffinity", prefix + m) for m in terms[best])
-    if node.allocatable is not None:
-        for name, amount in sorted(pod_requests(pod.spec).items()):
-            have = node.allocatable.get(name, Decimal(0))
-            if amount > 0 and amount > have:
-                unmet.append(
-                    Unmet(
-                        "resources",
-                        f"requests {name} {show_quantity(name, amount)}, "
-                        f"the node has {show_quantity(name, have)} allocatable",
-                    )
+    return unmet
+
+
+def _with_overhead(name: str, amount: Decimal, overhead: Mapping[str, Decimal]) -> str:
+    extra = overhead.get(name, Decimal(0))
+    text = f"requests {name} {show_quantity(name, amount)}"
+    if extra > 0:
+        text += f" (+{show_quantity(name, extra)} for DaemonSets)"
+    return text
+
+
+def _allocatable_unmet(
+    requests: Mapping[str, Decimal],
+    allocatable: Mapping[str, Decimal] | None,
+    overhead: Mapping[str, Decimal],
+    holder: str,
+) -> list[Unmet]:
+    if allocatable is None:
+        return []
+    unmet = []
+    for name, amount in sorted(requests.items()):
+        have = allocatable.get(name, Decimal(0))
+        if amount + overhead.get(name, Decimal(0)) > have:
+            unmet.append(
+                Unmet(
+                    "resources",
+                    f"{_with_overhead(name, amount, overhead)}, {holder} "
+                    f"{show_quantity(name, have)} allocatable",
                 )
-    return Fit(node.name, tuple(unmet), tuple(tolerated), tuple(prefer), tuple(ignored), verdict)
+            )
+    return unmet
+
+
+def _pool_unmet(
+    requests: Mapping[str, Decimal], template: Template, overhead: Mapping[str, Decimal]
+) -> list[Unmet]:
+    unmet: list[Unmet] = []
+    offered = template.offers
+    for name, amount in sorted(requests.items()):
+        if is_extended_resource_name(name) and name not in offered:
+            unmet.append(
+                Unmet(
+                    "resources",
+                    f"requests {name} {show_quantity(name, amount)}: {template.title} does not "
+                    f"say it offers {name} (neither its spec.limits nor a taint names it)",
+                )
+            )
+    remaining = template.remaining
+    for name, left in sorted(remaining.items()):
+        if name == "nodes":
+            continue
+        need = requests.get(name, Decimal(0)) + overhead.get(name, Decimal(0))
+        if need > 0 and need > left:
+            used = template.used.get(name, Decimal(0))
+            unmet.append(
+                Unmet(
+                    "limits",
+                    f"{_with_overhead(name, requests.get(name, Decimal(0)), overhead)}, above "
+                    f"what spec.limits leave: {show_quantity(name, left)} "
+                    f"(limit {show_quantity(name, template.limits[name])}, "
+                    f"{show_quantity(name, used)} in use)",
+                )
+            )
+    most = template.limits.get("nodes")
+    if most is not None and template.node_count is not None and template.node_count >= most:
+        unmet.append(
+            Unmet(
+                "limits",
+                f"the pool has {template.node_count} nodes, its limits.nodes is "
+                f"{show_quantity('nodes', most)}",
+            )
+        )
+    return unmet
+
+
+def resource_unmet(
+    pod: PodView, target: Target, overhead: Mapping[str, Decimal] | None = None
+) -> list[Unmet]:
+    """What the pod (with ``overhead``, the DaemonSets' requests) asks for beyond what
+    ``target`` has: a node's or node group's allocatable, or a NodePool's limits and offers.
+
+    Why an unknown allocatable is no refusal: an inventory without it says nothing about
+    room, and refusing would turn every such node into a false "does not fit".
+    """
+    extra = overhead or {}
+    requests = {n: a for n, a in pod_requests(pod.spec).items() if a > 0}
+    if isinstance(target, Node):
+        return _allocatable_unmet(requests, target.allocatable, extra, "the node has")
+    if target.kind == "NodeGroup":
+        return _allocatable_unmet(requests, target.allocatable, extra, "the group's nodes have")
+    return _pool_unmet(requests, target, extra)
+
+
+def _template_unmet(pod: PodView, template: Template) -> list[Unmet]:
+    unmet = []
+    if pod.node_name:
+        unmet.append(
+            Unmet("nodeName", f"spec.nodeName is {pod.node_name}, so no new node is made for it")
+        )
+    if template.replicas is not None:
+        unmet.append(
+            Unmet(
+                "static",
+                f"a static NodePool (spec.replicas {template.replicas}) keeps its node count "
+                "whatever is pending and adds no node for this pod; its nodes belong in --nodes",
+            )
+        )
+    if template.not_ready:
+        unmet.append(Unmet("notReady", f"Karpenter ignores the pool: {template.not_ready}"))
+    return unmet
+
+
+def fit(pod: PodView, target: Target, overhead: Mapping[str, Decimal] | None = None) -> Fit:
+    """Check ``pod`` against a node the way the scheduler's filters do, or against a
+    template the way its autoscaler does; ``overhead`` is what the DaemonSets that run on a
+    template's nodes request.
+
+    Why every reason rather than the first: the operator fixing a manifest needs the whole
+    list (a pool refused for its taint *and* its zone needs both fixed), and counting them
+    is how the closest node is chosen when none fits. The one exception is a pod bound by
+    ``spec.nodeName`` to another node: it never runs here, so nothing else about this node
+    matters to it.
+    """
+    if isinstance(target, Node):
+        verdict = no_execute(pod.tolerations, target.taints)
+        pinned = pod.node_name
+        if pinned and pinned != target.name:
+            other = Unmet("nodeName", f"spec.nodeName is {pinned}, so the pod runs only there")
+            return Fit(target, (other,), no_execute=verdict)
+        unmet: list[Unmet] = []
+        taints = taint_fit(pod, target.taints, bound=bool(pinned))
+        startup: list[str] = []
+        extra: Mapping[str, Decimal] = {}
+    else:
+        verdict = NoExecuteVerdict("none")
+        unmet = _template_unmet(pod, target)
+        taints = taint_fit(pod, target.taints)
+        startup = startup_untolerated(pod, target)
+        extra = overhead or {}
+    unmet.extend(taints.unmet)
+    unmet.extend(selector_unmet(pod, target))
+    unmet.extend(resource_unmet(pod, target, extra))
+    return Fit(
+        target,
+        tuple(unmet),
+        taints.tolerated,
+        taints.prefer_no_schedule,
+        taints.ignored,
+        tuple(startup),
+        verdict,
+        extra,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +428,7 @@ class Placement:
     @property
     def nodes(self) -> list[str]:
         """Names of the nodes the pod fits, in inventory order; why: the report leads with it."""
-        return [f.node for f in self.fits if f.fits]
+        return [f.name for f in self.fits if f.fits]
 
     @property
     def closest(self) -> Fit | None:
@@ -206,3 +452,33 @@ def place(pod: PodView, nodes: Sequence[Node]) -> Placement:
     Why inventory order: ties for the closest node go to the first listed, predictably.
     """
     return Placement(pod, tuple(fit(pod, node) for node in nodes))
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleUp:
+    """A pod that fits no existing node, against every template, in input order."""
+
+    pod: PodView
+    fits: tuple[Fit, ...]
+
+    @property
+    def hosts(self) -> list[Fit]:
+        """Templates that can give the pod a node: NodePools by weight (Karpenter's order),
+        then node groups; why ordered: the first is the one that scales up."""
+        found = [f for f in self.fits if f.fits and isinstance(f.target, Template)]
+        return sorted(found, key=_scale_up_order)
+
+
+def _scale_up_order(found: Fit) -> tuple[bool, int]:
+    template = found.target
+    if not isinstance(template, Template):
+        return True, 0
+    return template.kind != "NodePool", -template.weight
+
+
+def scale_up(
+    pod: PodView, templates: Sequence[Template], overheads: Mapping[str, Mapping[str, Decimal]]
+) -> ScaleUp:
+    """Check ``pod`` against every template; ``overheads`` maps a template title to the
+    DaemonSet requests on its nodes. Why input order: ties and reports stay predictable."""
+    return ScaleUp(pod, tuple(fit(pod, t, overheads.get(t.title)) for t in templates))

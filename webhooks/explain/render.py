@@ -15,10 +15,10 @@ import orjson
 from webhooks.explain.coverage import Coverage
 from webhooks.explain.explanation import Explanation, PodAnswer
 from webhooks.explain.failure import Failover, Simulation, Zone
-from webhooks.explain.fit import Fit, NoExecuteVerdict
+from webhooks.explain.fit import Fit, NoExecuteVerdict, ScaleUp
 from webhooks.explain.nodes import Node
 from webhooks.explain.pods import show_quantity
-from webhooks.explain.templates import ScaleUp, Template, TemplateFit
+from webhooks.explain.templates import Template
 
 UNLABELLED = "(unlabelled)"
 
@@ -60,6 +60,11 @@ def no_execute_text(verdict: NoExecuteVerdict) -> str:
 
 
 def _fit_lines(fit: Fit) -> tuple[str, ...]:
+    """What one fit says, one line each: the same for a node and a template.
+
+    Why startup taints and DaemonSet requests only when it fits: they explain what the
+    new node will be like, which matters only if it is made.
+    """
     lines = [f"- {u.message}" for u in fit.unmet]
     lines.extend(
         f"- tolerates {t.taint} with {t.toleration}" + (", added by admission" if t.added else "")
@@ -70,6 +75,16 @@ def _fit_lines(fit: Fit) -> tuple[str, ...]:
         f"- a poor choice: PreferNoSchedule taint {t} is not tolerated"
         for t in fit.prefer_no_schedule
     )
+    if fit.fits:
+        lines.extend(
+            f"- startup taint {t} is not tolerated and is ignored: it is expected to be removed"
+            for t in fit.startup_ignored
+        )
+        shown = ", ".join(
+            f"{k} {show_quantity(k, v)}" for k, v in sorted(fit.overhead.items()) if v > 0
+        )
+        if shown:
+            lines.append(f"- DaemonSets there request {shown}")
     if fit.unmet and any(u.rule == "nodeName" for u in fit.unmet):
         return tuple(lines)
     verdict = no_execute_text(fit.no_execute)
@@ -117,44 +132,20 @@ def _failover_text(answer: PodAnswer) -> Iterator[str]:
         yield f"    {_failover_line(item)}"
 
 
-def _template_fit_lines(found: TemplateFit) -> list[str]:
-    lines = [f"- {u.message}" for u in found.unmet]
-    lines.extend(
-        f"- tolerates {t.taint} with {t.toleration}" + (", added by admission" if t.added else "")
-        for t in found.tolerated
-    )
-    lines.extend(
-        f"- a poor choice: PreferNoSchedule taint {t} is not tolerated"
-        for t in found.prefer_no_schedule
-    )
-    if found.fits:
-        lines.extend(
-            f"- startup taint {t} is not tolerated and is ignored: it is expected to be removed"
-            for t in found.startup_ignored
-        )
-    if found.overhead and found.fits:
-        shown = ", ".join(
-            f"{k} {show_quantity(k, v)}" for k, v in sorted(found.overhead.items()) if v > 0
-        )
-        if shown:
-            lines.append(f"- DaemonSets there request {shown}")
-    return lines
-
-
 def _scale_up_text(up: ScaleUp) -> Iterator[str]:
     hosts = up.hosts
     if hosts:
-        first = hosts[0].template
-        names = ", ".join(f.template.title for f in hosts)
+        first = hosts[0].target
+        names = ", ".join(f.name for f in hosts)
         yield f"  node templates: a node can be added for it by {names}"
-        if len(hosts) > 1 and first.kind == "NodePool":
+        if len(hosts) > 1 and isinstance(first, Template) and first.kind == "NodePool":
             yield f"    (Karpenter tries the highest weight first: {first.title})"
     else:
         yield f"  node templates: none can add a node for it (0 of {len(up.fits)})"
     for found in up.fits:
         verdict = "can host it" if found.fits else "cannot host it"
-        yield f"    {found.template.title}: {verdict}"
-        for line in _template_fit_lines(found):
+        yield f"    {found.name}: {verdict}"
+        for line in _fit_lines(found):
             yield f"      {line}"
 
 
@@ -174,7 +165,7 @@ def _placement_text(answer: PodAnswer, total: int) -> Iterator[str]:
         yield f"  fits no node (0 of {total})"
         closest = placement.closest
         if closest is not None:
-            yield f"  closest: {closest.node}, missing {len(closest.unmet)}:"
+            yield f"  closest: {closest.name}, missing {len(closest.unmet)}:"
             for unmet in closest.unmet:
                 yield f"    - {unmet.message}"
     if answer.scale_up is not None:
@@ -182,7 +173,7 @@ def _placement_text(answer: PodAnswer, total: int) -> Iterator[str]:
     yield from _failover_text(answer)
     groups: dict[tuple[bool, tuple[str, ...]], list[str]] = {}
     for fit in placement.fits:
-        groups.setdefault((fit.fits, _fit_lines(fit)), []).append(fit.node)
+        groups.setdefault((fit.fits, _fit_lines(fit)), []).append(fit.name)
     for (fits, lines), names in groups.items():
         if fits and not lines:
             continue
@@ -356,8 +347,13 @@ def _node(node: Node) -> dict[str, Any]:
 
 
 def _fit(fit: Fit) -> dict[str, Any]:
-    return {
-        "node": fit.node,
+    """One fit as JSON: the same body for a node and a template, named as each is.
+
+    Why the keys differ by target: scripts have read ``node`` for nodes and ``template``,
+    ``kind`` and ``name`` for templates since both existed, and only a node has a running
+    pod for ``noExecute`` and a ``spec.nodeName`` bypass to report.
+    """
+    body = {
         "fits": fit.fits,
         "unmet": [{"rule": u.rule, "message": u.message} for u in fit.unmet],
         "tolerated": [
@@ -365,6 +361,20 @@ def _fit(fit: Fit) -> dict[str, Any]:
             for t in fit.tolerated
         ],
         "preferNoSchedule": list(fit.prefer_no_schedule),
+    }
+    target = fit.target
+    if isinstance(target, Template):
+        return {
+            "template": target.title,
+            "kind": target.kind,
+            "name": target.name,
+            **body,
+            "startupTaintsIgnored": list(fit.startup_ignored),
+            "daemonSetRequests": _resource_map(fit.overhead),
+        }
+    return {
+        "node": target.name,
+        **body,
         "ignoredBecauseOfNodeName": list(fit.ignored),
         "noExecute": _verdict(fit.no_execute),
     }
@@ -414,29 +424,12 @@ def _template(template: Template) -> dict[str, Any]:
     }
 
 
-def _template_fit(found: TemplateFit) -> dict[str, Any]:
-    return {
-        "template": found.template.title,
-        "kind": found.template.kind,
-        "name": found.template.name,
-        "fits": found.fits,
-        "unmet": [{"rule": u.rule, "message": u.message} for u in found.unmet],
-        "tolerated": [
-            {"taint": t.taint, "toleration": t.toleration, "addedByAdmission": t.added}
-            for t in found.tolerated
-        ],
-        "preferNoSchedule": list(found.prefer_no_schedule),
-        "startupTaintsIgnored": list(found.startup_ignored),
-        "daemonSetRequests": _resource_map(found.overhead),
-    }
-
-
 def _scale_up(up: ScaleUp | None) -> dict[str, Any] | None:
     if up is None:
         return None
     return {
-        "hosts": [f.template.title for f in up.hosts],
-        "templates": [_template_fit(f) for f in up.fits],
+        "hosts": [f.name for f in up.hosts],
+        "templates": [_fit(f) for f in up.fits],
     }
 
 

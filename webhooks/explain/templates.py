@@ -1,81 +1,55 @@
-"""Node templates: nodes that do not exist yet, and whether a pending pod would get one.
+"""Node templates: nodes that do not exist yet, read from ``--node-templates``.
 
 With Karpenter or the cluster-autoscaler the node that would host a pod is created for it,
 so "fits no node" is not the end of the answer. Scale-up fails silently when the pod does
 not tolerate a pool's taints, when its node affinity excludes every pool, or when a
 resource is more than a pool may add; and a node that is created is of little use when a
 DaemonSet it needs (device plugin, CNI, monitoring) does not run there. This module reads
-the templates and answers the first question, saying why not in terms of the user's own
-YAML; :mod:`.coverage` answers the second.
+the templates; :mod:`.fit` answers the first question with the same fit as for nodes,
+saying why not in terms of the user's own YAML, and :mod:`.coverage` the second.
 
-Two kinds of template, read from ``--node-templates``:
+Two kinds of template:
 
 * **Karpenter NodePools** (``karpenter.sh/v1``). A pool's nodes carry its template labels,
   its ``taints`` and, until some agent removes them, its ``startupTaints``; its
   ``requirements`` constrain the labels Karpenter may choose (operators In, NotIn, Exists,
-  DoesNotExist, Gt, Lt, Gte, Lte; ``minValues``). A pod can get a node from a pool when,
-  as Karpenter decides it (``kubernetes-sigs/karpenter`` ``pkg/scheduling``, read, not
-  copied):
-
-  - it tolerates every NoSchedule and NoExecute taint of ``taints``; ``startupTaints`` are
-    ignored (Karpenter expects them to go away); a PreferNoSchedule taint it does not
-    tolerate makes the pool a poor choice, which Karpenter relaxes, not a refusal;
-  - its nodeSelector and one of its required nodeSelectorTerms are *compatible* with the
-    pool's requirements and labels (:mod:`.requirements`);
-  - what it requests, with the requests of the DaemonSets among the inputs that would run
-    on the new node, fits in what the pool's ``limits`` leave (limits minus
-    ``status.resources``) and ``limits.nodes`` is not reached;
-  - an extended resource (``nvidia.com/gpu``) is offered: Karpenter asks the cloud
-    provider's instance types, which cannot be seen offline, so a pool counts as offering
-    one only when its ``limits`` or one of its taints names it (GPU pools are tainted with
-    the resource name, and bounded by a limit on it). CPU and memory are not checked
-    against instance sizes, for the same reason;
-  - the pool is not static (``spec.replicas``: a static pool keeps its node count whatever
-    is pending) and is not marked not Ready in its status.
-
-  Where several pools can host a pod, Karpenter tries the one with the highest
-  ``weight`` first.
+  DoesNotExist, Gt, Lt, Gte, Lte; ``minValues``), and its ``limits`` (with
+  ``status.resources`` and ``status.nodes``) bound what it may add. A pool refused by
+  Karpenter's validation (an operator, a value count, ``minValues``, a taint effect) is
+  refused here too: it is never created. ``spec.replicas`` makes a pool static and a
+  Ready condition that is not True makes Karpenter ignore it.
 * **cluster-autoscaler node groups**: a Node object standing for the group's nodes (a
-  scale-from-zero template): its labels, taints and ``status.allocatable``. The pod must
-  pass the scheduler's filters on it, with the allocatable reduced by the DaemonSets that
-  would run there; taints whose keys start with the autoscaler's ``startup-taint``,
-  ``status-taint`` and ``ignore-taint`` prefixes are ignored, as the autoscaler ignores
-  them when it builds a template.
+  scale-from-zero template): its labels, taints and ``status.allocatable``. Taints whose
+  keys start with the autoscaler's ``startup-taint``, ``status-taint`` and
+  ``ignore-taint`` prefixes are startup taints, and its removal taints are dropped, as the
+  autoscaler does when it builds a template.
 
 The label algebra is :mod:`.requirements`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Final, Literal
 
-from webhooks.explain.fit import Tolerated, fit
 from webhooks.explain.nodes import InventoryError, Node, Taint, parse_node
-from webhooks.explain.pods import PodView, pod_requests, show_quantity
-from webhooks.explain.reasons import Unmet
 from webhooks.explain.requirements import (
     BOUNDED,
     NODEPOOL_LABEL,
     OPERATORS,
     Constraint,
     Requirement,
-    conflicts,
     constraints,
-    contradicts,
-    pod_alternatives,
 )
 from webhooks.k8s.affinity import parse_int64
-from webhooks.k8s.names import is_extended_resource_name, is_qualified_name
+from webhooks.k8s.names import is_qualified_name
 from webhooks.k8s.quantity import QuantityError, parse_resource_list
 from webhooks.k8s.tolerations import (
     NO_EXECUTE,
     NO_SCHEDULE,
     PREFER_NO_SCHEDULE,
-    describe,
-    tolerates,
 )
 from webhooks.manifests.errors import show
 
@@ -163,12 +137,18 @@ class Template:
         return constraints([*self.requirements, *labels, *own])
 
     def node(self) -> Node:
-        """A node group's template as a :class:`Node`, without its ignored taints.
+        """A node group's template as the :class:`Node` each of its nodes will be, without
+        its startup and removal taints.
 
-        Why no allocatable: resources are checked here, with the DaemonSets deducted,
-        while the scheduler's other filters are the model's.
+        Why: a DaemonSet runs on such a node as on any other, by the scheduler's filters.
         """
-        return Node(name=self.name, labels=self.labels, taints=self.taints, where=self.where)
+        return Node(
+            name=self.name,
+            labels=self.labels,
+            taints=self.taints,
+            allocatable=self.allocatable,
+            where=self.where,
+        )
 
 
 def _taints(raw: Any, where: str) -> tuple[Taint, ...]:
@@ -361,212 +341,3 @@ def parse_template(obj: Any, where: str = "") -> Template:
         f"not a node template (kind {show(kind)}); --node-templates takes {KARPENTER_API} "
         "NodePools and Node objects that stand for cluster-autoscaler node groups"
     )
-
-
-# --- a pod against a template ---------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class TemplateFit:
-    """Whether a template can give a pod a node, and every reason it cannot."""
-
-    template: Template
-    unmet: tuple[Unmet, ...]
-    tolerated: tuple[Tolerated, ...] = ()
-    prefer_no_schedule: tuple[str, ...] = ()
-    startup_ignored: tuple[str, ...] = ()
-    overhead: Mapping[str, Decimal] = field(default_factory=dict)
-
-    @property
-    def fits(self) -> bool:
-        """No requirement is unmet; why a property: the unmet list is the single truth."""
-        return not self.unmet
-
-
-def _taint_check(
-    pod: PodView, template: Template
-) -> tuple[list[Unmet], list[Tolerated], list[str]]:
-    unmet: list[Unmet] = []
-    tolerated: list[Tolerated] = []
-    prefer: list[str] = []
-    for taint in template.taints:
-        match = next((t for t in pod.tolerations if tolerates(t, taint.as_dict())), None)
-        if match is not None:
-            if taint.effect != PREFER_NO_SCHEDULE:
-                tolerated.append(Tolerated(str(taint), describe(match), pod.was_added(match)))
-        elif taint.effect == PREFER_NO_SCHEDULE:
-            prefer.append(str(taint))
-        else:
-            unmet.append(Unmet("taint", f"taint {taint} is not tolerated"))
-    return unmet, tolerated, prefer
-
-
-def startup_untolerated(pod: PodView, template: Template) -> list[str]:
-    """The template's startup taints ``pod`` does not tolerate, as text.
-
-    Why they are listed though ignored: a DaemonSet that does not tolerate one waits for
-    whatever removes it, which the coverage report says.
-    """
-    return [
-        str(t)
-        for t in template.startup_taints
-        if not any(tolerates(tol, t.as_dict()) for tol in pod.tolerations)
-    ]
-
-
-def requirement_unmet(pod: PodView, template: Template) -> list[Unmet]:
-    """Why none of the pod's requirement sets is compatible with a NodePool (empty: one is).
-
-    Why the closest set only: terms are ORed, so the term with the fewest conflicts is the
-    one worth fixing, as the model reports the closest node.
-    """
-    pool = template.pool
-    broken = [
-        Unmet("requirement", f"{template.title}'s {c.text()}: these contradict each other")
-        for c in pool.values()
-        if contradicts(c)
-    ]
-    alternatives, problems = pod_alternatives(pod.spec)
-    per_term = [conflicts(pool, constraints(reqs), template.title) for reqs in alternatives]
-    if any(not found for found in per_term):
-        return broken
-    if not per_term:
-        return [*broken, *(Unmet("nodeAffinity", p) for p in problems)]
-    best = min(range(len(per_term)), key=lambda i: len(per_term[i]))
-    terms = len(per_term) + len(problems)
-    prefix = "" if terms == 1 else f"closest of {terms} nodeSelectorTerms: "
-    return [*broken, *(Unmet(u.rule, prefix + u.message) for u in per_term[best])]
-
-
-def _with_overhead(name: str, amount: Decimal, overhead: Mapping[str, Decimal]) -> str:
-    extra = overhead.get(name, Decimal(0))
-    text = f"requests {name} {show_quantity(name, amount)}"
-    if extra > 0:
-        text += f" (+{show_quantity(name, extra)} for DaemonSets)"
-    return text
-
-
-def _resource_check(
-    pod: PodView, template: Template, overhead: Mapping[str, Decimal]
-) -> list[Unmet]:
-    unmet: list[Unmet] = []
-    requests = {n: a for n, a in pod_requests(pod.spec).items() if a > 0}
-    if template.kind == "NodeGroup":
-        if template.allocatable is None:
-            return []
-        for name, amount in sorted(requests.items()):
-            have = template.allocatable.get(name, Decimal(0))
-            if amount + overhead.get(name, Decimal(0)) > have:
-                unmet.append(
-                    Unmet(
-                        "resources",
-                        f"{_with_overhead(name, amount, overhead)}, the group's nodes have "
-                        f"{show_quantity(name, have)} allocatable",
-                    )
-                )
-        return unmet
-    offered = template.offers
-    for name, amount in sorted(requests.items()):
-        if is_extended_resource_name(name) and name not in offered:
-            unmet.append(
-                Unmet(
-                    "resources",
-                    f"requests {name} {show_quantity(name, amount)}: {template.title} does not "
-                    f"say it offers {name} (neither its spec.limits nor a taint names it)",
-                )
-            )
-    remaining = template.remaining
-    for name, left in sorted(remaining.items()):
-        if name == "nodes":
-            continue
-        need = requests.get(name, Decimal(0)) + overhead.get(name, Decimal(0))
-        if need > 0 and need > left:
-            used = template.used.get(name, Decimal(0))
-            unmet.append(
-                Unmet(
-                    "limits",
-                    f"{_with_overhead(name, requests.get(name, Decimal(0)), overhead)}, above "
-                    f"what spec.limits leave: {show_quantity(name, left)} "
-                    f"(limit {show_quantity(name, template.limits[name])}, "
-                    f"{show_quantity(name, used)} in use)",
-                )
-            )
-    most = template.limits.get("nodes")
-    if most is not None and template.node_count is not None and template.node_count >= most:
-        unmet.append(
-            Unmet(
-                "limits",
-                f"the pool has {template.node_count} nodes, its limits.nodes is "
-                f"{show_quantity('nodes', most)}",
-            )
-        )
-    return unmet
-
-
-def template_fit(
-    pod: PodView, template: Template, overhead: Mapping[str, Decimal] | None = None
-) -> TemplateFit:
-    """Whether ``template`` can give ``pod`` a new node, with every reason it cannot.
-
-    ``overhead`` is what the DaemonSets that run on the template request. Why every reason:
-    a pool refused for its taint *and* its zone needs both fixed, and counting them picks
-    the closest template.
-    """
-    overhead = overhead or {}
-    startup = startup_untolerated(pod, template)
-    if template.kind == "NodeGroup":
-        checked = fit(pod, template.node())
-        unmet = [*checked.unmet, *_resource_check(pod, template, overhead)]
-        return TemplateFit(
-            template,
-            tuple(unmet),
-            checked.tolerated,
-            checked.prefer_no_schedule,
-            tuple(startup),
-            overhead,
-        )
-    unmet = []
-    if pod.node_name:
-        unmet.append(
-            Unmet("nodeName", f"spec.nodeName is {pod.node_name}, so no new node is made for it")
-        )
-    if template.replicas is not None:
-        unmet.append(
-            Unmet(
-                "static",
-                f"a static NodePool (spec.replicas {template.replicas}) keeps its node count "
-                "whatever is pending and adds no node for this pod; its nodes belong in --nodes",
-            )
-        )
-    if template.not_ready:
-        unmet.append(Unmet("notReady", f"Karpenter ignores the pool: {template.not_ready}"))
-    taints, tolerated, prefer = _taint_check(pod, template)
-    unmet.extend(taints)
-    unmet.extend(requirement_unmet(pod, template))
-    unmet.extend(_resource_check(pod, template, overhead))
-    return TemplateFit(
-        template, tuple(unmet), tuple(tolerated), tuple(prefer), tuple(startup), overhead
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class ScaleUp:
-    """A pod that fits no existing node, against every template, in input order."""
-
-    pod: PodView
-    fits: tuple[TemplateFit, ...]
-
-    @property
-    def hosts(self) -> list[TemplateFit]:
-        """Templates that can give the pod a node: NodePools by weight (Karpenter's order),
-        then node groups; why ordered: the first is the one that scales up."""
-        found = [f for f in self.fits if f.fits]
-        return sorted(found, key=lambda f: (f.template.kind != "NodePool", -f.template.weight))
-
-
-def scale_up(
-    pod: PodView, templates: Sequence[Template], overheads: Mapping[str, Mapping[str, Decimal]]
-) -> ScaleUp:
-    """Check ``pod`` against every template; ``overheads`` maps a template title to the
-    DaemonSet requests on its nodes. Why input order: ties and reports stay predictable."""
-    return ScaleUp(pod, tuple(template_fit(pod, t, overheads.get(t.title)) for t in templates))
