@@ -19,14 +19,9 @@ import pytest
 
 from tests.fakeapi import FakeApiServer, namespace, runtime_class, status
 from tests.waiting import eventually
-from webhooks.cluster.api import (
-    ApiCluster,
-    ClusterError,
-    Timing,
-    client_configuration,
-    open_cluster,
-    resolve_source,
-)
+from webhooks.cluster.api import ApiCluster, open_cluster
+from webhooks.cluster.informer import Timing
+from webhooks.cluster.kubeconfig import ClusterError, client_configuration, resolve_source
 from webhooks.core.config import ClusterSettings
 from webhooks.core.plugin import LookupFailure
 

@@ -12,7 +12,7 @@ import pytest
 from tests.audit import cluster
 from tests.fakeapi import FakeApiServer, Request, write_kubeconfig
 from webhooks.audit.reports import OPENREPORTS
-from webhooks.cluster.api import load_configuration
+from webhooks.cluster.kubeconfig import load_configuration
 from webhooks.cluster.listing import KINDS, ApiError, ClusterError, Lister, Paging, connect
 
 PODS = KINDS["Pod"]

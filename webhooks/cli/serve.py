@@ -115,7 +115,7 @@ def serve(
 
 def _check_cluster_source(config: Any) -> None:
     """Fail fast when the cluster source cannot be configured (every worker would fail)."""
-    from webhooks.cluster.api import ClusterError, check_source
+    from webhooks.cluster.kubeconfig import ClusterError, check_source
 
     try:
         check_source(config.cluster)

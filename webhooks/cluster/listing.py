@@ -33,14 +33,14 @@ from typing import Any, Final
 
 import orjson
 
-from webhooks.cluster.api import (
+from webhooks.cluster.failures import describe, http_status
+from webhooks.cluster.kubeconfig import (
     SERVICE_ACCOUNT_TOKEN,
     ClusterError,
     Source,
     load_configuration,
     resolve_source,
 )
-from webhooks.cluster.failures import describe, http_status
 from webhooks.core.config import ClusterSettings
 
 __all__ = [
