@@ -15,8 +15,9 @@ import yaml
 from click.testing import CliRunner
 
 from webhooks.cli import main
-from webhooks.dryrun import engine, policytest
-from webhooks.dryrun.policytest import Results, Verdict, differences, run
+from webhooks.dryrun import engine, judging
+from webhooks.dryrun.judging import Verdict, differences
+from webhooks.dryrun.policytest import Results, run
 from webhooks.dryrun.testreport import flow
 
 ROOT = Path(__file__).parent.parent.parent
@@ -467,7 +468,7 @@ def test_an_object_too_deep_to_compare_is_unusable_input(
     def recurse(*args: object, **kwargs: object) -> None:
         raise RecursionError
 
-    monkeypatch.setattr(policytest, "differences", recurse)
+    monkeypatch.setattr(judging, "differences", recurse)
     expectation = {"resource": pod("sandbox", "quiet"), "result": "pass", "object": {}}
     results = run([str(write_suite(tmp_path, [expectation]))])
     assert [p.reason for p in results.problems] == ["object: nested too deeply to compare"]

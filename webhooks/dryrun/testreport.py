@@ -16,7 +16,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from webhooks.dryrun.formats import junit_input_error, junit_text
-from webhooks.dryrun.policytest import Difference, Results, Verdict
+from webhooks.dryrun.judging import Difference, Verdict
+from webhooks.dryrun.policytest import Results
 
 #: Characters of one rendered value before it is cut; elements of a found list shown.
 VALUE_LIMIT: Final = 200
