@@ -176,7 +176,7 @@ class ApiCluster:
                 return None
             raise LookupFailure(f"{what}: {_describe(exc, bound)}") from None
         try:
-            body = _read_within(response, deadline)
+            body = read_within(response, deadline)
         except Exception as exc:
             raise LookupFailure(f"{what}: {_describe(exc, bound)}") from None
         finally:
@@ -190,17 +190,21 @@ class ApiCluster:
         return with_kind(obj, resource)
 
 
-def _read_within(response: Any, deadline: float) -> bytes:
-    """The response body, failing once ``deadline`` passes even if bytes keep trickling.
+def read_within(
+    response: Any, deadline: float, clock: Callable[[], float] = time.monotonic
+) -> bytes:
+    """The response body, failing once ``deadline`` (on ``clock``) passes even if bytes keep
+    trickling.
 
     Why: the socket timeout bounds each read, not their sum, so a server that answers
     headers and then stalls or dribbles the body could otherwise hold a review past the
-    lookup bound.
+    lookup bound. Each read's socket timeout is what is left, so a stalled read ends at the
+    deadline too. ``clock`` is there for tests, which check the deadline without waiting.
     """
     sock = getattr(getattr(response, "connection", None), "sock", None)
     parts: list[bytes] = []
     while True:
-        remaining = deadline - time.monotonic()
+        remaining = deadline - clock()
         if remaining <= 0:
             response.close()
             raise TimeoutError("body not received in time")
