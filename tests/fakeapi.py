@@ -14,6 +14,10 @@ else in it is recorded and makes the test fail. Faults are switches: lists or GE
 500, every request stalling (accepted, never answered), bodies stalling after the headers,
 watches going silent or failing with an ``ERROR`` event; :meth:`FakeApiServer.stop` drops
 every open connection and :meth:`FakeApiServer.start` brings the server back on the same port.
+The server binds port 0 itself and keeps the port while it is stopped (a bound socket that
+does not listen: connections are refused, and no other server can take the port), so no
+test picks a port that another process may take before it is used; :func:`refused_port` is
+the same for a test that needs an address nothing answers on.
 
 For ``audit`` it also serves Nodes, the namespaced workloads (Pods, PodTemplates,
 ReplicationControllers, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs,
@@ -221,15 +225,43 @@ class Request(NamedTuple):
     auth: str
 
 
+def _reserve(port: int = 0) -> socket.socket:
+    """A socket bound to 127.0.0.1:``port`` (0: one the kernel picks) that does not listen.
+
+    Why: while it is bound, connections to the port are refused and no other socket can
+    bind it, except another of ours with ``SO_REUSEPORT``; :meth:`FakeApiServer.stop`
+    binds one beside its listener before closing that, so the port is never free.
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind(("127.0.0.1", port))
+    return sock
+
+
+@contextlib.contextmanager
+def refused_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that refuses connections until the block ends.
+
+    Why not a port that was free a moment ago: another process may start listening on it
+    before the test connects; a bound socket that does not listen holds the port.
+    """
+    with _reserve() as sock:
+        yield int(sock.getsockname()[1])
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, address: tuple[str, int], fake: FakeApiServer) -> None:
+    def __init__(self, sock: socket.socket, fake: FakeApiServer) -> None:
         self.fake = fake
         self.connections: set[socket.socket] = set()
         self.conn_lock = threading.Lock()
-        super().__init__(address, _Handler)
+        super().__init__(sock.getsockname(), _Handler, bind_and_activate=False)
+        self.socket.close()
+        self.socket = sock  # already bound: listening on it is what makes the server start
+        self.server_address = sock.getsockname()
+        self.server_activate()
 
     def process_request(self, request: Any, client_address: Any) -> None:
         with self.conn_lock:
@@ -406,6 +438,8 @@ class FakeApiServer:
         self.port = 0
         self.running = False
         self._server: _Server | None = None
+        #: While stopped, the bound socket that holds the port for the next :meth:`start`.
+        self._reserved: socket.socket | None = None
         self._thread: threading.Thread | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -416,10 +450,15 @@ class FakeApiServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> FakeApiServer:
-        """Listen (again on the same port after a stop) and serve in a daemon thread."""
+        """Listen (again on the same port after a stop) and serve in a daemon thread.
+
+        Why the port is bound here, and 0 the first time: the test reads :attr:`port` from
+        the server that holds it, never from a port picked before something listens on it.
+        """
         self.released.clear()
-        self._server = _Server(("127.0.0.1", self.port), self)
-        self.port = self._server.server_address[1]
+        sock, self._reserved = self._reserved or _reserve(), None
+        self._server = _Server(sock, self)
+        self.port = int(sock.getsockname()[1])
         self.running = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, args=(0.05,), daemon=True
@@ -428,7 +467,11 @@ class FakeApiServer:
         return self
 
     def stop(self) -> None:
-        """Stop listening and drop every open connection, watches and stalled ones included."""
+        """Stop listening and drop every open connection, watches and stalled ones included.
+
+        The port stays held (connections to it are refused) for a later :meth:`start`;
+        :meth:`close` gives it up.
+        """
         if self._server is None:
             return
         self.running = False
@@ -437,10 +480,19 @@ class FakeApiServer:
             self.lock.notify_all()
         self._server.shutdown()
         self._server.drop_connections()
+        self._reserved = _reserve(self.port)  # beside the listener, so the port is never free
         self._server.server_close()
         if self._thread is not None:
             self._thread.join(5)
         self._server = None
+
+    def close(self) -> None:
+        """Stop, and give up the port; why apart from :meth:`stop`: a stopped fake may start
+        again on its port, a closed one is done."""
+        self.stop()
+        if self._reserved is not None:
+            self._reserved.close()
+            self._reserved = None
 
     def kubeconfig(self, path: Path) -> Path:
         """Write a kubeconfig pointing at this server with :data:`TOKEN`; returns ``path``."""
@@ -801,4 +853,4 @@ def running(*objects: dict[str, Any]) -> Iterator[FakeApiServer]:
             fake.put(obj)
         yield fake
     finally:
-        fake.stop()
+        fake.close()

@@ -14,8 +14,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from tests.e2e.serving import free_port
-from tests.fakeapi import TOKEN, running, write_kubeconfig
+from tests.fakeapi import TOKEN, refused_port, running, write_kubeconfig
 from webhooks import certs
 from webhooks.cli import main
 from webhooks.plugins import REGISTRY
@@ -389,8 +388,9 @@ def test_inject_into_a_missing_configuration_exits_1_with_the_servers_message(
 def test_inject_with_an_unreachable_api_server_exits_1(
     chain: certs.CertPaths, tmp_path: Path
 ) -> None:
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{free_port()}")
-    result = _invoke("--inject", f"--ca-file={chain.ca}", f"--kubeconfig={kubeconfig}")
+    with refused_port() as port:
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}")
+        result = _invoke("--inject", f"--ca-file={chain.ca}", f"--kubeconfig={kubeconfig}")
     assert result.exit_code == 1
     assert "unreachable" in result.stderr
 

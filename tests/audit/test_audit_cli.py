@@ -19,7 +19,7 @@ from click.testing import CliRunner
 import webhooks.cli.audit as audit_command
 from tests import crds
 from tests.audit import cluster
-from tests.fakeapi import FakeApiServer, Request, running, write_kubeconfig
+from tests.fakeapi import FakeApiServer, Request, refused_port, running, write_kubeconfig
 from webhooks.cli import main
 from webhooks.cluster.listing import Paging
 
@@ -317,8 +317,9 @@ def test_an_unreachable_api_server_is_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(audit_command, "Paging", functools.partial(Paging, backoff=0.001))
-    kubeconfig = write_kubeconfig(tmp_path / "kc", "http://127.0.0.1:9")
-    result = CliRunner().invoke(main, ["audit", "--kubeconfig", str(kubeconfig)])
+    with refused_port() as port:
+        kubeconfig = write_kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{port}")
+        result = CliRunner().invoke(main, ["audit", "--kubeconfig", str(kubeconfig)])
     assert result.exit_code == 2
     assert result.stderr.startswith("placement-webhooks: list namespaces: cannot connect: ")
     assert result.stderr.count("\n") == 1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.audit import cluster
-from tests.fakeapi import FakeApiServer, Request, write_kubeconfig
+from tests.fakeapi import FakeApiServer, Request, refused_port, write_kubeconfig
 from webhooks.audit.reports import OPENREPORTS
 from webhooks.cluster.kubeconfig import load_configuration
 from webhooks.cluster.listing import KINDS, ApiError, ClusterError, Lister, Paging, connect
@@ -164,13 +163,11 @@ def test_a_server_that_goes_away_mid_list_ends_it_with_the_resource_named(
 
 
 def test_an_unreachable_api_server_is_one_line(tmp_path: Path, naps: list[float]) -> None:
-    with socket.socket() as sock:  # a port nothing listens on
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    kubeconfig = write_kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{port}")
-    lister = Lister(load_configuration("kubeconfig", str(kubeconfig)), sleep=naps.append)
-    with lister, pytest.raises(ApiError) as info:
-        list(lister.items(KINDS["Namespace"]))
+    with refused_port() as port:
+        kubeconfig = write_kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{port}")
+        lister = Lister(load_configuration("kubeconfig", str(kubeconfig)), sleep=naps.append)
+        with lister, pytest.raises(ApiError) as info:
+            list(lister.items(KINDS["Namespace"]))
     assert str(info.value).startswith("list namespaces: cannot connect: ")
     assert "\n" not in str(info.value)
 

@@ -12,7 +12,7 @@ import yaml
 from click.testing import CliRunner
 
 from tests.audit import cluster
-from tests.fakeapi import FakeApiServer, running, write_kubeconfig
+from tests.fakeapi import FakeApiServer, refused_port, running, write_kubeconfig
 from webhooks.cli import main
 from webhooks.cluster import listing
 
@@ -143,8 +143,9 @@ def test_an_unreachable_cluster_is_one_line_naming_the_request(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(listing, "Paging", functools.partial(listing.Paging, backoff=0.001))
-    kubeconfig = write_kubeconfig(tmp_path / "kc", "http://127.0.0.1:9")
-    result = CliRunner().invoke(main, ["explain", "--kubeconfig", str(kubeconfig)])
+    with refused_port() as port:
+        kubeconfig = write_kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{port}")
+        result = CliRunner().invoke(main, ["explain", "--kubeconfig", str(kubeconfig)])
     assert result.exit_code == 2
     assert result.stderr.startswith("placement-webhooks: list namespaces: cannot connect: ")
     assert result.stderr.count("\n") == 1
