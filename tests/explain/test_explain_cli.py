@@ -440,9 +440,14 @@ TEMPLATE_USAGE: list[tuple[str, str, str]] = [
         '<stdin>:1: spec.template.spec.requirements[0]: operator "Within" is not one of',
     ),
     (
-        "a Pod among the templates",
+        "only kinds that are not templates: each skipped, and nothing left to read",
         "kind: Pod\nmetadata: {name: p}\n",
-        "<stdin>:1: not a node template",
+        "<stdin>:1: skipped kind Pod\nplacement-webhooks: --node-templates -: no NodePool or Node",
+    ),
+    (
+        "a document without a kind",
+        "metadata: {name: p}\n",
+        "<stdin>:1: not a node template (kind null)",
     ),
     (
         "a template listed twice",
@@ -460,3 +465,33 @@ def test_unusable_templates_exit_2(stdin: str, message: str) -> None:
     result = invoke("--nodes", ONE_ZONE, "--node-templates", "-", stdin=stdin)
     assert result.exit_code == 2
     assert message in result.stderr
+
+
+# --- mixed template files (issue 19) ----------------------------------------------------------
+
+NODEPOOL_WITH_NODECLASS = str(FIXTURES / "nodepool-with-nodeclass.yaml")
+SPOT_JOB = """apiVersion: batch/v1
+kind: Job
+metadata: {name: crunch, namespace: default}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      nodeSelector: {karpenter.sh/capacity-type: spot}
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "4"}}}]
+"""
+
+
+@pytest.mark.parametrize("output", ["text", "json"])
+def test_a_nodepool_and_its_ec2nodeclass_in_one_file_read_the_pool_and_skip_the_class(
+    output: str,
+) -> None:
+    result = invoke("--node-templates", NODEPOOL_WITH_NODECLASS, "-o", output, "-", stdin=SPOT_JOB)
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == f"{NODEPOOL_WITH_NODECLASS}:29: skipped kind EC2NodeClass\n"
+    if output == "json":
+        data = json.loads(result.stdout)
+        assert [t["title"] for t in data["templates"]] == ["NodePool batch"]
+        assert data["pods"][0]["scaleUp"]["hosts"] == ["NodePool batch"]
+    else:
+        assert "    NodePool batch: can host it\n" in result.stdout

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,10 +12,12 @@ from webhooks.explain.coverage import coverage, coverage_warnings, daemon_overhe
 from webhooks.explain.explanation import explain
 from webhooks.explain.failure import Rates
 from webhooks.explain.fit import fit
+from webhooks.explain.inventory import templates_from
 from webhooks.explain.nodes import InventoryError, parse_node
 from webhooks.explain.pods import PodView
 from webhooks.explain.requirements import Values
 from webhooks.explain.templates import Template, parse_template
+from webhooks.manifests.reader import load
 
 ZONE = "topology.kubernetes.io/zone"
 GPU = "nvidia.com/gpu"
@@ -287,6 +290,38 @@ def test_templates_karpenter_would_refuse_are_refused(obj: dict[str, Any], messa
     with pytest.raises(InventoryError) as caught:
         parse_template(obj)
     assert message in str(caught.value)
+
+
+MIXED: list[tuple[str, str, list[str], list[str]]] = [
+    (
+        "a NodePool and its EC2NodeClass: the pool read, the class skipped",
+        "kind: EC2NodeClass\napiVersion: karpenter.k8s.aws/v1\nmetadata: {name: default}\n",
+        ["NodePool general"],
+        ["{file}:6: skipped kind EC2NodeClass"],
+    ),
+    (
+        "every kind that is not a template gets its own note",
+        "kind: ConfigMap\nmetadata: {name: c}\n---\nkind: Node\nmetadata: {name: ng}\n"
+        "---\nkind: AKSNodeClass\nmetadata: {name: a}\n",
+        ["NodePool general", "node group ng"],
+        ["{file}:6: skipped kind ConfigMap", "{file}:12: skipped kind AKSNodeClass"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("others", "titles", "notes"), [c[1:] for c in MIXED], ids=[c[0] for c in MIXED]
+)
+def test_a_mixed_template_file_reads_the_templates_and_notes_every_other_kind(
+    tmp_path: Path, others: str, titles: list[str], notes: list[str]
+) -> None:
+    path = tmp_path / "pools.yaml"
+    pool = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: general}\n"
+    path.write_text(f"{pool}spec: {{}}\n---\n{others}")
+    found = templates_from(load([str(path)]).documents)
+    assert found.problems == []
+    assert [t.title for t in found.templates] == titles
+    assert found.skipped == [n.format(file=path) for n in notes]
 
 
 def test_a_node_group_sets_the_autoscalers_startup_taints_apart_and_drops_removal_taints() -> None:

@@ -47,7 +47,8 @@ unreachable tolerations, or never). A pod that fits no node is reported with the
 node and what that node lacks.
 
 --node-templates takes Karpenter karpenter.sh/v1 NodePools and Node objects standing for
-cluster-autoscaler node groups (scale-from-zero templates). For a pod that fits no node it
+cluster-autoscaler node groups (scale-from-zero templates); documents of other kinds (the
+EC2NodeClass beside a NodePool) are skipped with a note. For a pod that fits no node it
 says which templates can add a node for it and why the others cannot: a taint it does not
 tolerate (startup taints are ignored, as the autoscalers do), a nodeSelector or node
 affinity term that conflicts with a NodePool requirement (named), a resource above the
@@ -114,6 +115,8 @@ def _templates(paths: Sequence[str], stdin_name: str) -> list[Template]:
         return []
     manifests = read_manifests(paths, stdin_name, what="--node-templates")
     found = templates_from(manifests.documents)
+    for note in found.skipped:
+        click.echo(note, err=True)
     problems = [*manifests.problems, *found.problems]
     if problems:
         report_problems(problems)
@@ -163,7 +166,8 @@ _DEFAULT_RATES = Rates()
     multiple=True,
     metavar="FILE",
     help="Nodes that do not exist yet: Karpenter karpenter.sh/v1 NodePools, and Node objects "
-    "standing for cluster-autoscaler node groups; repeatable, - for stdin.",
+    "standing for cluster-autoscaler node groups (other kinds are skipped with a note); "
+    "repeatable, - for stdin.",
 )
 @click.option(
     "--fail",

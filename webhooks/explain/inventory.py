@@ -6,14 +6,14 @@ documents, and neither should need a command line to do it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from webhooks.dryrun.engine import Report
 from webhooks.explain.nodes import FailAs, InventoryError, Node, parse_node
 from webhooks.explain.pods import PodView, pod_view
-from webhooks.explain.templates import Template, parse_template
+from webhooks.explain.templates import TEMPLATE_KINDS, Template, parse_template
 from webhooks.manifests.errors import ManifestError
 from webhooks.manifests.reader import Document
 
@@ -81,20 +81,34 @@ def nodes_from(documents: Iterable[Document], failed: set[str], fail_as: FailAs)
 
 @dataclass(slots=True)
 class Templates:
-    """Node templates in input order, and every document that could not be used as one."""
+    """Node templates in input order, every document that could not be used as one, and a
+    note (``file:line: skipped kind X``) for each document of another kind."""
 
     templates: list[Template] = field(default_factory=list)
     problems: list[ManifestError] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
 
 
 def templates_from(documents: Iterable[Document]) -> Templates:
-    """Parse NodePools and node-group Nodes from ``--node-templates`` documents.
+    """Parse NodePools and node-group Nodes from ``--node-templates`` documents, skipping
+    documents of other kinds with a note.
 
-    Why a title listed twice is a problem: coverage warnings and scale-up answers name a
-    template by its title, which must then mean one thing.
+    Why skip rather than refuse: Karpenter's examples, and most clusters' manifests, keep a
+    NodePool and its EC2NodeClass (or another node class) in one file, and that file is what
+    a user points at; the other kinds say nothing about where a pod can run. A document
+    without a kind, or a NodePool that cannot be read, is still a problem: it may be the
+    template the user meant. Why a title listed twice is a problem: coverage warnings and
+    scale-up answers name a template by its title, which must then mean one thing.
     """
     found = Templates()
-    _parse_unique(documents, parse_template, lambda t: t.title, found.templates, found.problems)
+    wanted: list[Document] = []
+    for doc in documents:
+        kind = doc.obj.get("kind") if isinstance(doc.obj, Mapping) else None
+        if isinstance(kind, str) and kind and kind not in TEMPLATE_KINDS:
+            found.skipped.append(f"{doc.path}:{doc.line}: skipped kind {kind}")
+        else:
+            wanted.append(doc)
+    _parse_unique(wanted, parse_template, lambda t: t.title, found.templates, found.problems)
     return found
 
 

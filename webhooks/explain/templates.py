@@ -69,6 +69,8 @@ AUTOSCALER_REMOVAL_TAINTS: Final = (
 )
 
 TemplateKind = Literal["NodePool", "NodeGroup"]
+#: The kinds ``--node-templates`` reads: NodePools, and Nodes that stand for node groups.
+TEMPLATE_KINDS: Final = ("NodePool", "Node")
 
 
 @dataclass(frozen=True, slots=True)
