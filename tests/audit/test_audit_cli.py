@@ -359,3 +359,65 @@ def test_a_real_process_audits_and_writes_reports(api: FakeApiServer, tmp_path: 
     assert result.returncode == 1, result.stderr
     assert "Deployment shop/web (3 pods)" in result.stdout
     assert sorted(reports(api)) == ["shop"]
+
+
+# --- a skip is reported only where something was skipped (issue 19) ---------------------------
+
+ERT = "extended-resource-toleration"
+EXCEPTION = {"name": "dcgm", "plugins": [ERT], "namespaces": ["monitoring"]}
+
+
+def _gpu_pod(namespace: str) -> dict[str, Any]:
+    obj = cluster.pod("dcgm", namespace, tolerations=[])
+    gpu = {"nvidia.com/gpu": "1"}
+    obj["spec"]["containers"][0]["resources"] = {"limits": gpu, "requests": gpu}
+    return obj
+
+
+#: (id, namespace, config, ERT's results for the pod, the summary's counts)
+GPU_SKIPS: list[tuple[str, str, dict[str, Any], list[str], str]] = [
+    (
+        "under the default config a kube-system GPU pod gets its toleration and no skip",
+        "kube-system",
+        {},
+        ["drift: added nvidia.com/gpu:NoSchedule (Exists)"],
+        "0 failed, 0 warnings, 2 drift, 0 skipped by exceptions",
+    ),
+    (
+        "an exception skips the mutation only, while enforcement is off",
+        "monitoring",
+        {"exceptions": [EXCEPTION]},
+        ["skipped drift: exception dcgm covers this object"],
+        "0 failed, 0 warnings, 1 drift, 1 skipped by exceptions",
+    ),
+    (
+        "with enforcement on, the same exception skips the validation as well",
+        "monitoring",
+        {"plugins": {ERT: {"enforce": True}}, "exceptions": [EXCEPTION]},
+        [
+            "skipped drift: exception dcgm covers this object",
+            "skipped violation: exception dcgm covers this object",
+        ],
+        "0 failed, 0 warnings, 1 drift, 2 skipped by exceptions",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("namespace", "config", "results", "counts"),
+    [c[1:] for c in GPU_SKIPS],
+    ids=[c[0] for c in GPU_SKIPS],
+)
+def test_an_audit_reports_a_skip_only_where_something_was_skipped(
+    tmp_path: Path, namespace: str, config: dict[str, Any], results: list[str], counts: str
+) -> None:
+    (tmp_path / "config.yaml").write_text(json.dumps(config))
+    with running(cluster.namespace(namespace), _gpu_pod(namespace)) as fake:
+        argv = ["audit", "--kubeconfig", str(fake.kubeconfig(tmp_path / "kc"))]
+        argv += ["--config", str(tmp_path / "config.yaml"), "-n", namespace]
+        result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 0, result.stderr
+    mine = f"Pod {namespace}/dcgm: {ERT}: "
+    lines = result.stdout.splitlines()
+    assert [line.removeprefix(mine) for line in lines if line.startswith(mine)] == results
+    assert f"1 object audited (Pod 1): {counts}; " in lines[-1]

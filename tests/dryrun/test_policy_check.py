@@ -120,3 +120,67 @@ def test_an_expired_exception_is_a_warning_and_no_longer_excepts(tmp_path: Path)
     code, out, _ = run(tmp_path, config)
     assert code == 1
     assert "old: warning: exception old has expired and no longer exempts this object" in out
+
+
+# --- a skip is reported only where something was skipped (issue 19) ---------------------------
+
+GPU_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: dcgm, namespace: kube-system}
+spec:
+  containers:
+  - name: exporter
+    image: registry.example/dcgm-exporter:3
+    resources: {limits: {nvidia.com/gpu: 1}}
+"""
+ERT = "extended-resource-toleration"
+ADDED = f"{ERT}: Pod kube-system/dcgm: added nvidia.com/gpu:NoSchedule (Exists)"
+
+#: (id, config, the skip line or None, the summary's tail)
+SKIPS: list[tuple[str, dict[str, Any], str | None, str]] = [
+    (
+        "with enforcement off (the default), exemptNamespaces skips nothing and is not reported",
+        {},
+        None,
+        "0 violations, 2 mutations",
+    ),
+    (
+        "with enforcement on, the validation it skips is reported as validation",
+        {"plugins": {ERT: {"enforce": True}}},
+        f"{ERT}.exemptNamespaces: Pod kube-system/dcgm: {ERT} validation skipped: exception "
+        f"{ERT}.exemptNamespaces covers this object",
+        "0 violations, 2 mutations, 1 skipped by exceptions",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("config", "skipped", "summary"), [c[1:] for c in SKIPS], ids=[c[0] for c in SKIPS]
+)
+def test_a_kube_system_gpu_pod_gets_its_toleration_and_a_skip_only_where_one_happened(
+    tmp_path: Path, config: dict[str, Any], skipped: str | None, summary: str
+) -> None:
+    (tmp_path / "config.yaml").write_text(json.dumps(config))
+    (tmp_path / "gpu.yaml").write_text(GPU_POD)
+    result = CliRunner().invoke(
+        main, ["check", "--config", str(tmp_path / "config.yaml"), str(tmp_path / "gpu.yaml")]
+    )
+    assert result.exit_code == 0
+    lines = [line.split(": ", 1)[1] for line in result.stdout.splitlines()[:-1]]
+    assert ADDED in lines
+    assert [line for line in lines if "skipped" in line] == ([skipped] if skipped else [])
+    assert result.stdout.splitlines()[-1].endswith(summary)
+
+
+def test_an_exception_for_both_halves_still_says_the_plugin_was_skipped(tmp_path: Path) -> None:
+    exception = {"name": "dcgm", "plugins": [ERT], "namespaces": ["kube-system"]}
+    (tmp_path / "config.yaml").write_text(json.dumps({"exceptions": [exception]}))
+    (tmp_path / "gpu.yaml").write_text(GPU_POD)
+    result = CliRunner().invoke(
+        main, ["check", "--config", str(tmp_path / "config.yaml"), str(tmp_path / "gpu.yaml")]
+    )
+    assert f"dcgm: Pod kube-system/dcgm: {ERT} skipped: exception dcgm covers this object" in (
+        result.stdout
+    )
+    assert ADDED not in result.stdout

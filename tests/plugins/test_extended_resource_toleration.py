@@ -201,6 +201,7 @@ def test_enforce_message_names_the_toleration_and_the_missing_request() -> None:
 
 EXEMPTIONS: list[tuple[str, dict[str, Any], str, bool]] = [
     ("enforcement is off by default", {}, "default", True),
+    ("with enforcement off, kube-system needs no exemption", {}, "kube-system", True),
     ("kube-system is exempt by default", {"enforce": True}, "kube-system", True),
     (
         "exemptNamespaces can name others",
@@ -230,6 +231,9 @@ def test_enforce_settings_and_exemptions(section: dict[str, Any], ns: str, allow
         assert outcome.audit_annotations["exception"] == (
             "extended-resource-toleration.exemptNamespaces"
         )
+    if not section.get("enforce"):  # nothing to exempt: no exception is said to apply
+        assert outcome.excepted == ()
+        assert "exception" not in outcome.audit_annotations
 
 
 def test_exempt_namespaces_leave_the_mutation_alone() -> None:

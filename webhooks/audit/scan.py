@@ -35,7 +35,7 @@ from webhooks.cluster.files import StaticCluster
 from webhooks.cluster.listing import KINDS
 from webhooks.core.chain import utcnow
 from webhooks.core.config import Config
-from webhooks.core.plugin import PHASES
+from webhooks.core.plugin import PHASES, Plugin
 from webhooks.dryrun.engine import Checked, Engine, Report
 from webhooks.dryrun.expand import controller_user
 from webhooks.dryrun.run import admit, engine_for
@@ -111,8 +111,8 @@ class Scanner:
         self.owners: dict[tuple[str, str, str], Ref] = {}
         self._phases = {e.name: e.phases for e in config.exceptions}
         # A plugin's own exemptNamespaces is its policy (as a policy's ``exclude`` is), not an
-        # admin's exception: namespaces it covers get no skip result, or every kube-system
-        # workload would carry one under the default config.
+        # admin's exception: namespaces it covers get no skip result, or every workload in
+        # them would carry one wherever enforcement is on.
         self._implicit = {
             e.name
             for e in config.exceptions
@@ -221,13 +221,20 @@ class Scanner:
 
     def _excepted(self, exception: str, plugin: str, own: bool) -> list[Rule]:
         """The rules an exception skipped: ``violation`` for a validating half, and ``drift``
-        for a mutating half where drift is reported at all."""
+        for a mutating half where drift is reported at all.
+
+        Why the halves in the chain, not the plugin's: a validating half its settings switch
+        off (``enforce: false``) checks nothing, so an exception skips no violation there.
+        """
         phases = self._phases.get(exception, PHASES)
-        registry = self.engine.admission.registry
-        found = registry.get(plugin) if plugin in registry else None
+        admission = self.engine.admission
         rules: list[Rule] = []
-        if found is not None and own and "mutate" in phases and found.mutate is not None:
+        if own and "mutate" in phases and _runs(admission.plugins("mutate"), plugin):
             rules.append("drift")
-        if found is not None and "validate" in phases and found.validate is not None:
+        if "validate" in phases and _runs(admission.plugins("validate"), plugin):
             rules.append("violation")
         return rules
+
+
+def _runs(plugins: Sequence[Plugin], name: str) -> bool:
+    return any(p.name == name for p in plugins)

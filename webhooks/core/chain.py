@@ -90,8 +90,9 @@ def _concerning(config: Config, plugin: Plugin, phase: Phase) -> Excepting:
 def resolve(plugins: Iterable[Plugin], config: Config, cluster: ClusterView | None) -> Steps:
     """The mutating and validating halves of ``plugins``, each with its context and rules.
 
-    Why each half keeps only the exceptions about it: most halves have none, and then a
-    request pays nothing for exceptions at all.
+    A validating half its settings switch off (:attr:`Validator.active`) is left out. Why
+    each half keeps only the exceptions about it: most halves have none, and then a request
+    pays nothing for exceptions at all.
     """
     view = cluster if cluster is not None else NoCluster()
     mutators: list[MutateStep] = []
@@ -102,9 +103,10 @@ def resolve(plugins: Iterable[Plugin], config: Config, cluster: ClusterView | No
         if plugin.mutate is not None:
             excepting = _concerning(config, plugin, "mutate")
             mutators.append((plugin, plugin.mutate, context, rules, excepting))
-        if plugin.validate is not None:
+        check = plugin.validate
+        if check is not None and (check.active is None or check.active(rules.settings)):
             excepting = _concerning(config, plugin, "validate")
-            validators.append((plugin, plugin.validate, context, rules, excepting))
+            validators.append((plugin, check, context, rules, excepting))
     return Steps(tuple(mutators), tuple(validators))
 
 

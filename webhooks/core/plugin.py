@@ -97,11 +97,18 @@ class Mutator:
 
 @dataclass(frozen=True, slots=True)
 class Validator:
-    """The validating half of a plugin: its function and what it handles (see :class:`Mutator`)."""
+    """The validating half of a plugin: its function and what it handles (see :class:`Mutator`).
+
+    ``active`` says whether the half checks anything under the plugin's settings (``None``:
+    always). Why: a check switched off in the config (``enforce: false``) is not a step of
+    the chain, so an exception for it (``exemptNamespaces``) skips nothing and is reported
+    nowhere, while the plugin's mutating half runs as usual.
+    """
 
     run: ValidateFn
     resources: frozenset[GroupResource]
     operations: frozenset[str]
+    active: Callable[[Any], bool] | None = None
 
 
 Half = Mutator | Validator

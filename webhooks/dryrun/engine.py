@@ -411,6 +411,23 @@ class Engine:
         checked.stored[target.role] = stored if stored is not None else request.object or {}
         return checked.stored[target.role]
 
+    def _skipped(self, exception: str, plugin: str) -> str:
+        """What an exception skipped: the plugin, or the one of its halves in the chain that
+        the exception covers.
+
+        Why name the half: ``exemptNamespaces`` skips a plugin's validation only, and "the
+        plugin skipped" beside the change its mutating half made would be false.
+        """
+        phases = next(
+            (e.phases for e in self.admission.config.exceptions if e.name == exception), PHASES
+        )
+        halves = [p for p in PHASES if plugin in {x.name for x in self.admission.plugins(p)}]
+        if len(halves) > 1 and phases == ("validate",):
+            return f"{plugin} validation"
+        if len(halves) > 1 and phases == ("mutate",):
+            return f"{plugin} mutation"
+        return plugin
+
     def _policy_notes(self, checked: Checked, target: Target, outcome: Outcome) -> None:
         """Exceptions that skipped or no longer skip a plugin, and monitored changes."""
         line = checked.document.line
@@ -422,7 +439,8 @@ class Engine:
                 "excepted",
                 exception,
                 (plugin,),
-                f"{plugin} skipped: exception {exception} covers this object",
+                f"{self._skipped(exception, plugin)} skipped: exception {exception} covers "
+                "this object",
             )
             for exception, plugin in outcome.excepted
         ]

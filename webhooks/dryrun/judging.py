@@ -17,9 +17,10 @@ or without one for every plugin of the chain:
   lookup that failed, an object of the wrong kind). Admission refuses the object.
 * ``warn``: a violation under ``warn`` or ``audit``, and no enforced one. Admitted, and told.
 * ``skip``: nothing judged it. Either an exception applied to the plugin for this object
-  (to either half), or the config leaves the plugin disabled, or the plugin does not handle
-  this kind at all (``dedicated-nodes`` judges Pods, never a Deployment itself). Without
-  ``plugin``: no enabled plugin handles the kind, or exceptions skipped every one that does.
+  (to either half the config runs), or the config leaves the plugin disabled, or the plugin
+  does not handle this kind at all (``dedicated-nodes`` judges Pods, never a Deployment
+  itself). Without ``plugin``: no enabled plugin handles the kind, or exceptions skipped
+  every one that does.
 * ``pass``: judged, and none of the above.
 
 The first that holds wins, in that order, so an exception for one half of a plugin never

@@ -332,12 +332,23 @@ def validate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> li
     return violations
 
 
+def enforcing(settings: Settings) -> bool:
+    """Whether the validating half checks anything: only with ``enforce``.
+
+    Why the chain asks: with enforcement off there is nothing for ``exemptNamespaces`` to
+    exempt, so no exception may be reported as skipping this plugin.
+    """
+    return settings.enforce
+
+
 PLUGIN = Plugin(
     name=NAME,
     summary="Pins dedicated namespaces' pods to their nodes and keeps other pods off them.",
     settings=Settings,
     mutate=Mutator(mutate, frozenset({PODS}), frozenset({"CREATE"})),
-    validate=Validator(validate, frozenset({PODS}), frozenset({"CREATE", "UPDATE"})),
+    validate=Validator(
+        validate, frozenset({PODS}), frozenset({"CREATE", "UPDATE"}), active=enforcing
+    ),
     enabled_by_default=False,
     moved_settings={
         "clusterDefaultNodeSelector": "pod-node-selector",

@@ -111,12 +111,23 @@ def validate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> li
     return violations
 
 
+def enforcing(settings: Settings) -> bool:
+    """Whether the validating half checks anything: only with ``enforce``.
+
+    Why the chain asks: with enforcement off there is nothing for ``exemptNamespaces`` to
+    exempt, so no exception may be reported as skipping this plugin.
+    """
+    return settings.enforce
+
+
 PLUGIN = Plugin(
     name="extended-resource-toleration",
     summary="Tolerates the taint named after each extended resource a pod requests.",
     settings=Settings,
     mutate=Mutator(mutate, frozenset({PODS}), frozenset({"CREATE", "UPDATE"})),
-    validate=Validator(validate, frozenset({PODS}), frozenset({"CREATE", "UPDATE"})),
+    validate=Validator(
+        validate, frozenset({PODS}), frozenset({"CREATE", "UPDATE"}), active=enforcing
+    ),
     wrong_kind="expected *core.Pod but got {kind}",
     upstream="ExtendedResourceToleration",
     exempt_namespaces=("kube-system",),
