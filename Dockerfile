@@ -9,10 +9,16 @@ FROM ${PYTHON_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY requirements/build.txt requirements/serve.txt ./requirements/
+COPY pyproject.toml README.md LICENSE ./
 COPY webhooks ./webhooks
-# The project and every dependency as wheels, so the runtime stage installs offline.
-RUN python -m pip wheel --wheel-dir /wheels .
+# Everything comes from the committed lock (exact versions, hashes checked), as in the
+# Makefile: the locked pip and build backend, then the serving set as wheels, then the
+# project itself with no dependencies of its own to resolve. The lock is universal
+# (Python 3.11 and later, every platform), so it covers this image's Python.
+RUN python -m pip install --require-hashes -r requirements/build.txt \
+ && python -m pip wheel --require-hashes --wheel-dir /wheels -r requirements/serve.txt \
+ && python -m pip wheel --no-deps --no-build-isolation --wheel-dir /wheels .
 
 FROM ${PYTHON_IMAGE} AS runtime
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -20,9 +26,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
     TMPDIR=/dev/shm
-# Bind-mounting the wheels keeps them out of the image's layers.
+# Bind-mounting the wheels keeps them out of the image's layers; exactly the wheels the
+# build stage checked against the lock are installed, with nothing left to resolve.
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
-    python -m pip install --no-index --find-links=/wheels placement-webhooks
+    python -m pip install --no-index --no-deps /wheels/*.whl
 USER 65532:65532
 WORKDIR /
 # 8443: admission (TLS); 8080: /metrics, /healthz, /readyz over plain HTTP.

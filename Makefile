@@ -2,39 +2,83 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+PIP    := $(BIN)/python -m pip --quiet --disable-pip-version-check
+LOCKS  := requirements
 
-.PHONY: serve test lint typecheck unit system-deps properties bench bench-deps bench-check bench-hostile bench-audit clean
+# Installs come only from the committed lock (requirements/*.txt, exact versions with
+# hashes): build.txt holds pip and the build backend, serve.txt what the server needs at run
+# time, test.txt that plus the test and schema extras. The project itself is installed
+# with --no-deps and without build isolation, so nothing unpinned is fetched. Each stamp
+# depends on the files it installs from: a changed lock reinstalls.
+# setuptools announces every editable install with a banner whose only advice is not to
+# shadow the package with a same-named folder; that one notice is filtered by its text, so a
+# real warning about the project's metadata (a deprecation) still shows.
+EDITABLE := PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(PIP) install --no-deps --no-build-isolation -e .
+SERVE_STAMP := $(VENV)/.serve-installed
+TEST_STAMP  := $(VENV)/.test-installed
 
-$(STAMP): pyproject.toml
+.PHONY: serve test lint typecheck unit system-deps properties bench bench-deps bench-check bench-hostile bench-audit lock lock-upgrade clean
+
+$(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
-	@touch $(STAMP)
 
-serve: $(STAMP)
+$(SERVE_STAMP): $(LOCKS)/build.txt $(LOCKS)/serve.txt pyproject.toml | $(BIN)/python
+	$(PIP) install --require-hashes -r $(LOCKS)/build.txt
+	$(PIP) install --require-hashes -r $(LOCKS)/serve.txt
+	$(EDITABLE)
+	@touch $@
+
+$(TEST_STAMP): $(LOCKS)/build.txt $(LOCKS)/test.txt pyproject.toml | $(BIN)/python
+	$(PIP) install --require-hashes -r $(LOCKS)/build.txt
+	$(PIP) install --require-hashes -r $(LOCKS)/test.txt
+	$(EDITABLE)
+	@touch $@
+
+serve: $(SERVE_STAMP)
 	$(BIN)/placement-webhooks serve
 
-lint: $(STAMP)
+# The lock is made by uv, itself installed from its own lock into a venv of its own. `make
+# lock` brings the lock in line with pyproject.toml and keeps every pin that still fits;
+# `make lock-upgrade` moves every pin to the newest release that fits. Universal (every
+# platform, Python 3.11 and later), so the image's Python installs from the same files.
+LOCK_TOOL := $(VENV)/lock-tool
+UV        := $(LOCK_TOOL)/bin/uv
+UV_FLAGS  := --quiet --universal --python-version 3.11 --generate-hashes --custom-compile-command 'make lock'
+
+$(UV): $(LOCKS)/uv.txt
+	$(PYTHON) -m venv $(LOCK_TOOL)
+	$(LOCK_TOOL)/bin/python -m pip --quiet --disable-pip-version-check install --require-hashes -r $(LOCKS)/uv.txt
+	@touch $@
+
+lock: $(UV)
+	$(UV) pip compile $(UV_FLAGS) $(UPGRADE) pyproject.toml --extra test --extra schema -o $(LOCKS)/test.txt
+	$(UV) pip compile $(UV_FLAGS) $(UPGRADE) pyproject.toml -c $(LOCKS)/test.txt -o $(LOCKS)/serve.txt
+	$(UV) pip compile $(UV_FLAGS) $(UPGRADE) $(LOCKS)/build.in -o $(LOCKS)/build.txt
+	$(UV) pip compile $(UV_FLAGS) $(UPGRADE) $(LOCKS)/uv.in -o $(LOCKS)/uv.txt
+
+lock-upgrade:
+	$(MAKE) lock UPGRADE=--upgrade
+
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check webhooks tests bench
 	$(BIN)/ruff format --check webhooks tests bench
 	$(BIN)/lint-imports
 
-typecheck: $(STAMP)
+typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
 # Debian packages the tests use: openssl (certificate chains are checked with `openssl verify`).
 system-deps:
 	@command -v openssl >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq openssl; }
 
-unit: $(STAMP) system-deps
+unit: $(TEST_STAMP) system-deps
 	$(BIN)/pytest
 
 test: lint typecheck unit
 
 # Benchmarks print figures; ratios are measured side by side in one run (docs/performance.md).
-bench: $(STAMP) bench-deps
+bench: $(TEST_STAMP) bench-deps
 	$(BIN)/python -m bench.chain_bench
 	$(BIN)/python -m bench.metrics_bench
 	$(BIN)/python -m bench.app_bench
@@ -45,7 +89,7 @@ bench: $(STAMP) bench-deps
 
 # Reviews on new connections while 500 idle TCP, 100 silent TLS and 20 byte-a-second
 # clients hold connections (targets: p99 <= 50 ms, no errors, worker RSS <= 80 MiB).
-bench-hostile: $(STAMP)
+bench-hostile: $(TEST_STAMP)
 	$(BIN)/python -m bench.hostile_bench
 
 # wrk drives the HTTP benchmark; installed from Debian's packages when missing.
@@ -57,16 +101,16 @@ bench-deps:
 
 # audit of a fake API server holding 20,000 pods in 40 Deployments, read in pages of 500
 # (targets: at most 60 s wall time and 250 MiB peak RSS per run)
-bench-audit: $(STAMP)
+bench-audit: $(TEST_STAMP)
 	$(BIN)/python -m bench.audit_bench
 
 # check over 10,000 documents against a plain CSafeLoader parse (target: at most 2x)
-bench-check: $(STAMP)
+bench-check: $(TEST_STAMP)
 	$(BIN)/python bench/check_bench.py
 
 # The property tests with 10,000 fresh examples each (make test runs a fixed, bounded set);
 # failures are kept in .hypothesis/ and replayed first next time.
-properties: $(STAMP)
+properties: $(TEST_STAMP)
 	HYPOTHESIS_PROFILE=long $(BIN)/pytest tests/properties --hypothesis-show-statistics
 
 clean:

@@ -1,9 +1,10 @@
 """The container image, tested without a Docker engine: its structure, then its exact command.
 
 The structural checks read the Dockerfile as Docker does (instructions, continuation
-lines, exec form). The slow test does what the build does (a wheel from exactly the files
-the Dockerfile copies, installed into a fresh virtualenv) and runs the image's ENTRYPOINT
-and CMD with only the mounted paths and the bind address substituted.
+lines, exec form). The slow test does what the build does (the serving set from the lock,
+hashes checked, then a wheel from exactly the files the Dockerfile copies, with no
+dependencies of its own, in a fresh virtualenv) and runs the image's ENTRYPOINT and CMD with
+only the mounted paths and the bind address substituted.
 """
 
 from __future__ import annotations
@@ -147,9 +148,29 @@ def test_the_build_context_is_only_what_the_build_copies() -> None:
     for instruction in INSTRUCTIONS:
         if instruction.keyword == "COPY" and "--from" not in instruction.args:
             copied += instruction.args.split()[:-1]
-    assert sorted(copied) == ["README.md", "pyproject.toml", "webhooks"]
+    assert sorted(copied) == [
+        "LICENSE",
+        "README.md",
+        "pyproject.toml",
+        "requirements/build.txt",
+        "requirements/serve.txt",
+        "webhooks",
+    ]
     ignore = (ROOT / ".dockerignore").read_text(encoding="utf-8").split()
-    assert ignore[ignore.index("*") + 1 :][:3] == ["!pyproject.toml", "!README.md", "!webhooks"]
+    allowed = [entry[1:] for entry in ignore[ignore.index("*") + 1 :] if entry.startswith("!")]
+    assert sorted(allowed) == sorted(copied)
+
+
+def test_the_build_installs_only_from_the_lock_and_the_project_without_dependencies() -> None:
+    [build] = [i.args for i in INSTRUCTIONS if i.keyword == "RUN" and i.stage == 0]
+    steps = [step.strip() for step in build.split("&&")]
+    assert steps == [
+        "python -m pip install --require-hashes -r requirements/build.txt",
+        "python -m pip wheel --require-hashes --wheel-dir /wheels -r requirements/serve.txt",
+        "python -m pip wheel --no-deps --no-build-isolation --wheel-dir /wheels .",
+    ], "the serving set from the lock, hashes checked, then the project with no resolving"
+    [install] = [i for i in _final("RUN") if "pip install" in i.args]
+    assert "--no-deps" in install.args, "the runtime installs the checked wheels as they are"
 
 
 # --------------------------------------------------------------------------- the command
@@ -173,14 +194,17 @@ def _secret_dir(root: Path) -> Path:
 def test_the_wheel_in_a_fresh_virtualenv_runs_the_images_command(tmp_path: Path) -> None:
     context = tmp_path / "context"
     context.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, context / name)
     shutil.copytree(
         ROOT / "webhooks", context / "webhooks", ignore=shutil.ignore_patterns("__pycache__")
     )
     wheels = tmp_path / "wheels"
     _run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), "."],
+        [
+            *(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps"),
+            *("--no-build-isolation", "-w", str(wheels), "."),
+        ],
         context,
         300,
     )
@@ -196,7 +220,9 @@ def test_the_wheel_in_a_fresh_virtualenv_runs_the_images_command(tmp_path: Path)
         "--quiet",
         "--disable-pip-version-check",
     ]
-    _run([*pip, str(wheel)], tmp_path, 300)
+    # As the image does: the serving set from the lock, hashes checked, then the project.
+    _run([*pip, "--require-hashes", "-r", str(ROOT / "requirements" / "serve.txt")], tmp_path, 300)
+    _run([*pip, "--no-deps", str(wheel)], tmp_path, 300)
 
     mounts = tmp_path / "etc"
     mounts.mkdir()
