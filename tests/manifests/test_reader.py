@@ -102,25 +102,26 @@ def test_parse_field(path: str, tokens: list[object]) -> None:
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        (
-            "a: 1\nb: [\n",
-            Problem(
-                "bad.yaml",
-                3,
-                "invalid YAML: did not find expected node content (while parsing a flow node)",
-            ),
-        ),
+        ("a: 1\nb: [\n", Problem("bad.yaml", 3, "invalid YAML: a value is missing here")),
         (
             "a: 1\n  b: 2\n",
-            Problem("bad.yaml", 2, "invalid YAML: mapping values are not allowed in this context"),
+            Problem(
+                "bad.yaml",
+                2,
+                "invalid YAML: a mapping value is not allowed here (check the indentation, "
+                'or quote a value that holds ": ")',
+            ),
         ),
     ],
     ids=["an unclosed flow sequence", "a mapping value where none may be"],
 )
-def test_a_syntax_error_is_a_problem_with_its_line(text: str, problem: Problem) -> None:
+def test_a_syntax_error_is_a_problem_with_its_line(
+    text: str, problem: Problem, parser_path: str
+) -> None:
     _, found = split(Source("bad.yaml", text))
     assert found == problem
     assert str(found).startswith(f"bad.yaml:{problem.line}: invalid YAML: ")
+    assert "\n" not in str(found)
 
 
 def test_documents_before_a_syntax_error_are_kept() -> None:
@@ -250,6 +251,14 @@ def test_the_line_of_a_field_five_thousand_levels_deep() -> None:
     assert problem is None
     assert doc.line_of("spec" + ".a" * 5000 + ".x") == 5003
     assert doc.line_of("spec" + ".a" * 10 + ".missing") == 12
+
+
+def test_the_line_of_a_field_past_libyamls_own_limit(parser_path: str) -> None:
+    text = "kind: Widget\nspec:\n" + "".join("  " * (i + 1) + "a:\n" for i in range(1500))
+    text += "  " * 1501 + "x: 1\n"
+    (doc,), problem = split(Source("deep.yaml", text))
+    assert problem is None
+    assert doc.line_of("spec" + ".a" * 1500 + ".x") == 1503
 
 
 def test_a_pod_whose_node_selector_aliases_its_labels_gets_a_copy() -> None:

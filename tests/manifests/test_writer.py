@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 import yaml
 
-from webhooks.manifests.decode import MAX_DEPTH, decode
+from webhooks.manifests.decode import decode
+from webhooks.manifests.limits import MAX_DEPTH
 from webhooks.manifests.tree import depth
 from webhooks.manifests.writer import dump_all
 

@@ -1,7 +1,9 @@
-"""The one error type of manifest input, and how values are shown inside its messages.
+"""The error types of manifest input, and how values are shown inside their messages.
 
 Why here and not in each reader: ``check`` PATHS, ``--objects`` and ``--nodes`` must fail the
-same way, with one line a CI log viewer can jump to, whatever went wrong underneath.
+same way, with one line a CI log viewer can jump to, whatever went wrong underneath. The
+decoders raise :class:`Refused` (a line and a reason, knowing no file); the reader turns it
+into a :class:`ManifestError` that names the file.
 """
 
 from __future__ import annotations
@@ -13,6 +15,15 @@ from typing import Any
 
 #: How many characters of a value a message shows before cutting it short.
 SHOWN = 60
+
+
+class Refused(Exception):
+    """Input kubectl would refuse, with the 1-based line to blame (0 when none)."""
+
+    def __init__(self, line: int, reason: str) -> None:
+        super().__init__(line, reason)
+        self.line = line
+        self.reason = reason
 
 
 class ManifestError(Exception):

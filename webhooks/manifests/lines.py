@@ -1,13 +1,15 @@
 """The line of a field in a document: ``spec.tolerations[2].key`` to the line that writes it.
 
-Why an index built from libyaml's events rather than a composed node tree: composing
+Why an index built from the parser's events rather than a composed node tree: composing
 recurses (in C, and crashes near 30,000 levels), and keeping node trees of thousands of
 documents alive makes the garbage collector walk them again and again. An index is built
-only for a document that has a finding, from its own text, without recursion.
+only for a document that has a finding, from its own text, without recursion, by the
+parser that reads the document (:mod:`.parser`), so it reaches every depth the reader does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -15,7 +17,7 @@ from typing import Any
 import yaml
 from yaml import events
 
-_Parser: Any = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
+from webhooks.manifests import parser
 
 #: Per key or list position: ``[0-based line, index of its value or None]``.
 Index = dict[Any, list[Any]]
@@ -51,12 +53,29 @@ def index_lines(text: str) -> Index:
     what was indexed before the error.
     """
     root: Index = {}
+    fast = parser.FAST
+    if fast is not None:
+        try:
+            _index(fast, text, root)
+        except yaml.YAMLError as exc:
+            if not parser.fell_short(exc):
+                return root
+            root = {}  # libyaml stopped at its own depth limit: read it all again
+        else:
+            return root
+    with contextlib.suppress(yaml.YAMLError):
+        _index(parser.PURE, text, root)
+    return root
+
+
+def _index(loader: Any, text: str, root: Index) -> None:
+    # One parser's pass over the first document, filling ``root``; raises the parser's error.
     # A frame is [index of the collection, is a map, entry of the pending key or position].
     stack: list[list[Any]] = []
-    parser = _Parser(text)
+    events_of = loader(text)
     try:
-        while parser.check_event():
-            event = parser.get_event()
+        while events_of.check_event():
+            event = events_of.get_event()
             cls = event.__class__
             if cls is events.DocumentEndEvent:
                 break
@@ -86,11 +105,8 @@ def index_lines(text: str) -> Index:
                 if entry is not None:
                     entry[1] = children
                 stack.append([children, cls is events.MappingStartEvent, _start(cls)])
-    except yaml.YAMLError:
-        pass
     finally:
-        parser.dispose()
-    return root
+        events_of.dispose()
 
 
 _NODES = (

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from webhooks.manifests.decode import Refused, decode, text_of
-from webhooks.manifests.errors import ManifestError
+from webhooks.manifests.decode import decode
+from webhooks.manifests.encoding import text_of
+from webhooks.manifests.errors import ManifestError, Refused
 from webhooks.manifests.lines import Index, index_lines, locate, parse_field
 
 __all__ = [

@@ -20,7 +20,7 @@ from yaml import events
 from yaml.nodes import ScalarNode
 from yaml.resolver import Resolver
 
-from webhooks.manifests.decode import resolve_plain
+from webhooks.manifests.scalars import resolve_plain
 
 _Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 #: YAML 1.1's implicit types, as PyYAML's SafeDumper decides what needs quotes.

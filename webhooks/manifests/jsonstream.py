@@ -1,0 +1,132 @@
+"""JSON streams as kubectl decodes them: values one after another, with Go's number rules.
+
+Why not one ``json.loads``: kubectl's stream decoder (apimachinery ``util/yaml``) reads a
+file that starts with ``{`` as JSON values back to back, gives up on JSON (and reads the
+rest as YAML) when the first or second value fails, and refuses what Go's ``encoding/json``
+refuses: NaN and Infinity, numbers beyond float64. Integral floats arrive as integers, and
+a lone surrogate escape becomes U+FFFD, as Go decodes it. An object deeper than Python's
+``json`` can recurse is read from the YAML parser's events instead, with the same limit.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+
+from webhooks.manifests.errors import Refused
+from webhooks.manifests.raw import Raw, blank
+from webhooks.manifests.scalars import json_number
+from webhooks.manifests.syntax import PREFIX, problem
+from webhooks.manifests.yamlstream import read_yaml
+
+_JSON_SPACE = " \t\n\r"
+
+
+class _NotJson(ValueError):
+    """A token Python's ``json`` accepts but Go's does not (NaN, Infinity)."""
+
+
+def _constant(name: str) -> Any:
+    raise _NotJson(name)
+
+
+class _OutOfRange(ValueError):
+    """A JSON number too large for a float64, which kubectl cannot decode."""
+
+
+def _json_float(text: str) -> int | float:
+    value = float(text)
+    if math.isinf(value):
+        raise _OutOfRange(text)
+    return json_number(value)
+
+
+_DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_json_float)
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def read_json(text: str, pos: int, index: int, add: Callable[[Raw], None]) -> tuple[int, int]:
+    """Decode JSON values one after another from ``pos``, as kubectl's stream decoder does.
+
+    Returns where the JSON ended (the end of the last value read; the length of the text
+    when nothing but JSON was there) and the next document index. kubectl gives up on JSON,
+    and reads the rest as YAML, when the first or second value fails to decode, so a
+    flow-style YAML map or a JSON object followed by ``---`` still reads; from the third
+    value on, a failure is an error.
+    """
+    line, counted, last = 1, 0, 0
+    decoded = 0
+    length = len(text)
+    while True:
+        while pos < length and text[pos] in _JSON_SPACE:
+            pos += 1
+        if pos >= length:
+            return length, index
+        line += text.count("\n", counted, pos)
+        counted = pos
+        try:
+            value, end = _DECODER.raw_decode(text, pos)
+        except RecursionError:
+            value, end = _deep_json(text, pos, line)
+        except _OutOfRange as exc:
+            raise Refused(line, f"number {str(exc)[:60]} does not fit a float64") from None
+        except (json.JSONDecodeError, _NotJson) as exc:
+            if decoded > 1:
+                where = exc.lineno if isinstance(exc, json.JSONDecodeError) else line
+                reason = exc.msg if isinstance(exc, json.JSONDecodeError) else f"{exc} is not JSON"
+                raise Refused(where, f"invalid JSON: {reason}") from None
+            return last, index
+        column = pos - (text.rfind("\n", 0, pos) + 1)
+        if _SURROGATE.search(text, pos, end):
+            value = _no_surrogates(value)
+        add(Raw(value, line, pos, end, column, index))
+        index += 1
+        decoded += 1
+        pos = last = end
+
+
+def _deep_json(text: str, pos: int, line: int) -> tuple[Any, int]:
+    # Deeper than Python's json recurses: read this one object from the YAML parser's events,
+    # which keep no stack of their own, with the same 10,000-level limit as kubectl. JSON is
+    # YAML, so the text before the object is blanked (offsets and lines stay) and the parse
+    # stops at the object's end.
+    found: list[Raw] = []
+    try:
+        read_yaml(blank(text, 0, pos), 0, found.append, single=True)
+    except yaml.YAMLError as exc:
+        where, reason = problem(exc, text)
+        raise Refused(where or line, reason.replace(PREFIX, "invalid JSON: ", 1)) from None
+    if not found:  # pragma: no cover - a "{" always starts a document
+        raise Refused(line, "invalid JSON")
+    return found[0].value, found[0].end
+
+
+def _no_surrogates(value: Any) -> Any:
+    # Go's JSON decoder turns a lone surrogate escape into U+FFFD; Python keeps it, and a
+    # string holding one cannot even be printed.
+    def fix(text: str) -> str:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+    if isinstance(value, str):
+        return fix(value)
+    todo = [value]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            for key in list(node):
+                item = node.pop(key)
+                node[fix(key)] = fix(item) if isinstance(item, str) else item
+                if isinstance(item, dict | list):
+                    todo.append(item)
+        elif isinstance(node, list):
+            for i, item in enumerate(node):
+                if isinstance(item, str):
+                    node[i] = fix(item)
+                elif isinstance(item, dict | list):
+                    todo.append(item)
+    return value

@@ -1,0 +1,272 @@
+"""YAML documents from the parser's events, built without recursion, as go-yaml v2 builds them.
+
+Why from events and not PyYAML's composer: there is no node tree to compose (libyaml's
+composer recurses in C and crashes near 30,000 levels), so depth costs only memory and the
+reader's own limit (:mod:`.limits`) decides, counted level by level as the events arrive.
+Aliases are expanded into independent copies (a shared object would let one mutation land
+in two places), and an alias bomb is refused from the counts before anything is copied.
+Merge keys apply in go-yaml v2's order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+from yaml import events
+
+from webhooks.manifests import parser
+from webhooks.manifests.errors import Refused, show
+from webhooks.manifests.limits import EXCESSIVE, MAX_DEPTH, TOO_DEEP, excessive
+from webhooks.manifests.raw import Raw
+from webhooks.manifests.scalars import (
+    COMPLEX_KEY,
+    HINT,
+    MERGE,
+    WORD,
+    WORDS,
+    as_key,
+    as_value,
+    resolve_plain,
+    tagged,
+)
+from webhooks.manifests.tree import copy_tree
+
+
+def read_yaml(
+    text: str,
+    index: int,
+    add: Callable[[Raw], None],
+    single: bool = False,
+) -> int:
+    """Decode the YAML documents of ``text`` into ``add``; returns the next document index.
+
+    With ``single``, stops after the first document's root value (used to read one JSON
+    object that nests too deep for Python's ``json``). Raises :class:`Refused` or
+    ``yaml.YAMLError``; the documents before the failure have been added. Why two tries:
+    where libyaml stops at a nesting limit of its own, the text is read again by the
+    pure-Python parser (:mod:`.parser`), and the documents already added are not added twice.
+    """
+    fast = parser.FAST
+    if fast is None:
+        return _read(parser.PURE, text, index, add, single)
+    added = 0
+
+    def counted(raw: Raw) -> None:
+        nonlocal added
+        added += 1
+        add(raw)
+
+    try:
+        return _read(fast, text, index, counted, single)
+    except yaml.YAMLError as exc:
+        if not parser.fell_short(exc):
+            raise
+    skip = added
+
+    def rest(raw: Raw) -> None:
+        nonlocal skip
+        if skip:
+            skip -= 1
+        else:
+            add(raw)
+
+    return _read(parser.PURE, text, index, rest, single)
+
+
+def _read(
+    loader: Any,
+    text: str,
+    index: int,
+    add: Callable[[Raw], None],
+    single: bool = False,
+) -> int:
+    # One parser's pass over the text (see read_yaml).
+    events_of = loader(text)
+    get, check = events_of.get_event, events_of.check_event
+    try:
+        while check():
+            event = get()
+            if event.__class__ is not _DOC:
+                continue
+            raw = _document(get, single)
+            if raw is None:
+                continue
+            raw.index = index
+            index += 1
+            add(raw)
+            if single:
+                break
+    finally:
+        events_of.dispose()
+    return index
+
+
+_SCALAR = events.ScalarEvent
+_ALIAS = events.AliasEvent
+_MAP = events.MappingStartEvent
+_SEQ = events.SequenceStartEvent
+_MAP_END = events.MappingEndEvent
+_SEQ_END = events.SequenceEndEvent
+_DOC = events.DocumentStartEvent
+_NOKEY = object()
+_OPEN = object()
+
+
+def _merge(target: dict[str, Any], value: Any, line: int) -> None:
+    # go-yaml v2 writes merged keys in place as it meets them, so a key written before the
+    # "<<" is overwritten and one written after it wins; in a list the first map wins.
+    if isinstance(value, dict):
+        target.update(value)
+        return
+    if isinstance(value, list) and all(isinstance(item, dict) for item in value):
+        for item in reversed(value):
+            target.update(item)
+        return
+    raise Refused(line, "map merge requires map or sequence of maps as the value")
+
+
+def _document(get: Callable[[], Any], single: bool = False) -> Raw | None:  # noqa: PLR0915
+    """Build one document's root value from its events (after its DocumentStartEvent).
+
+    With ``single``, returns as soon as the root is complete, without asking for the
+    document's end: the parser would look past it, at text that is not this document's.
+    """
+    anchors: dict[str, Any] = {}
+    # A frame: [container, pending key, anchor, nodes before it, deepest before it,
+    # merge target, lines of its elements (only for the root's "items" list)]
+    stack: list[list[Any]] = []
+    items: list[int] | None = None
+    decoded, aliased, deepest = 1, 0, 0
+    root: Any = None
+    start_mark: Any = None
+    end = 0
+    while True:
+        event = get()
+        cls = event.__class__
+        if cls is _SCALAR:
+            decoded += 1
+            tag = event.tag
+            text = event.value
+            if tag is None:
+                if event.implicit[0]:
+                    hint = HINT.get(text[:1])
+                    if hint is None:
+                        value: Any = text
+                    elif hint == WORD:
+                        value = WORDS.get(text, text)
+                    else:
+                        value = resolve_plain(text)
+                else:
+                    value = text
+            else:
+                value = tagged(tag, text, event.start_mark.line + 1)
+            if event.anchor is not None:
+                anchors[event.anchor] = (value, 1, 0)
+            height = 0
+        elif cls is _MAP or cls is _SEQ:
+            decoded += 1
+            level = len(stack) + 1
+            if level > MAX_DEPTH:
+                raise Refused(event.start_mark.line + 1, TOO_DEEP)
+            if level > deepest:  # noqa: PLR1730 - the hot loop; a call to max() costs more
+                deepest = level
+            container: Any = {} if cls is _MAP else []
+            anchor = event.anchor
+            frame = [container, _NOKEY, anchor, decoded - 1, deepest, None, None]
+            if anchor is not None:
+                anchors[anchor] = _OPEN
+                deepest = level
+            if stack:
+                parent = stack[-1]
+                holder = parent[0]
+                if holder.__class__ is list:
+                    holder.append(container)
+                    if parent[6] is not None:
+                        parent[6].append(event.start_mark.line + 1)
+                else:
+                    key = parent[1]
+                    if key.__class__ is str:
+                        holder[key] = container
+                        if level == 2 and key == "items" and cls is _SEQ:
+                            items = frame[6] = []
+                    elif key is MERGE:
+                        frame[5] = holder
+                    else:
+                        raise Refused(event.start_mark.line + 1, COMPLEX_KEY)
+                    parent[1] = _NOKEY
+            else:
+                root, start_mark = container, event.start_mark
+            stack.append(frame)
+            if aliased > 100 and excessive(decoded, aliased):
+                raise Refused(event.start_mark.line + 1, EXCESSIVE)
+            continue
+        elif cls is _MAP_END or cls is _SEQ_END:
+            frame = stack.pop()
+            anchor = frame[2]
+            if anchor is not None:
+                level = len(stack) + 1
+                anchors[anchor] = (frame[0], decoded - frame[3], deepest - level + 1)
+                deepest = max(deepest, frame[4])
+            if frame[5] is not None:
+                _merge(frame[5], frame[0], event.start_mark.line + 1)
+            if not stack:
+                end = event.end_mark.index
+                if single:
+                    return Raw(
+                        root, start_mark.line + 1, start_mark.index, end, start_mark.column, 0
+                    )  # a JSON object: a List of it gets its item lines from the index
+            continue
+        elif cls is _ALIAS:
+            line = event.start_mark.line + 1
+            entry = anchors.get(event.anchor)
+            if entry is None:
+                raise Refused(line, f"unknown anchor {show(event.anchor)} referenced")
+            if entry is _OPEN:
+                raise Refused(line, f"anchor {show(event.anchor)} value contains itself")
+            value, size, height = entry
+            decoded += 1 + size
+            aliased += size
+            if excessive(decoded, aliased):
+                raise Refused(line, EXCESSIVE)
+            if len(stack) + height > MAX_DEPTH:
+                raise Refused(line, TOO_DEEP)
+            deepest = max(deepest, len(stack) + height)
+            if height:
+                value = copy_tree(value)
+        elif cls is _DOC or cls is events.StreamEndEvent:  # pragma: no cover - libyaml pairs
+            raise Refused(event.start_mark.line + 1, "a document ended too early")
+        else:  # DocumentEndEvent
+            if start_mark is None:
+                return None
+            line = start_mark.line + 1
+            return Raw(root, line, start_mark.index, end, start_mark.column, 0, items)
+        # A scalar or an alias: place it.
+        if aliased > 100 and excessive(decoded, aliased):
+            raise Refused(event.start_mark.line + 1, EXCESSIVE)
+        if not stack:
+            root, start_mark, end = value, event.start_mark, event.end_mark.index
+            if not height:
+                root = as_value(value, start_mark.line + 1)
+            continue
+        frame = stack[-1]
+        holder = frame[0]
+        if holder.__class__ is list:
+            if not height and (value.__class__ is float or value is MERGE):
+                value = as_value(value, event.start_mark.line + 1)
+            holder.append(value)
+            if frame[6] is not None:
+                frame[6].append(event.start_mark.line + 1)
+            continue
+        key = frame[1]
+        if key is _NOKEY:
+            frame[1] = value if value.__class__ is str else as_key(value, event.start_mark.line + 1)
+            continue
+        frame[1] = _NOKEY
+        if key is MERGE:
+            _merge(holder, value, event.start_mark.line + 1)
+            continue
+        if not height and (value.__class__ is float or value is MERGE):
+            value = as_value(value, event.start_mark.line + 1)
+        holder[key] = value
