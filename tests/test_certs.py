@@ -22,6 +22,8 @@ from webhooks import certs
 from webhooks.certs import CertError, CertPaths
 
 TIMEOUT = 10.0
+#: OpenSSL's verify result for a certificate that does not name the host (x509_vfy.h).
+X509_V_ERR_HOSTNAME_MISMATCH = 62
 
 E = TypeVar("E", bound=x509.ExtensionType)
 
@@ -72,7 +74,6 @@ def test_openssl_verifies_the_chain(chain: CertPaths, extra_args: list[str]) -> 
         check=False,
     )
     assert result.returncode == 0, result.stderr + result.stdout
-    assert result.stdout.strip().endswith("OK")
 
 
 def test_ca_has_the_extensions_of_a_signing_only_ca(chain: CertPaths) -> None:
@@ -535,8 +536,10 @@ def test_real_tls_handshake(chain: CertPaths, server_hostname: str, accepted: bo
                         assert tls.recv(4) == b"ping"
                         assert tls.version() in {"TLSv1.2", "TLSv1.3"}
                 else:
-                    with pytest.raises(ssl.SSLCertVerificationError, match="mismatch"):
+                    with pytest.raises(ssl.SSLCertVerificationError) as refused:
                         client_ctx.wrap_socket(raw, server_hostname=server_hostname)
+                    # OpenSSL's code for it, not its words: X509_V_ERR_HOSTNAME_MISMATCH.
+                    assert refused.value.verify_code == X509_V_ERR_HOSTNAME_MISMATCH
         finally:
             thread.join(TIMEOUT)
     assert not thread.is_alive()

@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from webhooks.core.config import Config, ConfigError, load_config
+from webhooks.manifests.syntax import problem
 from webhooks.plugins import REGISTRY
 
 
@@ -25,7 +26,8 @@ def read_config(path: str | Path | None) -> Config:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}".replace("\n", " ")) from None
+        line, reason = problem(exc, text)  # worded as the manifest reader words it
+        raise ConfigError(f"{path}:{line}: {reason}" if line else f"{path}: {reason}") from None
     try:
         return load_config(data, REGISTRY)
     except ConfigError as exc:

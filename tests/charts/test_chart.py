@@ -38,8 +38,9 @@ from webhooks.core.config import load_config
 from webhooks.plugins import REGISTRY
 from webhooks.webhookconfig import plugin_table, rules
 
-#: The oldest Kubernetes the chart supports (matchConditions GA) and the newest schema shipped.
-KUBE_VERSIONS = ("1.30.0", kubernetes_validate.utils.latest_version())
+#: The oldest Kubernetes the chart supports (matchConditions GA), one in between and the
+#: newest it is tested on; fixed, so a newer kubernetes-validate cannot change what passes.
+KUBE_VERSIONS = ("1.30.0", "1.35.0", "1.37.0")
 
 MUTATING = "MutatingWebhookConfiguration"
 VALIDATING = "ValidatingWebhookConfiguration"

@@ -26,6 +26,9 @@ from webhooks.manifests.tree import depth
 from webhooks.plugins import ORDER
 
 ROOT = Path(__file__).parent.parent.parent
+#: ``--schema`` at a fixed Kubernetes version, so a newer kubernetes-validate (whose newest
+#: schemas are the default) cannot change what these tests see.
+SCHEMA = ("--schema", "--kubernetes-version", "1.37")
 DEPLOY = ROOT / "tests" / "fixtures" / "manifests" / "deploy"
 
 NODE = "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n"
@@ -60,9 +63,9 @@ def _check(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
         (["-"], DEPLOYMENT, 0),
         (["--fail-on-mutation", "-"], DEPLOYMENT, 1),
         (["--fail-on-mutation", "-"], NODE, 0),
-        (["--schema", "-"], UNKNOWN_FIELD, 1),
-        (["--schema", "-"], "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndatta: {}\n", 1),
-        (["--schema", "-"], "apiVersion: example.com/v1\nkind: Widget\nspec: {x: 1}\n", 0),
+        ([*SCHEMA, "-"], UNKNOWN_FIELD, 1),
+        ([*SCHEMA, "-"], "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndatta: {}\n", 1),
+        ([*SCHEMA, "-"], "apiVersion: example.com/v1\nkind: Widget\nspec: {x: 1}\n", 0),
         (["--schema", "--kubernetes-version", "1.30", "-"], DEPLOYMENT, 0),
         (["-"], "kind: [\n", 2),
         (["-"], "", 2),
@@ -160,7 +163,7 @@ def test_stdin_can_be_named_and_namespaced() -> None:
 
 
 def test_schema_errors_point_at_the_unknown_field() -> None:
-    code, out, _ = _check("--schema", "-", stdin=UNKNOWN_FIELD)
+    code, out, _ = _check(*SCHEMA, "-", stdin=UNKNOWN_FIELD)
     assert code == 1
     assert "<stdin>:15: schema: spec.template.spec: Additional properties are not allowed" in out
     assert out.count("tolerationz") == 1, "the same error after mutation is not repeated"
@@ -170,7 +173,7 @@ def test_schema_without_the_package_says_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "kubernetes_validate", None)
-    code, _, err = _check("--schema", "-", stdin=NODE)
+    code, _, err = _check(*SCHEMA, "-", stdin=NODE)
     assert code == 2
     assert "pip install 'placement-webhooks[schema]'" in err
 
@@ -343,7 +346,7 @@ def _one_line_error(err: str, start: str) -> None:
 
 
 def test_an_alias_bomb_is_refused_at_its_line_without_expanding_it() -> None:
-    code, _, err = _check("--schema", "-", stdin=_bomb())
+    code, _, err = _check(*SCHEMA, "-", stdin=_bomb())
     assert code == 2
     _one_line_error(err, "<stdin>:")
     assert "excessive aliasing" in err
@@ -361,13 +364,13 @@ def test_depth_500_checks_and_mutates_end_to_end(command: str) -> None:
 
 
 def test_depth_500_passes_check_schema_with_the_unknown_field_reported() -> None:
-    code, out, err = _check("--schema", "-", stdin=_deep_pod(500))
+    code, out, err = _check(*SCHEMA, "-", stdin=_deep_pod(500))
     assert code == 1, err
     assert '<stdin>:7: schema: spec: Additional properties are not allowed ("extra"' in out
 
 
 def test_a_crd_whose_schema_nests_a_thousand_levels_passes_check_schema() -> None:
-    code, out, err = _check("--schema", "--output", "json", "-", stdin=_deep_crd(500))
+    code, out, err = _check(*SCHEMA, "--output", "json", "-", stdin=_deep_crd(500))
     assert (code, err) == (0, "")
     assert json.loads(out)["summary"]["schema"] == 0
 
@@ -469,7 +472,7 @@ spec:
 
 @pytest.mark.parametrize("seconds", ["300.0", "1e3", "300"])
 def test_integral_float_seconds_are_integers_as_the_api_server_receives_them(seconds: str) -> None:
-    code, out, _ = _check("--schema", "--output", "json", "-", stdin=TOLERATION % seconds)
+    code, out, _ = _check(*SCHEMA, "--output", "json", "-", stdin=TOLERATION % seconds)
     assert code == 0, out
     assert json.loads(out)["summary"]["violations"] == 0
 
@@ -492,7 +495,7 @@ def test_schema_messages_show_values_as_json_and_cut_long_ones() -> None:
     text = TOLERATION.replace(
         "tolerationSeconds: %s", "value: yes, tolerationSeconds: " + "9" * 400
     )
-    code, out, _ = _check("--schema", "-", stdin=text)
+    code, out, _ = _check(*SCHEMA, "-", stdin=text)
     assert code == 1
     assert "spec.tolerations[0].value: true is not of type string or null" in out
     assert "True" not in out
@@ -502,7 +505,7 @@ def test_schema_messages_show_values_as_json_and_cut_long_ones() -> None:
 
 
 SEGFAULT_CLASS = [
-    ("an alias bomb under --schema", ["check", "--schema", "-"], _bomb(), 2),
+    ("an alias bomb under --schema", ["check", *SCHEMA, "-"], _bomb(), 2),
     ("30,000 levels of flow lists", ["check", "-"], _deep_pod(30_000), 2),
     ("30,000 levels of block lists", ["check", "-"], "a:\n" + "- " * 30_000 + "x\n", 2),
     ("10,000 levels through mutate", ["mutate", "-"], _deep_pod(9_996), 0),

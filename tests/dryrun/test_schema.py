@@ -18,6 +18,13 @@ def schema() -> KubernetesSchema:
     return KubernetesSchema("1.30")
 
 
+def test_no_version_means_the_newest_the_installed_package_knows() -> None:
+    from kubernetes_validate import utils
+
+    newest = max(utils.all_versions(), key=lambda v: tuple(int(p) for p in v.split(".")[:2]))
+    assert KubernetesSchema().version == ".".join(newest.split(".")[:2])
+
+
 def _pod(**spec: Any) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
