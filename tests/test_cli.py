@@ -116,3 +116,29 @@ def test_python_dash_m_is_the_same_command() -> None:
     proc = _run(["--help"])
     assert proc.returncode == 0
     assert b"review" in proc.stdout and b"serve" in proc.stdout
+
+
+NODES_FILE = str(Path(__file__).parent / "fixtures" / "as-kubectl-reads" / "nodes" / "nodes.yaml")
+EMPTY_ARGUMENTS = [
+    pytest.param(["check", ""], "PATH", id="check with an empty PATH"),
+    pytest.param(["check", NODES_FILE, ""], "PATH", id="check with an empty PATH among good ones"),
+    pytest.param(["check", "--objects", "", NODES_FILE], "--objects", id="check --objects empty"),
+    pytest.param(["mutate", ""], "PATH", id="mutate with an empty PATH"),
+    pytest.param(["test", ""], "PATH", id="test with an empty PATH"),
+    pytest.param(["explain", "--nodes", NODES_FILE, ""], "PATH", id="explain with an empty PATH"),
+    pytest.param(["explain", "--nodes", ""], "--nodes", id="explain --nodes empty"),
+    pytest.param(
+        ["explain", "--nodes", NODES_FILE, "--node-templates", ""],
+        "--node-templates",
+        id="explain --node-templates empty",
+    ),
+]
+
+
+@pytest.mark.parametrize(("args", "what"), EMPTY_ARGUMENTS)
+def test_an_empty_path_argument_exits_2_with_one_line(args: list[str], what: str) -> None:
+    result = CliRunner().invoke(main, args, input=b"")
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f'placement-webhooks: an empty {what} argument (""): give ')

@@ -529,16 +529,19 @@ def test_objects_give_the_namespaces_their_labels(tmp_path: Path) -> None:
     assert [d.where for d in verdict.differences] == ["spec.tolerations"]
 
 
-def test_suites_are_found_recursively_in_sorted_order(tmp_path: Path) -> None:
+def test_suites_are_found_recursively_as_the_manifest_reader_walks(tmp_path: Path) -> None:
     expectation = [{"resource": pod("sandbox", "quiet"), "result": "pass"}]
-    for name in ("b", "a/z", "a/c"):
+    for name in ("b", "a/z", "a/c", ".hidden"):
         write_suite(tmp_path / name, expectation)
     (tmp_path / "a" / "c" / "notes.yaml").write_text("name: not a suite\n")
-    (tmp_path / ".hidden").mkdir()
-    (tmp_path / ".hidden" / "x.test.yaml").write_text("name: hidden\n")
     results = run([str(tmp_path)])
     assert not results.problems
-    assert [Path(v.suite.path).parent.name for v in results.verdicts] == ["c", "z", "b"]
+    assert [Path(v.suite.path).parent.name for v in results.verdicts] == [
+        ".hidden",
+        "c",
+        "z",
+        "b",
+    ], "kubectl's order, hidden directories included"
 
 
 def test_a_file_named_on_the_command_line_runs_whatever_its_name(tmp_path: Path) -> None:

@@ -136,18 +136,63 @@ def test_json_that_libyaml_rejects_is_still_read() -> None:
     assert [(d.obj["kind"], d.line) for d in docs] == [("Pod", 1)]
 
 
-def test_directories_are_walked_in_order_skipping_hidden_and_other_files(tmp_path: Path) -> None:
+def test_directories_are_walked_in_kubectls_order_with_kubectls_suffixes(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
-    (tmp_path / ".git").mkdir()
-    for name in ("b/z.yml", "a.yaml", "c.JSON", "notes.txt", ".hidden.yaml", ".git/x.yaml"):
+    for name in ("b/z.yml", "a.yaml", "c.json", "C.JSON", "d.YAML", "notes.txt"):
         (tmp_path / name).write_text("kind: Pod\n")
     sources, problems = read([str(tmp_path)])
     assert problems == []
     assert [Path(s.name).relative_to(tmp_path).as_posix() for s in sources] == [
         "a.yaml",
-        "c.JSON",
         "b/z.yml",
+        "c.json",
+    ], "byte order of names, a directory where its name falls; suffixes matched as written"
+
+
+def test_a_file_named_on_the_command_line_is_read_whatever_its_name(tmp_path: Path) -> None:
+    (tmp_path / "pod.txt").write_text("kind: Pod\n")
+    sources, problems = read([str(tmp_path / "pod.txt")])
+    assert (problems, [s.text for s in sources]) == ([], ["kind: Pod\n"])
+
+
+HIDDEN = [
+    pytest.param(".overlay/deploy.yaml", id="a file under a hidden directory"),
+    pytest.param(".hidden.yaml", id="a hidden file"),
+    pytest.param("a/.git/x.yaml", id="a file under a hidden directory further down"),
+]
+
+
+@pytest.mark.parametrize("name", HIDDEN)
+def test_hidden_paths_are_read_as_kubectl_apply_r_reads_them(tmp_path: Path, name: str) -> None:
+    # kubectl apply -R -f DIR filters a walk by suffix only: nothing is skipped for a dot.
+    (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / name).write_text("kind: Pod\nmetadata: {name: hidden}\n")
+    manifests = load([str(tmp_path)])
+    assert manifests.problems == []
+    assert [
+        (Path(d.path).relative_to(tmp_path).as_posix(), d.line) for d in manifests.documents
+    ] == [(name, 1)]
+
+
+def test_an_empty_path_is_refused_rather_than_read_as_the_current_directory() -> None:
+    manifests = load([""])
+    assert [str(p) for p in manifests.problems] == [
+        '"": an empty path names nothing (an unset variable?): give a file or a directory'
     ]
+    assert manifests.documents == []
+
+
+def test_an_unreadable_directory_is_a_problem_not_a_silent_skip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def denied(path: object) -> object:
+        raise PermissionError(13, "Permission denied")
+
+    (tmp_path / "a.yaml").write_text("kind: Pod\n")
+    monkeypatch.setattr("webhooks.manifests.reader.os.scandir", denied)
+    sources, problems = read([str(tmp_path)])
+    assert sources == []
+    assert [str(p) for p in problems] == [f"{tmp_path}: cannot read: Permission denied"]
 
 
 def test_stdin_unreadable_files_and_encodings(tmp_path: Path) -> None:
@@ -283,16 +328,16 @@ def test_a_directory_of_what_kubectl_reads_is_read_whole(tmp_path: Path) -> None
     found = [(Path(d.path).name, d.line, d.obj["kind"]) for d in manifests.documents if d.obj]
     assert found == [
         ("anchors.yaml", 2, "Pod"),
+        ("nodes.yaml", 6, "Node"),
+        ("nodes.yaml", 17, "Node"),
+        ("utf16.yaml", 6, "Node"),
+        ("utf16.yaml", 17, "Node"),
         ("pods.json", 1, "Pod"),
         ("pods.json", 2, "Pod"),
         ("rendered-chart.yaml", 4, "RuntimeClass"),
         ("rendered-chart.yaml", 14, "Deployment"),
         ("windows-line-ends.yaml", 1, "DaemonSet"),
-        ("nodes.yaml", 6, "Node"),
-        ("nodes.yaml", 17, "Node"),
-        ("utf16.yaml", 6, "Node"),
-        ("utf16.yaml", 17, "Node"),
-    ]
+    ], "in kubectl's order: the nodes/ directory where its name falls among the files"
     pod = manifests.documents[0].obj
     assert pod["spec"]["containers"][1] == {"name": "sidecar", "image": "nginx:1.27"}
     deployment = next(d.obj for d in manifests.documents if d.obj and d.obj["kind"] == "Deployment")

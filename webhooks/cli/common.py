@@ -33,6 +33,18 @@ def fail(message: str, code: int = USAGE_ERROR) -> NoReturn:
     sys.exit(code)
 
 
+def refuse_empty(paths: Iterable[str], what: str, *, stdin: bool = True) -> None:
+    """Exit 2 when one of ``paths`` is the empty string, naming the argument it was given as.
+
+    Why: ``""`` is what an unset variable makes of ``check "$DIR"`` in a CI script, and taken
+    as a path it names the current directory, so the job would check the wrong files and
+    pass. kubectl refuses it too (``-f ""``).
+    """
+    if any(path == "" for path in paths):
+        where = "a file, a directory, or - for stdin" if stdin else "a file or a directory"
+        fail(f'an empty {what} argument (""): give {where}')
+
+
 def config_option(help: str = "Config YAML.") -> Callable[[Any], Any]:
     """The ``--config`` option, passed on as ``config_path``.
 
@@ -64,6 +76,7 @@ def load_objects(paths: Iterable[str]) -> StaticCluster:
 
     Why exit here: like the config, these files are the caller's input.
     """
+    refuse_empty(paths, "--objects")
     try:
         return read_objects(paths)
     except ObjectsError as exc:
@@ -103,6 +116,7 @@ def read_manifests(paths: Sequence[str], stdin_name: str, *, what: str = "PATH")
     """
     if not paths:
         fail(f"no input: give {what} as files, directories, or - for stdin")
+    refuse_empty(paths, what)
     stdin = sys.stdin.buffer.read() if STDIN in paths else None
     return load(paths, stdin, stdin_name)
 

@@ -13,7 +13,7 @@ import sys
 import click
 
 from webhooks.cli.check import output_option, parse_outputs, write_output
-from webhooks.cli.common import fail, report_problems
+from webhooks.cli.common import fail, refuse_empty, report_problems
 from webhooks.dryrun import testreport
 from webhooks.dryrun.policytest import run
 
@@ -34,6 +34,7 @@ def policy_tests(paths: tuple[str, ...], outputs: tuple[str, ...]) -> None:
     targets = parse_outputs(outputs, list(testreport.FORMATS))
     if not paths:
         fail("no input: give PATH as test suite files (*.test.yaml) or directories")
+    refuse_empty(paths, "PATH", stdin=False)
     if all(target is not None for _, target in targets):
         targets.append(("text", None))
     results = run(paths)

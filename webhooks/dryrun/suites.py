@@ -28,7 +28,7 @@ objects or resources that cannot be read. Other suites still run.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -38,7 +38,7 @@ from webhooks.configfile import read_config
 from webhooks.core.config import Config, ConfigError, load_config
 from webhooks.dryrun.expand import KINDS
 from webhooks.manifests.errors import ManifestError, show
-from webhooks.manifests.reader import Document, Manifests, load, read, split
+from webhooks.manifests.reader import EMPTY_PATH, Document, Manifests, load, read, split, walk
 from webhooks.plugins import REGISTRY
 
 Result = Literal["pass", "fail", "warn", "skip"]
@@ -119,27 +119,21 @@ class SuiteError(Exception):
 # --- finding and loading suites ---------------------------------------------------------------
 
 
-def _walk(directory: Path) -> Iterator[Path]:
-    for root, dirs, files in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
-            if not name.startswith(".") and name.endswith(SUFFIX):
-                yield Path(root) / name
-
-
 def discover(paths: Sequence[str]) -> tuple[list[str], list[ManifestError]]:
     """The suite files under ``paths``: files as named, ``*.test.yaml`` under directories.
 
-    Directories are walked recursively in sorted order, hidden entries skipped, as the
-    manifest reader walks them. Why a PATH that holds no suite is unusable: a CI job pointed
-    at the wrong directory must fail rather than pass having tested nothing.
+    Directories are walked as the manifest reader walks them (kubectl's order, hidden
+    entries included). Why a PATH that holds no suite is unusable: a CI job pointed at the
+    wrong directory must fail rather than pass having tested nothing.
     """
     files: list[str] = []
     problems: list[ManifestError] = []
     for path in paths:
         target = Path(path)
-        if target.is_dir():
-            found = [str(p) for p in _walk(target)]
+        if not path:
+            problems.append(ManifestError('""', 0, EMPTY_PATH))
+        elif target.is_dir():
+            found = [str(p) for p in walk(target, (SUFFIX,))]
             if not found:
                 problems.append(ManifestError(path, 0, f"no test suites found: no *{SUFFIX} file"))
             files.extend(found)

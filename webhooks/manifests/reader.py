@@ -35,6 +35,7 @@ __all__ = [
     "parse_field",
     "read",
     "split",
+    "walk",
 ]
 
 STDIN = "-"
@@ -166,12 +167,37 @@ def split(source: Source) -> tuple[list[Document], ManifestError | None]:
     return docs, problem
 
 
-def _walk(directory: Path) -> Iterator[Path]:
-    for root, dirs, files in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
-            if not name.startswith(".") and name.lower().endswith(SUFFIXES):
-                yield Path(root) / name
+def walk(directory: Path, suffixes: tuple[str, ...] = SUFFIXES) -> Iterator[Path]:
+    """The files under ``directory`` whose names end in ``suffixes``, in kubectl's order.
+
+    Why kubectl's walk (cli-runtime ``ExpandPathsToFileVisitors``, Go's ``filepath.Walk``):
+    ``kubectl apply -R -f DIR`` applies every file it finds there, hidden directories and
+    hidden files included, so a check that skipped ``.overlay/deploy.yaml`` would pass what
+    the cluster then receives. Like kubectl, entries are taken in byte order of their
+    names, each directory where its name falls among the files; the suffix is matched as
+    written (``a.YAML`` is not read); a symbolic link to a directory is not followed. An
+    unreadable directory raises ``OSError``, as it stops kubectl.
+    """
+    pending: list[Iterator[os.DirEntry[str]]] = [_entries(directory)]
+    while pending:
+        entry = next(pending[-1], None)
+        if entry is None:
+            pending.pop()
+        elif entry.is_dir(follow_symlinks=False):
+            pending.append(_entries(Path(entry.path)))
+        elif entry.name.endswith(suffixes):
+            yield Path(entry.path)
+
+
+def _entries(directory: Path) -> Iterator[os.DirEntry[str]]:
+    with os.scandir(directory) as found:
+        entries = sorted(found, key=lambda entry: entry.name.encode("utf-8", "surrogateescape"))
+    return iter(entries)
+
+
+#: The refusal of ``""`` as a path: it is what an unset variable makes of ``check "$DIR"``,
+#: and read as a path it would name the current directory.
+EMPTY_PATH = "an empty path names nothing (an unset variable?): give a file or a directory"
 
 
 def read(
@@ -179,8 +205,9 @@ def read(
 ) -> tuple[list[Source], list[ManifestError]]:
     """Read every input: files as named, directories recursively (``*.yaml|yml|json``), stdin.
 
-    Directories are walked in sorted order, hidden entries skipped, so output is stable
-    across machines; unreadable inputs become :class:`ManifestError` values, not exceptions.
+    Directories are walked as kubectl walks them (:func:`walk`), so what is checked is what
+    ``kubectl apply -R -f`` applies; unreadable inputs become :class:`ManifestError` values,
+    not exceptions.
     """
     sources: list[Source] = []
     problems: list[ManifestError] = []
@@ -195,8 +222,15 @@ def read(
         if path == STDIN:
             add(stdin_name, stdin or b"")
             continue
+        if not path:
+            problems.append(ManifestError('""', 0, EMPTY_PATH))
+            continue
         target = Path(path)
-        files = list(_walk(target)) if target.is_dir() else [target]
+        try:
+            files = list(walk(target)) if target.is_dir() else [target]
+        except OSError as exc:
+            problems.append(ManifestError(path, 0, f"cannot read: {exc.strerror}"))
+            continue
         for file in files:
             try:
                 data = file.read_bytes()
