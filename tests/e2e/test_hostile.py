@@ -356,3 +356,51 @@ def test_the_oldest_idle_connection_is_closed_when_the_cap_is_reached(tmp_path: 
         finally:
             for sock in held:
                 sock.close()
+
+
+# --------------------------------------------------------------------------- 100-continue
+
+
+def _expecting(body_length: int) -> bytes:
+    return (
+        b"POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        b"Expect: 100-continue\r\nContent-Length: " + str(body_length).encode() + b"\r\n\r\n"
+    )
+
+
+def test_a_review_under_100_continue_is_told_to_go_on_and_answered(server: Server) -> None:
+    body = orjson.dumps(review(pod(), uid="continued"))
+    with (
+        socket.create_connection(("127.0.0.1", server.port), timeout=15) as raw,
+        server.context().wrap_socket(raw, server_hostname="localhost") as tls,
+    ):
+        tls.sendall(_expecting(len(body)))
+        assert tls.recv(65536) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        tls.sendall(body)
+        answer = b""
+        while b'"uid":"continued"' not in answer:
+            chunk = tls.recv(65536)
+            assert chunk, answer
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200")
+
+
+def test_an_oversized_body_under_100_continue_is_answered_413_at_once(server: Server) -> None:
+    """The client sends no body until it hears 100, so the 413 must not wait for one.
+
+    Bound: one second, against the I/O timeout (2 s here, 10 s by default) that such a
+    client waited before for a 408; the connection is closed after the 413, as for any
+    body too large to drain.
+    """
+    with (
+        socket.create_connection(("127.0.0.1", server.port), timeout=15) as raw,
+        server.context().wrap_socket(raw, server_hostname="localhost") as tls,
+    ):
+        started = time.monotonic()
+        tls.sendall(_expecting(7 * 1024 * 1024))
+        answer = _closed_by_server(tls, IO_TIMEOUT + 5)
+        waited = time.monotonic() - started
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:80]
+    assert b"Connection: close" in answer
+    assert waited < 1.0, f"the 413 took {waited:.2f} s"
+    _healthy(server)

@@ -97,6 +97,11 @@ EXCHANGES = [
         ["head POST /mutate", f"request {len(BODY)} intact", "PAUSED"],
     ),
     (
+        "an oversized body under 100-continue is a request at once, its body unread",
+        [post(b"", b"Expect: 100-continue", length=MAX_BODY + 1)],
+        ["head POST /mutate", "request 0 unread", "PAUSED"],
+    ),
+    (
         "a body past the drain limit is a request at once, its body unread",
         [post(b"", length=DRAIN_LIMIT + 1)],
         ["head POST /mutate", "request 0 unread", "PAUSED"],
@@ -215,3 +220,14 @@ def test_no_next_cycle_unless_a_request_went_out_whole(pieces: list[bytes]) -> N
     feed(reader, pieces)
     with pytest.raises(RuntimeError, match="no next request"):
         reader.start_next_cycle()
+
+
+def test_an_oversized_body_under_100_continue_never_asks_for_its_body() -> None:
+    reader = RequestReader()
+    reader.receive_data(post(b"", b"Expect: 100-continue", length=MAX_BODY + 1))
+    events = drain(reader)
+    assert CONTINUE not in events
+    request = events[1]
+    assert isinstance(request, Request) and not request.intact
+    assert request.head.content_length == MAX_BODY + 1
+    assert reader.phase is Phase.CLOSED

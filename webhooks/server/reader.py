@@ -89,7 +89,8 @@ class Request:
 
     ``intact`` says the connection's framing survived it: the body was read whole, or,
     when over :data:`MAX_BODY`, read whole and thrown away. When it is false the body was
-    left unread (too large to drain): the answer must close the connection.
+    left unread (too large to drain, or its client is waiting for ``100 Continue``): the
+    answer must close the connection.
     """
 
     head: Head
@@ -198,9 +199,9 @@ class RequestReader:
         length = head.content_length
         if length <= MAX_BODY:
             self.phase = Phase.BODY
-        elif length > DRAIN_LIMIT:
-            # Too large to drain: the answer (413) goes out at once and the connection
-            # closes after it.
+        elif length > DRAIN_LIMIT or head.expect_continue:
+            # Too large to drain, or a client that sends nothing until it hears 100: the
+            # answer (413) goes out at once and the connection closes after it.
             self.phase = Phase.UNREAD
         else:
             self.phase = Phase.DISCARD
