@@ -91,13 +91,15 @@ def _request_line(raw: bytes) -> bytes:
     """The version of a request line shaped ``METHOD SP target SP HTTP/x.y``; raises otherwise.
 
     Why before llhttp: it accepts runs of blanks between the parts and reports a missing
-    version as HTTP/0.9; both were refused before, and a second HTTP major is a 505.
+    version as HTTP/0.9; both were refused before, and a second HTTP major is a 505. Only
+    the two blanks are looked for: llhttp checks the method and the target's bytes.
     """
-    line = raw[: raw.find(b"\r\n")]
-    parts = line.split(b" ")
-    if len(parts) != 3 or not parts[0] or not parts[1]:
+    end = raw.find(b"\r\n")
+    first = raw.find(b" ", 0, end)
+    last = raw.rfind(b" ", 0, end)
+    if first <= 0 or last <= first + 1 or raw[first + 1] == 0x20 or raw[last - 1] == 0x20:
         raise FramingError(400, "malformed request line")
-    version = parts[2]
+    version = raw[last + 1 : end]
     if version in _VERSIONS:
         return version
     shaped = len(version) == 8 and version[:5] == b"HTTP/" and version[6:7] == b"."
@@ -117,7 +119,7 @@ def _llhttp_refusal(exc: Exception) -> FramingError:
         return FramingError(411, "a body must be sent with Content-Length")
     if "Content-Length" in detail:
         return FramingError(400, f"invalid Content-Length ({detail})")
-    return FramingError(400, f"malformed header line ({detail})")
+    return FramingError(400, f"malformed request head ({detail})")
 
 
 def parse_head(raw: bytes) -> Head:
@@ -129,8 +131,9 @@ def parse_head(raw: bytes) -> Head:
     split of the first line, llhttp's single pass, and one pass over the headers it found.
     """
     version = _request_line(raw)
-    # Counted before parsing, so a head of thousands of tiny headers costs no callbacks.
-    if raw.count(b"\r\n") - 2 > MAX_HEADERS:
+    # Counted before parsing, so a head of thousands of tiny headers costs no callbacks; a
+    # line feed without its carriage return counts too (llhttp would refuse it anyway).
+    if raw.count(b"\n") - 2 > MAX_HEADERS:
         raise FramingError(431, "too many headers")
     collected = _Collected()
     parser = httptools.HttpRequestParser(collected)
