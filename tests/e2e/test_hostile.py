@@ -4,7 +4,6 @@ server keeps serving everybody else meanwhile."""
 from __future__ import annotations
 
 import contextlib
-import datetime
 import http.client
 import os
 import signal
@@ -17,12 +16,8 @@ from typing import Any
 
 import orjson
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from tests.certfiles import pem, pem_key
+from tests.e2e.clientcert import client_pair
 from tests.e2e.serving import Server, serving
 from tests.reviews import pod, review
 
@@ -210,47 +205,8 @@ def test_each_review_is_logged_as_one_json_line_without_the_object(server: Serve
     assert secret not in server.output()
 
 
-def _client_pair(directory: Path) -> tuple[Path, Path, Path]:
-    """A client CA and a client certificate (clientAuth) signed by it."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "apiserver client CA")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(False, False, False, False, False, True, True, False, False),
-            critical=True,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    paths = (directory / "client-ca.crt", directory / "client.crt", directory / "client.key")
-    paths[0].write_bytes(pem(ca))
-    paths[1].write_bytes(pem(cert))
-    paths[2].write_bytes(pem_key(key))
-    return paths
-
-
 def test_with_a_client_ca_only_authenticated_callers_may_review(tmp_path: Path) -> None:
-    client_ca, client_cert, client_key = _client_pair(tmp_path)
+    client_ca, client_cert, client_key = client_pair(tmp_path)
     with serving(tmp_path, "--client-ca", str(client_ca)) as authed:
         assert authed.request("GET", "/healthz")[0] == 200  # probes carry no certificate
         status, body = authed.request("POST", "/mutate", review(pod()))

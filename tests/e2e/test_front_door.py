@@ -1,0 +1,345 @@
+"""Hostile request heads against the real server (gunicorn, TLS, the poller worker): each
+gets its answer, a legitimate review waits no longer for them, and no client grows the
+metrics.
+
+The heads are the shapes that once held a worker's loop (a header value of a letter,
+60,000 blanks and a letter took 20 s to parse) and their neighbours: blanks alone, blanks
+before a control character, 15,000 empty headers, a 60,000-byte path, 64 KiB of blanks
+with no end. Each is sent on the TLS port, on the plain metrics port, and on the TLS port
+of a server with ``--client-ca`` by a client without a certificate (its head is read
+before its 401). The server runs one worker, so every hostile head lands in the loop that
+serves the timed review.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import re
+import socket
+import ssl
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import orjson
+import pytest
+
+from tests.e2e.clientcert import client_pair
+from tests.e2e.serving import Server, serving
+from tests.reviews import pod, review
+
+pytestmark = pytest.mark.e2e
+
+#: Trials per case: a review alone, then one sent just after the hostile heads.
+TRIALS = 5
+#: What the done-when allows: a legitimate review delayed by less than this (medians).
+DELAY_BOUND = 0.050
+#: No single review may take this long (the stall it replaces was 20 s and more).
+CEILING = 1.0
+
+
+@dataclass
+class Front:
+    """A running server, and how a legitimate caller reaches it."""
+
+    server: Server
+    context: ssl.SSLContext
+    authed: bool
+
+
+@pytest.fixture(scope="module")
+def front(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Front]:
+    workdir = tmp_path_factory.mktemp("front")
+    with serving(workdir, "--workers", "1", "--threads", "4") as server:
+        yield Front(server, server.context(), authed=False)
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Front]:
+    workdir = tmp_path_factory.mktemp("guarded")
+    client_ca, cert, key = client_pair(workdir)
+    with serving(workdir, "--workers", "1", "--threads", "4", "--client-ca", str(client_ca)) as s:
+        context = s.context()
+        context.load_cert_chain(str(cert), str(key))
+        yield Front(s, context, authed=True)
+
+
+# --------------------------------------------------------------------------- the corpus
+
+REVIEW = orjson.dumps(review(pod(), uid="hostile"))
+
+
+def _head(request_line: bytes, header: bytes, body: bytes = b"") -> bytes:
+    lines = [request_line, b"Host: localhost", b"Connection: close"]
+    if body:
+        lines += [b"Content-Type: application/json", b"Content-Length: %d" % len(body)]
+    return b"\r\n".join([*lines, header]) + b"\r\n\r\n" + body
+
+
+def on_tls(header: bytes, path: bytes = b"/mutate") -> bytes:
+    """A review, as the API server would send it, carrying one hostile header."""
+    return _head(b"POST " + path + b" HTTP/1.1", header, REVIEW)
+
+
+def on_plain(header: bytes, path: bytes = b"/healthz") -> bytes:
+    """A probe of the metrics port carrying one hostile header."""
+    return _head(b"GET " + path + b" HTTP/1.1", header)
+
+
+UNENDED = b"GET /healthz HTTP/1.1\r\nX: " + b" " * (64 * 1024)
+LONG = b"a" * 60_000
+
+#: id, the bytes on the TLS port, on the plain port, and the statuses each gets: on the
+#: TLS port, there with a client CA (no certificate), and on the plain port.
+CORPUS: list[tuple[str, bytes, bytes, tuple[int, int, int]]] = [
+    (
+        "a letter, 60,000 blanks and a letter",
+        on_tls(b"X: a" + b" " * 60_000 + b"b"),
+        on_plain(b"X: a" + b" " * 60_000 + b"b"),
+        (200, 401, 200),
+    ),
+    (
+        "60,000 blanks and tabs alone",
+        on_tls(b"X:" + b" \t" * 30_000),
+        on_plain(b"X:" + b" \t" * 30_000),
+        (200, 401, 200),
+    ),
+    (
+        "60,000 blanks before a control character",
+        on_tls(b"X: a" + b" " * 60_000 + b"\x01"),
+        on_plain(b"X: a" + b" " * 60_000 + b"\x01"),
+        (400, 400, 400),
+    ),
+    (
+        "15,000 empty headers",
+        on_tls(b"\r\n".join([b"X:"] * 15_000)),
+        on_plain(b"\r\n".join([b"X:"] * 15_000)),
+        (431, 431, 431),
+    ),
+    (
+        "a 60,000-byte path",
+        on_tls(b"X: y", b"/mutate/" + LONG),
+        on_plain(b"X: y", b"/healthz/" + LONG),
+        (404, 401, 404),
+    ),
+    ("64 KiB of blanks and no end", UNENDED, UNENDED, (431, 431, 431)),
+]
+
+
+# --------------------------------------------------------------------------- clients
+
+
+def _connect(front: Front, plain: bool, certificate: bool) -> socket.socket:
+    """A connection ready for a request: TCP to the plain port, TLS (handshake done) else."""
+    server = front.server
+    raw = socket.create_connection(
+        ("127.0.0.1", server.metrics_port if plain else server.port), timeout=15
+    )
+    if plain:
+        return raw
+    context = front.context if certificate else server.context()
+    return context.wrap_socket(raw, server_hostname="localhost")
+
+
+def _status(sock: socket.socket) -> int:
+    """The status of the answer, read until the server closes (every request here closes)."""
+    data = b""
+    with contextlib.suppress(ConnectionResetError, ssl.SSLError):
+        while chunk := sock.recv(65536):
+            data += chunk
+    match = re.match(rb"HTTP/1\.1 (\d{3}) ", data)
+    assert match, data[:80]
+    return int(match.group(1))
+
+
+def timed_review(front: Front, uid: str) -> float:
+    """Seconds for a review on a new connection: TCP, TLS handshake, POST, answer."""
+    started = time.perf_counter()
+    conn = http.client.HTTPSConnection("localhost", front.server.port, context=front.context)
+    conn.timeout = 15
+    try:
+        status, body = front.server.request("POST", "/mutate", review(pod(), uid=uid), conn=conn)
+    finally:
+        conn.close()
+    assert status == 200 and orjson.loads(body)["response"]["uid"] == uid
+    return time.perf_counter() - started
+
+
+def under_attack(
+    front: Front, sends: list[tuple[bool, bytes]], expected: list[int], trials: int = TRIALS
+) -> tuple[list[float], list[float]]:
+    """Review latencies alone and just after the hostile sends, trials interleaved.
+
+    Each hostile connection is opened (and its handshake done) first, its bytes sent, then
+    a review is timed on a new connection while the server reads them; then every hostile
+    connection must get its expected status.
+    """
+    alone: list[float] = []
+    attacked: list[float] = []
+    for trial in range(trials):
+        alone.append(timed_review(front, f"alone-{trial}"))
+        socks = [_connect(front, plain, certificate=False) for plain, _ in sends]
+        try:
+            for sock, (_, data) in zip(socks, sends, strict=True):
+                sock.sendall(data)
+            attacked.append(timed_review(front, f"attacked-{trial}"))
+            assert [_status(sock) for sock in socks] == expected
+        finally:
+            for sock in socks:
+                sock.close()
+    return alone, attacked
+
+
+def assert_not_delayed(alone: list[float], attacked: list[float]) -> None:
+    """The medians differ by less than the bound, and no review reached the ceiling."""
+    delay = statistics.median(attacked) - statistics.median(alone)
+    shown = (
+        f"alone {[round(s * 1000, 1) for s in alone]} ms, "
+        f"attacked {[round(s * 1000, 1) for s in attacked]} ms"
+    )
+    assert delay < DELAY_BOUND, f"a review waited {delay * 1000:.1f} ms more: {shown}"
+    assert max(attacked) < CEILING, shown
+
+
+# --------------------------------------------------------------------------- delay
+
+
+PLACES: list[tuple[str, str, bool, int]] = [
+    ("on the TLS port", "front", False, 0),
+    ("before the client-certificate check", "guarded", False, 1),
+    ("on the metrics port", "front", True, 2),
+]
+
+
+@pytest.mark.parametrize(
+    ("fixture", "plain", "column"), [p[1:] for p in PLACES], ids=[p[0] for p in PLACES]
+)
+@pytest.mark.parametrize(
+    ("tls_bytes", "plain_bytes", "statuses"), [c[1:] for c in CORPUS], ids=[c[0] for c in CORPUS]
+)
+def test_two_hostile_heads_get_their_answer_and_delay_no_review(
+    request: pytest.FixtureRequest,
+    fixture: str,
+    plain: bool,
+    column: int,
+    tls_bytes: bytes,
+    plain_bytes: bytes,
+    statuses: tuple[int, int, int],
+) -> None:
+    """Two connections send the head, then a review is timed; the bound is on the delay.
+
+    Bound: the median of five reviews sent just after the heads, less the median of five
+    sent alone and interleaved with them (so the machine's load cancels out), stays under
+    50 ms; and no review takes a second (a ceiling far below the 20 s stall it replaces).
+    """
+    front: Front = request.getfixturevalue(fixture)
+    data = plain_bytes if plain else tls_bytes
+    alone, attacked = under_attack(front, [(plain, data)] * 2, [statuses[column]] * 2)
+    assert_not_delayed(alone, attacked)
+
+
+def test_sixty_thousand_blanks_on_both_ports_at_once_delay_no_review(front: Front) -> None:
+    """The done-when: two such connections on the TLS port and two on the metrics port.
+
+    Bound as above: medians of interleaved trials within 50 ms, none past a second.
+    """
+    blanks = b"X: a" + b" " * 60_000 + b"b"
+    sends = [(False, on_tls(blanks))] * 2 + [(True, on_plain(blanks))] * 2
+    alone, attacked = under_attack(front, sends, [200, 200, 200, 200])
+    assert_not_delayed(alone, attacked)
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def _series(front: Front) -> set[str]:
+    """The series /metrics shows (name and labels, without values), from the plain port."""
+    status, body = front.server.plain("GET", "/metrics")
+    assert status == 200
+    lines = body.decode().splitlines()
+    return {ln.rsplit(" ", 1)[0] for ln in lines if ln and not ln.startswith("#")}
+
+
+def _posts(front: Front, paths: list[str], certificate: bool) -> list[int]:
+    """POST a review to each path over two keep-alive connections; the statuses."""
+    body = orjson.dumps(review(pod()))
+    context = front.context if certificate else front.server.context()
+    conns = [
+        http.client.HTTPSConnection("localhost", front.server.port, context=context, timeout=15)
+        for _ in range(2)
+    ]
+    statuses = []
+    try:
+        for i, path in enumerate(paths):
+            conn = conns[i % 2]
+            conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+            response = conn.getresponse()
+            response.read()
+            statuses.append(response.status)
+    finally:
+        for conn in conns:
+            conn.close()
+    return statuses
+
+
+SERIES_CASES: list[tuple[str, str, Callable[[int], str], int, int, bool]] = [
+    (
+        "5,000 random plugin names (404)",
+        "front",
+        lambda i: f"/validate/random-{i * 2654435761 % 2**32:08x}",
+        5000,
+        404,
+        True,
+    ),
+    ("a NUL for a plugin name (404)", "front", lambda _: "/mutate/%00", 3, 404, True),
+    (
+        "line breaks and a terminal escape (404)",
+        "front",
+        lambda _: "/mutate/%0A%1B%5B2J",
+        3,
+        404,
+        True,
+    ),
+    (
+        "clients without a certificate, on known and unknown paths (401)",
+        "guarded",
+        lambda i: ["/mutate", "/validate/runtime-class", f"/mutate/x{i}"][i % 3],
+        300,
+        401,
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("fixture", "path", "count", "status", "certificate"),
+    [c[1:] for c in SERIES_CASES],
+    ids=[c[0] for c in SERIES_CASES],
+)
+def test_requests_refused_before_a_review_leave_the_metrics_series_as_they_were(
+    request: pytest.FixtureRequest,
+    fixture: str,
+    path: Callable[[int], str],
+    count: int,
+    status: int,
+    certificate: bool,
+) -> None:
+    front: Front = request.getfixturevalue(fixture)
+    timed_review(front, "counted")  # the series a review makes exist before and after
+    before = _series(front)
+    size = len(front.server.plain("GET", "/metrics")[1])
+    assert set(_posts(front, [path(i) for i in range(count)], certificate)) == {status}
+    assert _series(front) == before
+    # The values may gain a digit (the certificate's seconds to expiry lose some).
+    assert abs(len(front.server.plain("GET", "/metrics")[1]) - size) < 64
+
+
+def test_a_path_outside_the_closed_set_is_logged_escaped(front: Front) -> None:
+    assert _posts(front, ["/mutate/%00%0Aforged"], certificate=True) == [404]
+    deadline = time.monotonic() + 5
+    while '"path":"/mutate/\\\\x00\\\\nforged"' not in front.server.output():
+        assert time.monotonic() < deadline, front.server.output()[-2000:]
+        time.sleep(0.1)
+    assert "\nforged" not in front.server.output()
