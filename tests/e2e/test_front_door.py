@@ -19,6 +19,7 @@ import re
 import socket
 import ssl
 import statistics
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -144,14 +145,21 @@ def _connect(front: Front, plain: bool, certificate: bool) -> socket.socket:
 
 
 def _status(sock: socket.socket) -> int:
-    """The status of the answer, read until the server closes (every request here closes)."""
+    """The status of the answer, read until the server closes (every request here closes).
+
+    0 when the server closed or reset the connection without an answer.
+    """
     data = b""
-    with contextlib.suppress(ConnectionResetError, ssl.SSLError):
+    with contextlib.suppress(OSError):
         while chunk := sock.recv(65536):
             data += chunk
     match = re.match(rb"HTTP/1\.1 (\d{3}) ", data)
-    assert match, data[:80]
-    return int(match.group(1))
+    return int(match.group(1)) if match else 0
+
+
+def _statuses(socks: list[socket.socket], into: list[int]) -> None:
+    """Each connection's answer status, in order (a thread's target)."""
+    into.extend(_status(sock) for sock in socks)
 
 
 def pooled(front: Front) -> http.client.HTTPSConnection:
@@ -176,24 +184,32 @@ def timed_review(front: Front, uid: str, conn: http.client.HTTPSConnection) -> f
 def under_attack(
     front: Front, sends: list[tuple[bool, bytes]], expected: list[int], trials: int = TRIALS
 ) -> tuple[list[float], list[float]]:
-    """Review latencies alone and just after the hostile sends, trials interleaved.
+    """The slowest review alone, and while the hostile heads are answered, trials interleaved.
 
-    The review goes on a connection opened (handshake done) before the hostile bytes are
-    sent, so it reaches the server after them: a loop busy with them would hold it. Then
-    every hostile connection must get its expected status.
+    Reviews go on a connection opened (handshake done) before the hostile bytes are sent,
+    so the first reaches the server after them; more follow, one after another, until
+    every hostile connection has its answer, so a loop busy with the heads holds one of
+    them whenever it gets to them. Then each hostile answer must be the expected status.
     """
     alone: list[float] = []
     attacked: list[float] = []
     for trial in range(trials):
         with contextlib.closing(pooled(front)) as conn:
-            alone.append(timed_review(front, f"alone-{trial}", conn))
+            alone.append(max(timed_review(front, f"alone-{trial}-{i}", conn) for i in range(2)))
         socks = [_connect(front, plain, certificate=False) for plain, _ in sends]
+        answers: list[int] = []
+        listener = threading.Thread(target=_statuses, args=(socks, answers))
         try:
             with contextlib.closing(pooled(front)) as conn:
                 for sock, (_, data) in zip(socks, sends, strict=True):
                     sock.sendall(data)
-                attacked.append(timed_review(front, f"attacked-{trial}", conn))
-            assert [_status(sock) for sock in socks] == expected
+                listener.start()
+                waits = [timed_review(front, f"attacked-{trial}-0", conn)]
+                while listener.is_alive() and len(waits) < 100:
+                    waits.append(timed_review(front, f"attacked-{trial}-{len(waits)}", conn))
+            listener.join()
+            attacked.append(max(waits))
+            assert answers == expected
         finally:
             for sock in socks:
                 sock.close()
@@ -236,12 +252,13 @@ def test_two_hostile_heads_get_their_answer_and_delay_no_review(
     plain_bytes: bytes,
     statuses: tuple[int, int, int],
 ) -> None:
-    """Two connections send the head, then a review is timed; the bound is on the delay.
+    """Two connections send the head while reviews are timed; the bound is on the delay.
 
-    Bound: the median of five reviews sent just after the heads, less the median of five
-    sent alone and interleaved with them (so the machine's load cancels out), stays under
-    50 ms; and no review takes a second (a ceiling far below the 30 s the regex parser held
-    a loop, until gunicorn killed the worker).
+    Bound: over five trials, the median of the slowest review sent while the heads were
+    being answered, less the median of the slowest of two sent alone and interleaved with
+    them (so the machine's load cancels out), stays under 50 ms; and no review takes a
+    second (a ceiling far below the 30 s the regex parser held a loop, until gunicorn
+    killed the worker).
     """
     front: Front = request.getfixturevalue(fixture)
     data = plain_bytes if plain else tls_bytes
@@ -252,7 +269,8 @@ def test_two_hostile_heads_get_their_answer_and_delay_no_review(
 def test_sixty_thousand_blanks_on_both_ports_at_once_delay_no_review(front: Front) -> None:
     """The done-when: two such connections on the TLS port and two on the metrics port.
 
-    Bound as above: medians of interleaved trials within 50 ms, none past a second.
+    Bound as above: medians of the slowest reviews of interleaved trials within 50 ms,
+    none past a second.
     """
     blanks = b"X: a" + b" " * 60_000 + b"b"
     sends = [(False, on_tls(blanks))] * 2 + [(True, on_plain(blanks))] * 2

@@ -507,16 +507,21 @@ class Worker(base.Worker):  # type: ignore[misc]
 
     def _answered(self, conn: Connection) -> None:
         """A response went out: close, or wait for the next request on the connection."""
-        if conn.close_after or self.stopping or self.limits.keepalive <= 0:
+        reader = conn.reader
+        if (
+            conn.close_after
+            or self.stopping
+            or self.limits.keepalive <= 0
+            or reader.phase is not Phase.DONE  # its body left unread: framing is lost
+        ):
             self._close(conn)
             return
         conn.phase = IDLE
         conn.deadline = time.monotonic() + self.limits.keepalive
         self.idle[conn.fd] = conn
         self._want(conn, selectors.EVENT_READ)
-        reader = conn.reader
         reader.start_next_cycle()
-        if reader.phase is not Phase.IDLE:  # pipelined: the next request has begun
+        if reader.buffered:  # pipelined: the next request has begun
             self._begin(conn)
             if self._advance(conn):
                 return
