@@ -371,3 +371,97 @@ def test_a_path_outside_the_closed_set_is_logged_escaped(front: Front) -> None:
         assert time.monotonic() < deadline, front.server.output()[-2000:]
         time.sleep(0.1)
     assert "\nforged" not in front.server.output()
+
+
+# --------------------------------------------------------------------------- what held before
+
+SMUGGLED = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"
+
+#: id, the bytes (a second request hidden behind the first where it could be), the status.
+REFUSED_HEADS: list[tuple[str, bytes, int]] = [
+    (
+        "a length beside a transfer coding",
+        b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + SMUGGLED,
+        411,
+    ),
+    (
+        "two different lengths",
+        b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 43\r\n\r\n"
+        + SMUGGLED,
+        400,
+    ),
+    (
+        "a chunked body",
+        b"POST /mutate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"2b\r\n" + SMUGGLED + b"\r\n0\r\n\r\n",
+        411,
+    ),
+    (
+        "a transfer coding with a blank before its colon",
+        b"POST /mutate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n"
+        + SMUGGLED,
+        400,
+    ),
+    (
+        "a transfer coding folded into another header",
+        b"POST /mutate HTTP/1.1\r\nHost: x\r\nX: y\r\n Transfer-Encoding: chunked\r\n\r\n"
+        b"0\r\n\r\n" + SMUGGLED,
+        400,
+    ),
+    ("a signed length", b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Length: +43\r\n\r\n", 400),
+    ("a line feed without its return", b"GET /healthz HTTP/1.1\nHost: x\r\n\r\n" + SMUGGLED, 400),
+    ("HTTP/2's preface", b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505),
+    ("101 headers", b"GET /healthz HTTP/1.1\r\n" + b"X: y\r\n" * 101 + b"\r\n", 431),
+]
+
+
+@pytest.mark.parametrize("plain", [False, True], ids=["on the TLS port", "on the metrics port"])
+@pytest.mark.parametrize(
+    ("data", "status"), [r[1:] for r in REFUSED_HEADS], ids=[r[0] for r in REFUSED_HEADS]
+)
+def test_an_ambiguous_head_is_refused_and_nothing_behind_it_is_answered(
+    front: Front, plain: bool, data: bytes, status: int
+) -> None:
+    with contextlib.closing(_connect(front, plain, certificate=False)) as sock:
+        sock.sendall(data)
+        answer = b""
+        with contextlib.suppress(OSError):
+            while chunk := sock.recv(65536):
+                answer += chunk
+    assert answer.startswith(b"HTTP/1.1 %d " % status), answer[:80]
+    answers = re.findall(rb"HTTP/1\.1 \d{3} ", answer)
+    assert len(answers) == 1, "a request hidden behind a refused one was answered"
+
+
+def test_pipelined_requests_are_answered_in_order_on_one_connection(front: Front) -> None:
+    def post(uid: str, close: bool = False) -> bytes:
+        body = orjson.dumps(review(pod(), uid=uid))
+        return (
+            b"POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            + (b"Connection: close\r\n" if close else b"")
+            + b"Content-Length: %d\r\n\r\n" % len(body)
+            + body
+        )
+
+    with contextlib.closing(_connect(front, plain=False, certificate=True)) as sock:
+        sock.sendall(post("first") + SMUGGLED + post("third", close=True))
+        answer = b""
+        with contextlib.suppress(OSError):
+            while chunk := sock.recv(65536):
+                answer += chunk
+    assert answer.count(b"HTTP/1.1 200 ") == 3
+    first, healthz, third = (answer.find(m) for m in (b'"uid":"first"', b"\r\n\r\nok\n", b"third"))
+    assert 0 < first < healthz < third
+
+
+def test_connection_churn_and_a_handshake_flood_leave_every_review_answered(front: Front) -> None:
+    """300 connections that close at once or mid-handshake, then 300 short-lived clients."""
+    hello = b"\x16\x03\x01\x00\xc8\x01\x00"  # the start of a ClientHello, no more
+    for i in range(300):
+        with socket.create_connection(("127.0.0.1", front.server.port), timeout=15) as raw:
+            if i % 2:
+                raw.sendall(hello)
+    for i in range(300):
+        with contextlib.closing(pooled(front)) as conn:
+            timed_review(front, f"churn-{i}", conn)
