@@ -70,21 +70,35 @@ def head_end(buf: bytes | bytearray, scanned: int) -> int:
     return -1 if index < 0 else index + 4
 
 
-class _Collected:
-    """What llhttp reports while it reads one head (its callback interface)."""
+#: The headers that change how a request is framed, by their lower-case names.
+_FRAMING_HEADERS = frozenset({b"content-length", b"transfer-encoding", b"connection", b"expect"})
 
-    __slots__ = ("headers", "target")
+
+class _Collected:
+    """What llhttp reports while it reads one head (its callback interface).
+
+    Headers are decoded as they are reported, and the few that frame the request are set
+    aside, so no second pass over the headers is needed.
+    """
+
+    __slots__ = ("framing", "headers", "target")
 
     def __init__(self) -> None:
         self.target = b""
-        self.headers: list[tuple[bytes, bytes]] = []
+        self.headers: list[tuple[str, str]] = []
+        self.framing: list[tuple[bytes, str]] = []
 
     def on_url(self, url: bytes) -> None:
         # One call for a head fed whole; joined in case llhttp ever splits it.
         self.target = self.target + url if self.target else url
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self.headers.append((name, value))
+        # llhttp drops the blanks before a value, not those after it.
+        text = value.rstrip(b" \t").decode("latin-1")
+        self.headers.append((name.decode("latin-1"), text))
+        lower = name.lower()
+        if lower in _FRAMING_HEADERS:
+            self.framing.append((lower, text))
 
 
 def _request_line(raw: bytes) -> bytes:
@@ -128,7 +142,7 @@ def parse_head(raw: bytes) -> Head:
     Why strict: a lenient parser in front of an admission chain is how requests get
     smuggled past it; every ambiguity (two lengths, folded lines, a transfer coding, a
     control character) is refused instead. The cost is linear in ``len(raw)``: a count, a
-    split of the first line, llhttp's single pass, and one pass over the headers it found.
+    look for the request line's blanks, and llhttp's single pass.
     """
     version = _request_line(raw)
     # Counted before parsing, so a head of thousands of tiny headers costs no callbacks; a
@@ -146,27 +160,21 @@ def parse_head(raw: bytes) -> Head:
     length: int | None = None
     close = version == b"HTTP/1.0"
     expect = False
-    headers: list[tuple[str, str]] = []
-    for name_b, value_b in collected.headers:
-        name = name_b.decode("latin-1")
-        # llhttp drops the blanks before a value, not those after it.
-        value = value_b.rstrip(b" \t").decode("latin-1")
-        lower = name.lower()
-        if lower == "content-length":
+    for lower, value in collected.framing:
+        if lower == b"content-length":
             # llhttp has checked the digits and refused a repeated length.
             if len(value) > _MAX_LENGTH_DIGITS:
                 raise FramingError(400, "invalid Content-Length")
             length = int(value)
-        elif lower == "transfer-encoding":
+        elif lower == b"transfer-encoding":
             raise FramingError(411, "a body must be sent with Content-Length")
-        elif lower == "connection":
+        elif lower == b"connection":
             if "close" in {t.strip().lower() for t in value.split(",")}:
                 close = True
-        elif lower == "expect":
-            if value.lower() != "100-continue":
-                raise FramingError(417, "only Expect: 100-continue is supported")
+        elif value.lower() != "100-continue":  # Expect
+            raise FramingError(417, "only Expect: 100-continue is supported")
+        else:
             expect = version == b"HTTP/1.1"
-        headers.append((name, value))
     target = collected.target.decode("latin-1")
     path, _, query = target.partition("?")
     if not path.startswith("/"):
@@ -176,7 +184,7 @@ def parse_head(raw: bytes) -> Head:
         path=path,
         query=query,
         version=_VERSIONS[version],
-        headers=headers,
+        headers=collected.headers,
         content_length=length or 0,
         keep_alive=not close,
         expect_continue=expect,
