@@ -17,37 +17,36 @@ import contextlib
 import http.client
 import re
 import socket
-import ssl
 import statistics
-import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 import orjson
 import pytest
 
 from tests.e2e.clientcert import client_pair
-from tests.e2e.serving import Server, serving
+from tests.e2e.hostileheads import (
+    CORPUS,
+    Attack,
+    Front,
+    connect,
+    on_plain,
+    on_tls,
+    pooled,
+    timed_review,
+    under_attack,
+)
+from tests.e2e.serving import serving
 from tests.reviews import pod, review
 
 pytestmark = pytest.mark.e2e
 
-#: Trials per case: a review alone, then one sent just after the hostile heads.
+#: Trials per case: reviews alone, then reviews while the hostile heads are answered.
 TRIALS = 5
 #: What the done-when allows: a legitimate review delayed by less than this (medians).
 DELAY_BOUND = 0.050
 #: No single review may take this long (the stall it replaces lasted until the 30 s kill).
 CEILING = 1.0
-
-
-@dataclass
-class Front:
-    """A running server, and how a legitimate caller reaches it."""
-
-    server: Server
-    context: ssl.SSLContext
-    authed: bool
 
 
 @pytest.fixture(scope="module")
@@ -67,162 +66,17 @@ def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Front]:
         yield Front(s, context, authed=True)
 
 
-# --------------------------------------------------------------------------- the corpus
-
-REVIEW = orjson.dumps(review(pod(), uid="hostile"))
-
-
-def _head(request_line: bytes, header: bytes, body: bytes = b"") -> bytes:
-    lines = [request_line, b"Host: localhost", b"Connection: close"]
-    if body:
-        lines += [b"Content-Type: application/json", b"Content-Length: %d" % len(body)]
-    return b"\r\n".join([*lines, header]) + b"\r\n\r\n" + body
-
-
-def on_tls(header: bytes, path: bytes = b"/mutate") -> bytes:
-    """A review, as the API server would send it, carrying one hostile header."""
-    return _head(b"POST " + path + b" HTTP/1.1", header, REVIEW)
-
-
-def on_plain(header: bytes, path: bytes = b"/healthz") -> bytes:
-    """A probe of the metrics port carrying one hostile header."""
-    return _head(b"GET " + path + b" HTTP/1.1", header)
-
-
-UNENDED = b"GET /healthz HTTP/1.1\r\nX: " + b" " * (64 * 1024)
-LONG = b"a" * 60_000
-
-#: id, the bytes on the TLS port, on the plain port, and the statuses each gets: on the
-#: TLS port, there with a client CA (no certificate), and on the plain port.
-CORPUS: list[tuple[str, bytes, bytes, tuple[int, int, int]]] = [
-    (
-        "a letter, 60,000 blanks and a letter",
-        on_tls(b"X: a" + b" " * 60_000 + b"b"),
-        on_plain(b"X: a" + b" " * 60_000 + b"b"),
-        (200, 401, 200),
-    ),
-    (
-        "60,000 blanks and tabs alone",
-        on_tls(b"X:" + b" \t" * 30_000),
-        on_plain(b"X:" + b" \t" * 30_000),
-        (200, 401, 200),
-    ),
-    (
-        "60,000 blanks before a control character",
-        on_tls(b"X: a" + b" " * 60_000 + b"\x01"),
-        on_plain(b"X: a" + b" " * 60_000 + b"\x01"),
-        (400, 400, 400),
-    ),
-    (
-        "15,000 empty headers",
-        on_tls(b"\r\n".join([b"X:"] * 15_000)),
-        on_plain(b"\r\n".join([b"X:"] * 15_000)),
-        (431, 431, 431),
-    ),
-    (
-        "a 60,000-byte path",
-        on_tls(b"X: y", b"/mutate/" + LONG),
-        on_plain(b"X: y", b"/healthz/" + LONG),
-        (404, 401, 404),
-    ),
-    ("64 KiB of blanks and no end", UNENDED, UNENDED, (431, 431, 431)),
-]
-
-
-# --------------------------------------------------------------------------- clients
-
-
-def _connect(front: Front, plain: bool, certificate: bool) -> socket.socket:
-    """A connection ready for a request: TCP to the plain port, TLS (handshake done) else."""
-    server = front.server
-    raw = socket.create_connection(
-        ("127.0.0.1", server.metrics_port if plain else server.port), timeout=15
-    )
-    if plain:
-        return raw
-    context = front.context if certificate else server.context()
-    return context.wrap_socket(raw, server_hostname="localhost")
-
-
-def _status(sock: socket.socket) -> int:
-    """The status of the answer, read until the server closes (every request here closes).
-
-    0 when the server closed or reset the connection without an answer.
-    """
-    data = b""
-    with contextlib.suppress(OSError):
-        while chunk := sock.recv(65536):
-            data += chunk
-    match = re.match(rb"HTTP/1\.1 (\d{3}) ", data)
-    return int(match.group(1)) if match else 0
-
-
-def _statuses(socks: list[socket.socket], into: list[int]) -> None:
-    """Each connection's answer status, in order (a thread's target)."""
-    into.extend(_status(sock) for sock in socks)
-
-
-def pooled(front: Front) -> http.client.HTTPSConnection:
-    """A keep-alive connection with its handshake done, as the API server pools them."""
-    conn = http.client.HTTPSConnection(
-        "localhost", front.server.port, context=front.context, timeout=15
-    )
-    conn.connect()
-    return conn
-
-
-def timed_review(front: Front, uid: str, conn: http.client.HTTPSConnection) -> float:
-    """Seconds from sending a review on ``conn`` to its whole answer."""
-    body = orjson.dumps(review(pod(), uid=uid))
-    started = time.perf_counter()
-    status, answer = front.server.request("POST", "/mutate", body, conn=conn)
-    seconds = time.perf_counter() - started
-    assert status == 200 and orjson.loads(answer)["response"]["uid"] == uid
-    return seconds
-
-
-def under_attack(
-    front: Front, sends: list[tuple[bool, bytes]], expected: list[int], trials: int = TRIALS
-) -> tuple[list[float], list[float]]:
-    """The slowest review alone, and while the hostile heads are answered, trials interleaved.
-
-    Reviews go on a connection opened (handshake done) before the hostile bytes are sent,
-    so the first reaches the server after them; more follow, one after another, until
-    every hostile connection has its answer, so a loop busy with the heads holds one of
-    them whenever it gets to them. Then each hostile answer must be the expected status.
-    """
-    alone: list[float] = []
-    attacked: list[float] = []
-    for trial in range(trials):
-        with contextlib.closing(pooled(front)) as conn:
-            alone.append(max(timed_review(front, f"alone-{trial}-{i}", conn) for i in range(2)))
-        socks = [_connect(front, plain, certificate=False) for plain, _ in sends]
-        answers: list[int] = []
-        listener = threading.Thread(target=_statuses, args=(socks, answers))
-        try:
-            with contextlib.closing(pooled(front)) as conn:
-                for sock, (_, data) in zip(socks, sends, strict=True):
-                    sock.sendall(data)
-                listener.start()
-                waits = [timed_review(front, f"attacked-{trial}-0", conn)]
-                while listener.is_alive() and len(waits) < 100:
-                    waits.append(timed_review(front, f"attacked-{trial}-{len(waits)}", conn))
-            listener.join()
-            attacked.append(max(waits))
-            assert answers == expected
-        finally:
-            for sock in socks:
-                sock.close()
-    return alone, attacked
-
-
-def assert_not_delayed(alone: list[float], attacked: list[float]) -> None:
-    """The medians differ by less than the bound, and no review reached the ceiling."""
-    delay = statistics.median(attacked) - statistics.median(alone)
+def assert_not_delayed(attack: Attack, expected: list[int]) -> None:
+    """Every review answered, every hostile head its status, the medians within the bound,
+    and no review at the ceiling."""
+    alone, attacked = attack.alone, attack.attacked
     shown = (
         f"alone {[round(s * 1000, 1) for s in alone]} ms, "
         f"attacked {[round(s * 1000, 1) for s in attacked]} ms"
     )
+    assert not attack.failures, f"reviews failed: {attack.failures}; {shown}"
+    assert attack.answers == expected * TRIALS
+    delay = statistics.median(attacked) - statistics.median(alone)
     assert delay < DELAY_BOUND, f"a review waited {delay * 1000:.1f} ms more: {shown}"
     assert max(alone + attacked) < CEILING, shown
 
@@ -262,8 +116,7 @@ def test_two_hostile_heads_get_their_answer_and_delay_no_review(
     """
     front: Front = request.getfixturevalue(fixture)
     data = plain_bytes if plain else tls_bytes
-    alone, attacked = under_attack(front, [(plain, data)] * 2, [statuses[column]] * 2)
-    assert_not_delayed(alone, attacked)
+    assert_not_delayed(under_attack(front, [(plain, data)] * 2, TRIALS), [statuses[column]] * 2)
 
 
 def test_sixty_thousand_blanks_on_both_ports_at_once_delay_no_review(front: Front) -> None:
@@ -274,8 +127,7 @@ def test_sixty_thousand_blanks_on_both_ports_at_once_delay_no_review(front: Fron
     """
     blanks = b"X: a" + b" " * 60_000 + b"b"
     sends = [(False, on_tls(blanks))] * 2 + [(True, on_plain(blanks))] * 2
-    alone, attacked = under_attack(front, sends, [200, 200, 200, 200])
-    assert_not_delayed(alone, attacked)
+    assert_not_delayed(under_attack(front, sends, TRIALS), [200, 200, 200, 200])
 
 
 # --------------------------------------------------------------------------- metrics
@@ -423,7 +275,7 @@ REFUSED_HEADS: list[tuple[str, bytes, int]] = [
 def test_an_ambiguous_head_is_refused_and_nothing_behind_it_is_answered(
     front: Front, plain: bool, data: bytes, status: int
 ) -> None:
-    with contextlib.closing(_connect(front, plain, certificate=False)) as sock:
+    with contextlib.closing(connect(front, plain, certificate=False)) as sock:
         sock.sendall(data)
         answer = b""
         with contextlib.suppress(OSError):
@@ -444,7 +296,7 @@ def test_pipelined_requests_are_answered_in_order_on_one_connection(front: Front
             + body
         )
 
-    with contextlib.closing(_connect(front, plain=False, certificate=True)) as sock:
+    with contextlib.closing(connect(front, plain=False, certificate=True)) as sock:
         sock.sendall(post("first") + SMUGGLED + post("third", close=True))
         answer = b""
         with contextlib.suppress(OSError):
