@@ -4,9 +4,10 @@ The corpus and the measurement of ``tests/e2e/test_front_door.py``, which bounds
 run as a module it prints the figures instead of judging them, for this tree or another
 (docs/performance.md, "Request framing"):
 
-    python -m tests.e2e.hostileheads [--trials 5] [--tree PATH]
+    python -m tests.e2e.hostileheads [--trials 5] [--tree PATH] [--timeout 15]
 
-``--tree`` serves another checkout (an older commit, say) with this corpus.
+``--tree`` serves another checkout (an older commit, say) with this corpus; ``--timeout``
+lets a client wait longer than 15 s, to see how long a stalled server holds a review.
 """
 
 from __future__ import annotations
@@ -35,11 +36,12 @@ from tests.reviews import pod, review
 
 @dataclass
 class Front:
-    """A running server, and how a legitimate caller reaches it."""
+    """A running server, how a legitimate caller reaches it, and how long clients wait."""
 
     server: Server
     context: ssl.SSLContext
     authed: bool
+    timeout: float = 15.0
 
 
 # --------------------------------------------------------------------------- the corpus
@@ -111,7 +113,7 @@ def connect(front: Front, plain: bool, certificate: bool) -> socket.socket:
     """A connection ready for a request: TCP to the plain port, TLS (handshake done) else."""
     server = front.server
     raw = socket.create_connection(
-        ("127.0.0.1", server.metrics_port if plain else server.port), timeout=15
+        ("127.0.0.1", server.metrics_port if plain else server.port), timeout=front.timeout
     )
     if plain:
         return raw
@@ -140,7 +142,7 @@ def statuses(socks: list[socket.socket], into: list[int]) -> None:
 def pooled(front: Front) -> http.client.HTTPSConnection:
     """A keep-alive connection with its handshake done, as the API server pools them."""
     conn = http.client.HTTPSConnection(
-        "localhost", front.server.port, context=front.context, timeout=15
+        "localhost", front.server.port, context=front.context, timeout=front.timeout
     )
     conn.connect()
     return conn
@@ -234,6 +236,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--tree", type=Path, default=serving_module.ROOT)
+    parser.add_argument("--timeout", type=float, default=15.0, help="seconds a client waits")
     args = parser.parse_args()
     serving_module.ROOT = args.tree.resolve()
     work = Path(tempfile.mkdtemp(prefix="hostile-heads-"))
@@ -247,8 +250,8 @@ def main() -> None:
     ):
         context = guarded_server.context()
         context.load_cert_chain(str(cert), str(key))
-        front = Front(open_server, open_server.context(), authed=False)
-        guarded = Front(guarded_server, context, authed=True)
+        front = Front(open_server, open_server.context(), authed=False, timeout=args.timeout)
+        guarded = Front(guarded_server, context, authed=True, timeout=args.timeout)
         print(f"serving {args.tree}; ms, median of {args.trials} trials", file=sys.stderr)
         places = [("TLS", front, False), ("TLS, client CA, no cert", guarded, False)]
         places.append(("metrics port", front, True))
