@@ -123,7 +123,7 @@ def _request_line(raw: bytes) -> bytes:
 
 
 def _llhttp_refusal(exc: Exception) -> FramingError:
-    """Today's status for what llhttp refused, with its words for the detail."""
+    """The status for what llhttp refused (the one the regex parser gave), its words as detail."""
     detail = str(exc) or type(exc).__name__
     if isinstance(
         exc, httptools.HttpParserInvalidMethodError | httptools.HttpParserInvalidURLError
