@@ -43,7 +43,7 @@ pytestmark = pytest.mark.e2e
 
 #: Trials per case: reviews alone, then reviews while the hostile heads are answered.
 TRIALS = 5
-#: What the done-when allows: a legitimate review delayed by less than this (medians).
+#: How much longer a legitimate review may take while hostile heads are read (medians).
 DELAY_BOUND = 0.050
 #: No single review may take this long (the stall it replaces lasted until the 30 s kill).
 CEILING = 1.0
@@ -120,7 +120,7 @@ def test_two_hostile_heads_get_their_answer_and_delay_no_review(
 
 
 def test_sixty_thousand_blanks_on_both_ports_at_once_delay_no_review(front: Front) -> None:
-    """The done-when: two such connections on the TLS port and two on the metrics port.
+    """Two such connections on the TLS port and two on the metrics port, all at once.
 
     Bound as above: medians of the slowest reviews of interleaved trials within 50 ms,
     none past a second.
