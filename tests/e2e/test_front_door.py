@@ -120,7 +120,7 @@ def test_two_hostile_heads_get_their_answer_and_delay_no_review(
 
 
 def test_sixty_thousand_blanks_on_both_ports_at_once_delay_no_review(front: Front) -> None:
-    """Two such connections on the TLS port and two on the metrics port, all at once.
+    """A letter, 60,000 blanks and a letter from two connections on each port at once.
 
     Bound as above: medians of the slowest reviews of interleaved trials within 50 ms,
     none past a second.
