@@ -4,7 +4,6 @@ server keeps serving everybody else meanwhile."""
 from __future__ import annotations
 
 import contextlib
-import datetime
 import http.client
 import os
 import signal
@@ -17,12 +16,8 @@ from typing import Any
 
 import orjson
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from tests.certfiles import pem, pem_key
+from tests.e2e.clientcert import client_pair
 from tests.e2e.serving import Server, serving
 from tests.reviews import pod, review
 
@@ -210,47 +205,8 @@ def test_each_review_is_logged_as_one_json_line_without_the_object(server: Serve
     assert secret not in server.output()
 
 
-def _client_pair(directory: Path) -> tuple[Path, Path, Path]:
-    """A client CA and a client certificate (clientAuth) signed by it."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "apiserver client CA")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(False, False, False, False, False, True, True, False, False),
-            critical=True,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    paths = (directory / "client-ca.crt", directory / "client.crt", directory / "client.key")
-    paths[0].write_bytes(pem(ca))
-    paths[1].write_bytes(pem(cert))
-    paths[2].write_bytes(pem_key(key))
-    return paths
-
-
 def test_with_a_client_ca_only_authenticated_callers_may_review(tmp_path: Path) -> None:
-    client_ca, client_cert, client_key = _client_pair(tmp_path)
+    client_ca, client_cert, client_key = client_pair(tmp_path)
     with serving(tmp_path, "--client-ca", str(client_ca)) as authed:
         assert authed.request("GET", "/healthz")[0] == 200  # probes carry no certificate
         status, body = authed.request("POST", "/mutate", review(pod()))
@@ -356,3 +312,51 @@ def test_the_oldest_idle_connection_is_closed_when_the_cap_is_reached(tmp_path: 
         finally:
             for sock in held:
                 sock.close()
+
+
+# --------------------------------------------------------------------------- 100-continue
+
+
+def _expecting(body_length: int) -> bytes:
+    return (
+        b"POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        b"Expect: 100-continue\r\nContent-Length: " + str(body_length).encode() + b"\r\n\r\n"
+    )
+
+
+def test_a_review_under_100_continue_is_told_to_go_on_and_answered(server: Server) -> None:
+    body = orjson.dumps(review(pod(), uid="continued"))
+    with (
+        socket.create_connection(("127.0.0.1", server.port), timeout=15) as raw,
+        server.context().wrap_socket(raw, server_hostname="localhost") as tls,
+    ):
+        tls.sendall(_expecting(len(body)))
+        assert tls.recv(65536) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        tls.sendall(body)
+        answer = b""
+        while b'"uid":"continued"' not in answer:
+            chunk = tls.recv(65536)
+            assert chunk, answer
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200")
+
+
+def test_an_oversized_body_under_100_continue_is_answered_413_at_once(server: Server) -> None:
+    """The client sends no body until it hears 100, so the 413 must not wait for one.
+
+    Bound: one second, against the I/O timeout (2 s here, 10 s by default) that such a
+    client waited before for a 408; the connection is closed after the 413, as for any
+    body too large to drain.
+    """
+    with (
+        socket.create_connection(("127.0.0.1", server.port), timeout=15) as raw,
+        server.context().wrap_socket(raw, server_hostname="localhost") as tls,
+    ):
+        started = time.monotonic()
+        tls.sendall(_expecting(7 * 1024 * 1024))
+        answer = _closed_by_server(tls, IO_TIMEOUT + 5)
+        waited = time.monotonic() - started
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:80]
+    assert b"Connection: close" in answer
+    assert waited < 1.0, f"the 413 took {waited:.2f} s"
+    _healthy(server)

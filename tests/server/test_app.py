@@ -12,8 +12,16 @@ from flask.testing import FlaskClient
 from tests.reviews import container, pod, review
 from webhooks.core.admission import Admission
 from webhooks.core.config import load_config
+from webhooks.core.plugin import Phase
 from webhooks.plugins import REGISTRY
-from webhooks.server.app import MAX_BODY, ServerState, create_app
+from webhooks.server.app import (
+    MAX_BODY,
+    SHOWN_PATH,
+    ServerState,
+    create_app,
+    endpoint_label,
+    shown_path,
+)
 
 
 @pytest.fixture
@@ -165,3 +173,113 @@ def test_policy_decisions_and_exceptions_are_counted_and_logged() -> None:
     log.flush()
     logged = stream.getvalue()
     assert '"advisories"' in logged and '"monitored"' in logged
+
+
+# --------------------------------------------------------------------------- closed label set
+
+
+def _series(client: FlaskClient) -> set[str]:
+    """The series /metrics shows: each sample's name and labels, without its value."""
+    text = client.get("/metrics").get_data(as_text=True)
+    return {ln.rsplit(" ", 1)[0] for ln in text.splitlines() if ln and not ln.startswith("#")}
+
+
+LABELS = [
+    ("the mutating chain is its path", "mutate", None, "/mutate"),
+    ("the validating chain is its path", "validate", None, "/validate"),
+    ("a registered plugin is its path", "validate", "runtime-class", "/validate/runtime-class"),
+    (
+        "a plugin is its path under either phase, halves or not",
+        "mutate",
+        "taint-toleration-rules",
+        "/mutate/taint-toleration-rules",
+    ),
+    ("an unknown name is other", "validate", "no-such-plugin", "other"),
+    ("a NUL is other", "mutate", "\x00", "other"),
+    ("a name a plugin's name starts with is other", "mutate", "runtime-class-x", "other"),
+]
+
+
+@pytest.mark.parametrize(
+    ("phase", "plugin", "label"), [t[1:] for t in LABELS], ids=[t[0] for t in LABELS]
+)
+def test_the_endpoint_label_comes_from_a_closed_set(
+    phase: Phase, plugin: str | None, label: str
+) -> None:
+    assert endpoint_label(phase, plugin, frozenset(REGISTRY.names)) == label
+
+
+REFUSALS = [
+    ("an unknown plugin (404)", "/validate/no-such-plugin", {}, 404),
+    ("a NUL for a plugin name (404)", "/mutate/%00", {}, 404),
+    ("a body over the limit (413)", "/mutate", {"data": b"x" * (MAX_BODY + 1)}, 413),
+    ("the wrong content type (415)", "/mutate", {"content_type": "text/yaml"}, 415),
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "kw", "status"), [r[1:] for r in REFUSALS], ids=[r[0] for r in REFUSALS]
+)
+def test_a_request_refused_before_its_review_is_read_adds_no_series(
+    client: FlaskClient, path: str, kw: dict[str, Any], status: int
+) -> None:
+    _post(client, "/mutate", review(pod()))
+    before = _series(client)
+    body = kw.pop("data", review(pod()))
+    assert _post(client, path, body, **kw).status_code == status
+    assert _series(client) == before
+
+
+def test_a_client_without_a_certificate_adds_no_series() -> None:
+    state = ServerState(Admission(REGISTRY, load_config(None, REGISTRY)), require_client_cert=True)
+    client = create_app(state).test_client()
+    before = _series(client)
+    for path in ("/mutate", "/validate/runtime-class", "/mutate/unheard-of"):
+        assert _post(client, path, review(pod())).status_code == 401
+    assert _series(client) == before
+
+
+def test_a_thousand_random_plugin_names_leave_metrics_byte_for_byte_the_same(
+    client: FlaskClient,
+) -> None:
+    _post(client, "/mutate", review(pod()))
+    before = client.get("/metrics").get_data()
+    body = orjson.dumps(review(pod()))
+    for i in range(1000):
+        assert _post(client, f"/validate/random-{i:x}-{i * 7919:x}", body).status_code == 404
+    assert client.get("/metrics").get_data() == before
+
+
+SHOWN = [
+    ("a plain path is itself", "/mutate/nope", "/mutate/nope"),
+    ("a NUL is escaped", "/mutate/\x00", "/mutate/\\x00"),
+    ("a newline cannot start a line of its own", "/mutate/a\nb", "/mutate/a\\nb"),
+    ("a line separator is escaped", "/mutate/\u2028", "/mutate/\\u2028"),
+    ("a terminal escape is escaped", "/mutate/\x1b[2J", "/mutate/\\x1b[2J"),
+    ("a backslash is doubled", "/mutate/\\x00", "/mutate/\\\\x00"),
+    ("a long path is cut", "/mutate/" + "a" * 500, ("/mutate/" + "a" * 500)[:SHOWN_PATH] + "..."),
+]
+
+
+@pytest.mark.parametrize(("path", "shown"), [t[1:] for t in SHOWN], ids=[t[0] for t in SHOWN])
+def test_the_review_log_shows_a_client_s_path_escaped_and_cut(path: str, shown: str) -> None:
+    assert shown_path(path) == shown
+
+
+def test_a_review_log_line_for_an_unknown_path_says_other_and_shows_the_path_safely() -> None:
+    import io
+
+    from webhooks.server.app import ReviewLog
+
+    stream = io.StringIO()
+    state = ServerState(
+        Admission(REGISTRY, load_config(None, REGISTRY)),
+        review_log=ReviewLog(stream, interval=None),
+    )
+    client = create_app(state).test_client()
+    assert _post(client, "/mutate/%00%E2%80%A8x", review(pod())).status_code == 404
+    assert _post(client, "/mutate", review(pod())).status_code == 200
+    first, second = (orjson.loads(line) for line in stream.getvalue().splitlines())
+    assert (first["endpoint"], first["status"]) == ("other", 404)
+    assert first["path"] == "/mutate/\\x00\\u2028x"
+    assert second["endpoint"] == "/mutate" and "path" not in second

@@ -30,6 +30,16 @@ __all__ = ("MAX_BODY", "ReadyCheck", "ReviewLog", "ServerState", "create_app")
 
 ReadyCheck = Callable[[], str | None]
 
+#: The endpoint label of a path outside the closed set (what the registry names).
+OTHER = "other"
+#: Answers that refuse the HTTP request before any review is read: no client certificate
+#: (401), an unknown plugin (404), a body not received in time (408), too large (413) or of
+#: the wrong type (415). Any client, unauthenticated ones included, can send as many as it
+#: likes, so they add no series; the review log still has a line for each.
+REFUSED = frozenset({401, 404, 408, 413, 415})
+#: How much of a path outside the closed set the review log shows.
+SHOWN_PATH = 200
+
 
 class ReviewLog:
     """One JSON line per review on a stream: who asked what, what we decided, how fast.
@@ -93,8 +103,14 @@ class ReviewLog:
             )
         return f"{second[1]}.{int((now - whole) * 1000):03d}Z"
 
-    def write(self, endpoint: str, reply: Reply, seconds: float, decision: str) -> None:
-        """Write the line for one answered request."""
+    def write(
+        self, endpoint: str, reply: Reply, seconds: float, decision: str, path: str | None = None
+    ) -> None:
+        """Write the line for one answered request.
+
+        ``endpoint`` is the metrics label (a closed set); ``path``, when the request's path
+        is outside that set, is shown escaped and cut (:func:`shown_path`).
+        """
         line: dict[str, Any] = {
             "time": self.timestamp(),
             "level": "info",
@@ -104,6 +120,8 @@ class ReviewLog:
             "status": reply.status,
             "latencyMs": round(seconds * 1000, 3),
         }
+        if path is not None:
+            line["path"] = shown_path(path)
         req, outcome = reply.request, reply.outcome
         if req is not None:
             line.update(
@@ -180,6 +198,29 @@ class ServerState:
             if reason:
                 return reason
         return None
+
+
+def shown_path(path: str) -> str:
+    """A client's path as a log line may show it: printable ASCII, at most ``SHOWN_PATH`` long.
+
+    Why: the path is whatever the client sent, up to the 64 KiB head; escaped, a NUL, a
+    line separator or a terminal escape sequence cannot forge or hide log lines.
+    """
+    cut = path[:SHOWN_PATH]
+    shown = cut.encode("unicode_escape").decode("ascii")
+    return shown + "..." if len(path) > SHOWN_PATH else shown
+
+
+def endpoint_label(phase: Phase, plugin: str | None, known: frozenset[str]) -> str:
+    """The ``endpoint`` label of an admission path: from a closed set, whatever the client sent.
+
+    Why: a label value made from the URL let any client create series without bound (each
+    one a file entry in every worker and lines in every scrape); the set here is the two
+    chains and the registry's plugins under each, and anything else is ``other``.
+    """
+    if plugin is None:
+        return f"/{phase}"
+    return f"/{phase}/{plugin}" if plugin in known else OTHER
 
 
 def _reply(reply: Reply) -> Response:
@@ -259,11 +300,15 @@ def _answer(state: ServerState, phase: Phase, plugin: str | None) -> tuple[Reply
     return state.admission.handle(body, (phase,), plugin), False
 
 
-def _account(state: ServerState, endpoint: str, reply: Reply, elapsed: float) -> None:
-    """Metrics and the review log line for one answered request."""
+def _account(
+    state: ServerState, endpoint: str, reply: Reply, elapsed: float, path: str | None
+) -> None:
+    """Metrics (reviews only: see ``REFUSED``) and the review log line for one request."""
     decision = _outcome_label(reply)
     outcome = reply.outcome
-    if outcome is None or not (outcome.decisions or outcome.excepted or outcome.expired):
+    if reply.status in REFUSED:
+        pass  # not a review: no series (see REFUSED)
+    elif outcome is None or not (outcome.decisions or outcome.excepted or outcome.expired):
         state.metrics.record(endpoint, decision, elapsed)
     else:
         state.metrics.record(
@@ -275,7 +320,7 @@ def _account(state: ServerState, endpoint: str, reply: Reply, elapsed: float) ->
             + [(e, p, "expired") for e, p in outcome.expired],
         )
     if state.review_log is not None:
-        state.review_log.write(endpoint, reply, elapsed, decision)
+        state.review_log.write(endpoint, reply, elapsed, decision, path)
 
 
 def create_app(state: ServerState) -> Flask:
@@ -283,12 +328,14 @@ def create_app(state: ServerState) -> Flask:
     app = Flask("webhooks")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
     app.extensions["placement-webhooks"] = state
+    known = frozenset(state.admission.registry.names)
 
     def admit(phase: Phase, plugin: str | None) -> Response:
         started = time.perf_counter()
         reply, close = _answer(state, phase, plugin)
-        endpoint = f"/{phase}/{plugin}" if plugin else f"/{phase}"
-        _account(state, endpoint, reply, time.perf_counter() - started)
+        endpoint = endpoint_label(phase, plugin, known)
+        path = f"/{phase}/{plugin}" if endpoint == OTHER else None
+        _account(state, endpoint, reply, time.perf_counter() - started, path)
         response = _reply(reply)
         if close:
             response.headers["Connection"] = "close"

@@ -1,19 +1,28 @@
 """HTTP/1.1 request framing: where a request's head ends, what it says, how long its body is.
 
-Why our own: the worker's poller must know from the bytes received so far, without
-blocking and without a thread, when a request is complete; gunicorn's parser reads from a
-blocking socket inside a thread, which is what let slow clients hold every thread. The
-subset is what webhook callers send (the API server, kubelet probes, Prometheus, curl):
-a request line, headers, and a body framed by ``Content-Length``. Anything else is refused
-with the status a client can act on, never guessed at.
+Why httptools (llhttp, the parser behind Node.js) and not our own: a request head is the
+one input every client controls before anything else is checked, so the parser must cost
+time linear in its bytes whatever they are. The regular expressions this module used
+before backtracked quadratically on a header value of a letter, 60,000 blanks and a
+letter (20 s in one worker's loop, while that worker answered nobody). llhttp is a state
+machine that reads each byte once, and it is also the fastest of the parsers measured
+(docs/performance.md, "Request framing"; ``bench/framing_bench.py``).
+
+The head is handed to llhttp whole, once :func:`head_end` has found its blank line: fed
+piece by piece, httptools joins a header value's pieces by repeated concatenation, which
+is quadratic in the number of pieces. The subset served is what webhook callers send (the
+API server, kubelet probes, Prometheus, curl): a request line, headers, and a body framed
+by ``Content-Length``. Anything else is refused with the status a client can act on,
+never guessed at.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+
+import httptools
 
 #: The API server caps admission bodies near this size too; larger is not a real review.
 MAX_BODY = 6 * 1024 * 1024
@@ -23,11 +32,9 @@ DRAIN_LIMIT = 16 * 1024 * 1024
 #: Request line and headers together; real callers send a few hundred bytes.
 MAX_HEAD = 64 * 1024
 MAX_HEADERS = 100
-
-_TOKEN = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
-_REQUEST_LINE = re.compile(rb"(" + _TOKEN + rb") ([^\x00-\x20\x7f]+) HTTP/(\d)\.(\d)")
-_HEADER = re.compile(rb"(" + _TOKEN + rb"):[ \t]*([^\x00-\x08\x0a-\x1f\x7f]*?)[ \t]*")
-_DIGITS = re.compile(rb"[0-9]{1,12}")
+#: Content-Length values longer than this are refused before anything is read.
+_MAX_LENGTH_DIGITS = 12
+_VERSIONS = {b"HTTP/1.1": "HTTP/1.1", b"HTTP/1.0": "HTTP/1.0"}
 
 
 class FramingError(Exception):
@@ -63,59 +70,121 @@ def head_end(buf: bytes | bytearray, scanned: int) -> int:
     return -1 if index < 0 else index + 4
 
 
+#: The headers that change how a request is framed, by their lower-case names.
+_FRAMING_HEADERS = frozenset({b"content-length", b"transfer-encoding", b"connection", b"expect"})
+
+
+class _Collected:
+    """What llhttp reports while it reads one head (its callback interface).
+
+    Headers are decoded as they are reported, and the few that frame the request are set
+    aside, so no second pass over the headers is needed.
+    """
+
+    __slots__ = ("framing", "headers", "target")
+
+    def __init__(self) -> None:
+        self.target = b""
+        self.headers: list[tuple[str, str]] = []
+        self.framing: list[tuple[bytes, str]] = []
+
+    def on_url(self, url: bytes) -> None:
+        # One call for a head fed whole; joined in case llhttp ever splits it.
+        self.target = self.target + url if self.target else url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        # llhttp drops the blanks before a value, not those after it.
+        text = value.rstrip(b" \t").decode("latin-1")
+        self.headers.append((name.decode("latin-1"), text))
+        lower = name.lower()
+        if lower in _FRAMING_HEADERS:
+            self.framing.append((lower, text))
+
+
+def _request_line(raw: bytes) -> bytes:
+    """The version of a request line shaped ``METHOD SP target SP HTTP/x.y``; raises otherwise.
+
+    Why before llhttp: it accepts runs of blanks between the parts and reports a missing
+    version as HTTP/0.9; both were refused before, and a second HTTP major is a 505. Only
+    the two blanks are looked for: llhttp checks the method and the target's bytes.
+    """
+    end = raw.find(b"\r\n")
+    first = raw.find(b" ", 0, end)
+    last = raw.rfind(b" ", 0, end)
+    if first <= 0 or last <= first + 1 or raw[first + 1] == 0x20 or raw[last - 1] == 0x20:
+        raise FramingError(400, "malformed request line")
+    version = raw[last + 1 : end]
+    if version in _VERSIONS:
+        return version
+    shaped = len(version) == 8 and version[:5] == b"HTTP/" and version[6:7] == b"."
+    if shaped and version[5:8:2].isdigit():
+        raise FramingError(505, "only HTTP/1.0 and HTTP/1.1 are served")
+    raise FramingError(400, "malformed request line")
+
+
+def _llhttp_refusal(exc: Exception) -> FramingError:
+    """The status for what llhttp refused (the one the regex parser gave), its words as detail."""
+    detail = str(exc) or type(exc).__name__
+    if isinstance(
+        exc, httptools.HttpParserInvalidMethodError | httptools.HttpParserInvalidURLError
+    ):
+        return FramingError(400, f"malformed request line ({detail})")
+    if "Transfer-Encoding" in detail:
+        return FramingError(411, "a body must be sent with Content-Length")
+    if "Content-Length" in detail:
+        return FramingError(400, f"invalid Content-Length ({detail})")
+    return FramingError(400, f"malformed request head ({detail})")
+
+
 def parse_head(raw: bytes) -> Head:
     """Parse a complete head (ending in a blank line); raises :class:`FramingError`.
 
     Why strict: a lenient parser in front of an admission chain is how requests get
-    smuggled past it; every ambiguity (two lengths, folded lines, a transfer coding) is
-    refused instead.
+    smuggled past it; every ambiguity (two lengths, folded lines, a transfer coding, a
+    control character) is refused instead. The cost is linear in ``len(raw)``: a count, a
+    look for the request line's blanks, and llhttp's single pass.
     """
-    lines = raw[:-4].split(b"\r\n")
-    match = _REQUEST_LINE.fullmatch(lines[0])
-    if match is None:
-        raise FramingError(400, "malformed request line")
-    method, target, major, minor = match.groups()
-    if major != b"1":
-        raise FramingError(505, "only HTTP/1.x is served")
-    if len(lines) - 1 > MAX_HEADERS:
+    version = _request_line(raw)
+    # Counted before parsing, so a head of thousands of tiny headers costs no callbacks; a
+    # line feed without its carriage return counts too (llhttp would refuse it anyway).
+    if raw.count(b"\n") - 2 > MAX_HEADERS:
         raise FramingError(431, "too many headers")
-    headers: list[tuple[str, str]] = []
+    collected = _Collected()
+    parser = httptools.HttpRequestParser(collected)
+    try:
+        parser.feed_data(raw)
+    except httptools.HttpParserUpgrade:
+        pass  # Upgrade and CONNECT: the head is whole; the upgrade is simply not offered
+    except httptools.HttpParserError as exc:
+        raise _llhttp_refusal(exc) from None
     length: int | None = None
-    close = minor == b"0"
+    close = version == b"HTTP/1.0"
     expect = False
-    for line in lines[1:]:
-        header = _HEADER.fullmatch(line)
-        if header is None:
-            raise FramingError(400, "malformed header line")
-        name_b, value_b = header.groups()
-        name = name_b.decode("latin-1")
-        value = value_b.decode("latin-1")
-        lower = name.lower()
-        if lower == "content-length":
-            if _DIGITS.fullmatch(value_b) is None or (length is not None and int(value) != length):
+    for lower, value in collected.framing:
+        if lower == b"content-length":
+            # llhttp has checked the digits and refused a repeated length.
+            if len(value) > _MAX_LENGTH_DIGITS:
                 raise FramingError(400, "invalid Content-Length")
             length = int(value)
-        elif lower == "transfer-encoding":
+        elif lower == b"transfer-encoding":
             raise FramingError(411, "a body must be sent with Content-Length")
-        elif lower == "connection":
-            tokens = {t.strip().lower() for t in value.split(",")}
-            if "close" in tokens:
+        elif lower == b"connection":
+            if "close" in {t.strip().lower() for t in value.split(",")}:
                 close = True
-        elif lower == "expect":
-            if value.lower() != "100-continue":
-                raise FramingError(417, "only Expect: 100-continue is supported")
-            expect = minor == b"1"
-        headers.append((name, value))
-    target_s = target.decode("latin-1")
-    path, _, query = target_s.partition("?")
+        elif value.lower() != "100-continue":  # Expect
+            raise FramingError(417, "only Expect: 100-continue is supported")
+        else:
+            expect = version == b"HTTP/1.1"
+    target = collected.target.decode("latin-1")
+    path, _, query = target.partition("?")
     if not path.startswith("/"):
         raise FramingError(400, "the request target must be a path")
     return Head(
-        method=method.decode("latin-1"),
+        method=parser.get_method().decode("latin-1"),
         path=path,
         query=query,
-        version=f"HTTP/1.{minor.decode()}",
-        headers=headers,
+        version=_VERSIONS[version],
+        headers=collected.headers,
         content_length=length or 0,
         keep_alive=not close,
         expect_continue=expect,

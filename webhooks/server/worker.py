@@ -4,10 +4,13 @@ Why: every pod creation waits on this server, so no client may be able to stall 
 threaded worker handed each new connection to a thread that waited for the client's
 bytes, and read bodies at the client's pace; a few hundred silent connections, or twenty
 bodies sent a byte a second, held every thread. Here one loop per worker (``selectors``)
-accepts connections, drives each TLS handshake without blocking, reads the request head
-and body into memory, and only then hands the complete request to a thread. A thread
-never touches a socket that might not be ready: it runs the app and writes the answer
-with a non-blocking send, and whatever the socket does not take goes back to the loop.
+accepts connections, drives each TLS handshake without blocking, feeds what each client
+sends to that connection's :class:`~webhooks.server.reader.RequestReader`, and hands a
+request to a thread only once the reader says it is complete. The loop does I/O and
+scheduling only: what the bytes mean is the reader's to decide, and it costs time linear
+in them, so no client's bytes can hold the loop. A thread never touches a socket that
+might not be ready: it runs the app and writes the answer with a non-blocking send, and
+whatever the socket does not take goes back to the loop.
 
 Bounds, all per worker: a total deadline per handshake and per request (``--io-timeout``,
 counted from the first byte, so a byte a second does not extend it), the keep-alive idle
@@ -33,15 +36,15 @@ from typing import Any
 from gunicorn import util
 from gunicorn.workers import base
 
-from webhooks.server.framing import (
-    DRAIN_LIMIT,
-    MAX_BODY,
-    MAX_HEAD,
-    FramingError,
-    Head,
-    error_response,
-    head_end,
-    parse_head,
+from webhooks.server.framing import MAX_BODY, error_response
+from webhooks.server.reader import (
+    CONTINUE,
+    NEED_DATA,
+    HeadReceived,
+    Phase,
+    Refusal,
+    Request,
+    RequestReader,
 )
 from webhooks.server.wsgi import HttpDate, Responder
 
@@ -55,7 +58,9 @@ STOP_LINGER = 2.0
 #: Paths the plain-HTTP (metrics) listener serves; everything else there is 404.
 PLAIN_PATHS = frozenset({"/metrics", "/healthz", "/readyz"})
 
-HANDSHAKE, IDLE, READING, DISCARDING, BUSY, WRITING = range(6)
+#: What the loop does with a connection: wait for its handshake, for its next request, for
+#: the rest of a request; nothing while a thread has it; send what the socket did not take.
+HANDSHAKE, IDLE, READING, BUSY, WRITING = range(5)
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
@@ -74,18 +79,15 @@ class Connection:
 
     __slots__ = (
         "addr",
-        "buf",
         "close_after",
         "deadline",
-        "discard",
         "events",
         "fd",
-        "head",
         "listener",
         "out",
         "peer_certificate",
         "phase",
-        "scanned",
+        "reader",
         "sock",
     )
 
@@ -95,10 +97,7 @@ class Connection:
         self.listener = listener
         self.addr = addr if isinstance(addr, tuple) else None
         self.phase = phase
-        self.buf = bytearray()
-        self.scanned = 0
-        self.head: Head | None = None
-        self.discard = 0
+        self.reader = RequestReader()
         self.deadline = 0.0
         self.events = 0
         self.out: memoryview | None = None
@@ -127,9 +126,7 @@ class Worker(base.Worker):  # type: ignore[misc]
         self.done: collections.deque[tuple[Connection, memoryview | None, bool]] = (
             collections.deque()
         )
-        self.jobs: queue.SimpleQueue[tuple[Connection, Head, bytes, bool] | None] = (
-            queue.SimpleQueue()
-        )
+        self.jobs: queue.SimpleQueue[tuple[Connection, Request] | None] = queue.SimpleQueue()
         self.date = HttpDate()
         self.selector = selectors.DefaultSelector()
         self.stopping = False
@@ -245,7 +242,7 @@ class Worker(base.Worker):  # type: ignore[misc]
         if self.again:
             again, self.again = self.again, []
             for conn in again:
-                if self.conns.get(conn.fd) is conn and conn.phase in (IDLE, READING, DISCARDING):
+                if self.conns.get(conn.fd) is conn and conn.phase in (IDLE, READING):
                     self._read(conn)
 
     # ------------------------------------------------------------------ connections
@@ -319,7 +316,7 @@ class Worker(base.Worker):  # type: ignore[misc]
     def _sweep(self, now: float) -> None:
         """Close connections past their deadline; a late request body gets a 408 first."""
         for conn in [c for c in self.conns.values() if c.phase != BUSY and c.deadline < now]:
-            if conn.phase in (READING, DISCARDING) and conn.head is not None:
+            if conn.phase == READING and conn.reader.head_received:
                 self._send_nowait(
                     conn, error_response(408, "request not received in time", self.date.now())
                 )
@@ -373,76 +370,48 @@ class Worker(base.Worker):  # type: ignore[misc]
             if not data:
                 self._close(conn)
                 return
-            if self._feed(conn, data):
+            if conn.phase == IDLE:
+                self._begin(conn)
+            conn.reader.receive_data(data)
+            if self._advance(conn):
                 return
             budget -= len(data)
             if budget <= 0:
                 self.again.append(conn)
                 return
 
-    def _feed(self, conn: Connection, data: bytes) -> bool:
-        """Take bytes; True when the connection left the reading phases (dispatched, closed)."""
-        if conn.phase == IDLE:
-            conn.phase = READING
-            conn.deadline = time.monotonic() + self.limits.io_timeout
-            self.idle.pop(conn.fd, None)
-        if conn.phase == DISCARDING:
-            taken = min(conn.discard, len(data))
-            conn.discard -= taken
-            conn.buf += data[taken:]
-            if conn.discard == 0:
-                assert conn.head is not None
-                self._dispatch(conn, conn.head, b"", drained=True)
-                return True
-            return False
-        conn.buf += data
-        return self._advance(conn)
+    def _begin(self, conn: Connection) -> None:
+        """The first byte of a request arrived: its deadline runs from now."""
+        conn.phase = READING
+        conn.deadline = time.monotonic() + self.limits.io_timeout
+        self.idle.pop(conn.fd, None)
 
     def _advance(self, conn: Connection) -> bool:
-        """Parse what the buffer holds; dispatch when a request is complete."""
-        buf = conn.buf
-        head = conn.head
-        if head is None:
-            end = head_end(buf, conn.scanned)
-            if end < 0:
-                conn.scanned = len(buf)
-                if len(buf) > MAX_HEAD:
-                    self._refuse(conn, 431, "request head too large")
-                    return True
+        """Act on what the reader makes of the bytes; True when the connection left reading."""
+        reader = conn.reader
+        while True:
+            event = reader.next_event()
+            if event is NEED_DATA:
                 return False
-            try:
-                head = parse_head(bytes(buf[:end]))
-            except FramingError as exc:
-                self._refuse(conn, exc.status, exc.reason)
-                return True
-            del buf[:end]
-            conn.scanned = 0
-            conn.head = head
-            if conn.listener.plain and (
-                head.path not in PLAIN_PATHS or head.method not in ("GET", "HEAD")
-            ):
-                self._refuse(conn, 404, "not found: this port serves /metrics, /healthz, /readyz")
-                return True
-            length = head.content_length
-            if length > MAX_BODY:
-                if length > DRAIN_LIMIT:
-                    conn.close_after = True
-                    self._dispatch(conn, head, b"", drained=False)
-                    return True
-                conn.phase = DISCARDING
-                conn.discard = length
-                rest = bytes(buf)
-                buf.clear()
-                return self._feed(conn, rest) if rest else False
-            if head.expect_continue and len(buf) < length:
+            if event is CONTINUE:
                 self._send_nowait(conn, _CONTINUE)
-        length = head.content_length
-        if len(buf) < length:
-            return False
-        body = bytes(buf[:length]) if len(buf) > length else bytes(buf)
-        del buf[:length]
-        self._dispatch(conn, head, body, drained=False)
-        return True
+            elif isinstance(event, HeadReceived):
+                head = event.head
+                if conn.listener.plain and (
+                    head.path not in PLAIN_PATHS or head.method not in ("GET", "HEAD")
+                ):
+                    self._refuse(
+                        conn, 404, "not found: this port serves /metrics, /healthz, /readyz"
+                    )
+                    return True
+            elif isinstance(event, Request):
+                self._dispatch(conn, event)
+                return True
+            elif isinstance(event, Refusal):
+                self._refuse(conn, event.status, event.reason)
+                return True
+            else:  # PAUSED: a request is already out (not reached while reading)
+                return False
 
     def _refuse(self, conn: Connection, status: int, reason: str) -> None:
         self._send_nowait(conn, error_response(status, reason, self.date.now()))
@@ -455,11 +424,10 @@ class Worker(base.Worker):  # type: ignore[misc]
 
     # ------------------------------------------------------------------ requests
 
-    def _dispatch(self, conn: Connection, head: Head, body: bytes, drained: bool) -> None:
+    def _dispatch(self, conn: Connection, request: Request) -> None:
         conn.phase = BUSY
-        conn.head = None
         self._want(conn, 0)
-        self.jobs.put((conn, head, body, drained))
+        self.jobs.put((conn, request))
 
     def _serve_jobs(self) -> None:
         """A request thread: run the app on complete requests, send without blocking."""
@@ -467,14 +435,15 @@ class Worker(base.Worker):  # type: ignore[misc]
             job = self.jobs.get()
             if job is None:
                 return
-            conn, head, body, drained = job
-            keep_alive = head.keep_alive and not conn.close_after and not self.stopping
+            conn, request = job
+            head = request.head
+            keep_alive = head.keep_alive and request.intact and not self.stopping
             try:
                 extra: dict[str, Any] = {"webhooks.peer_certificate": conn.peer_certificate}
                 if head.content_length > MAX_BODY:
-                    extra["webhooks.body_discarded"] = drained
+                    extra["webhooks.body_discarded"] = request.intact
                 responder = conn.listener.responder
-                env = responder.environ(head, body, conn.addr, extra)
+                env = responder.environ(head, request.body, conn.addr, extra)
                 out, close = responder.respond(env, keep_alive)
             except Exception:
                 self.log.exception("Error handling request %s %s", head.method, head.path)
@@ -538,17 +507,22 @@ class Worker(base.Worker):  # type: ignore[misc]
 
     def _answered(self, conn: Connection) -> None:
         """A response went out: close, or wait for the next request on the connection."""
-        if conn.close_after or self.stopping or self.limits.keepalive <= 0:
+        reader = conn.reader
+        if (
+            conn.close_after
+            or self.stopping
+            or self.limits.keepalive <= 0
+            or reader.phase is not Phase.DONE  # its body left unread: framing is lost
+        ):
             self._close(conn)
             return
         conn.phase = IDLE
         conn.deadline = time.monotonic() + self.limits.keepalive
         self.idle[conn.fd] = conn
         self._want(conn, selectors.EVENT_READ)
-        if conn.buf:
-            conn.phase = READING
-            conn.deadline = time.monotonic() + self.limits.io_timeout
-            self.idle.pop(conn.fd, None)
+        reader.start_next_cycle()
+        if reader.buffered:  # pipelined: the next request has begun
+            self._begin(conn)
             if self._advance(conn):
                 return
         sock = conn.sock
