@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: serve test lint typecheck unit system-deps properties bench bench-deps bench-check bench-hostile bench-audit clean
+.PHONY: serve test lint typecheck unit system-deps properties bench bench-deps bench-check bench-hostile bench-audit clean controlplane controlplane-mod
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -68,6 +68,16 @@ bench-check: $(STAMP)
 # failures are kept in .hypothesis/ and replayed first next time.
 properties: $(STAMP)
 	HYPOTHESIS_PROFILE=long $(BIN)/pytest tests/properties --hypothesis-show-statistics
+
+# The real control plane (needs Go and the Go module proxy). One pinned Kubernetes release,
+# KUBERNETES_VERSION in tests/controlplane/release.py; binaries built once into
+# ${XDG_CACHE_HOME:-~/.cache}/placement-webhooks/controlplane/<version>/ and reused.
+controlplane: $(STAMP)
+	@$(BIN)/python -m tests.controlplane.build
+
+# Regenerate tests/controlplane/gomod/*/go.mod and go.sum after changing KUBERNETES_VERSION.
+controlplane-mod: $(STAMP)
+	$(BIN)/python -m tests.controlplane.build --generate
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis
