@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from tests.controlplane.conftest import STARTS
 from tests.controlplane.harness import (
     ControlPlane,
     ControlPlaneOptions,
@@ -197,6 +198,7 @@ def three_modes() -> Iterator[ControlPlane]:
         controller_manager=None,
     )
     with running(options) as plane:
+        STARTS.append(("etcd, 3 API servers, 2 serve", plane.started_in or 0))
         yield plane
 
 
