@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: serve test lint typecheck unit system-deps properties bench bench-deps bench-check bench-hostile bench-audit clean controlplane controlplane-mod
+.PHONY: serve test lint typecheck unit system-deps properties bench bench-deps bench-check bench-hostile bench-audit clean controlplane controlplane-mod cluster e2e
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -78,6 +78,20 @@ controlplane: $(STAMP)
 # Regenerate tests/controlplane/gomod/*/go.mod and go.sum after changing KUBERNETES_VERSION.
 controlplane-mod: $(STAMP)
 	$(BIN)/python -m tests.controlplane.build --generate
+
+# A control plane in the foreground: prints KUBECONFIG=<path>, then `ready`; Ctrl-C stops it.
+# MODE=in-tree|webhooks|managed, CONFIG=<placement-webhooks config file> (default: built-in).
+MODE ?= in-tree
+CONFIG ?=
+cluster: controlplane
+	@$(BIN)/python -m tests.controlplane.harness --mode=$(MODE) $(if $(CONFIG),--config=$(CONFIG))
+
+# The real-control-plane suite. pyproject's addopts ignore tests/controlplane, so `make test`
+# never collects it; naming the directory here collects it (pytest >= 8 collects a path
+# given on the command line even when --ignore covers it; were that to change, this run
+# would find no tests and fail, not pass silently).
+e2e: controlplane
+	$(BIN)/pytest tests/controlplane
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis
