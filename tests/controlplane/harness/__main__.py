@@ -24,7 +24,7 @@ from webhooks.core.config import ConfigError
 
 
 def _interrupt(_signum: int, _frame: FrameType | None) -> None:
-    raise KeyboardInterrupt  # SIGTERM stops as cleanly as Ctrl-C: the `with` block unwinds
+    raise KeyboardInterrupt  # the `with` block unwinds and stops every component
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -35,7 +35,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--node-monitor-period", default="5s")
     parser.add_argument("--node-monitor-grace-period", default="50s")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, _interrupt)
+    # SIGINT too: a shell that starts us in the background hands us SIGINT ignored, and
+    # Python then installs no KeyboardInterrupt handler of its own.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _interrupt)
     try:
         options = ControlPlaneOptions(
             apiservers=(apiserver_options(args.mode, args.config),),
@@ -45,8 +48,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             ),
         )
         with running(options) as plane:
+            steps = ", ".join(f"{what} {at:.1f} s" for what, at in plane.timeline)
             print(
-                f"control plane ({args.mode}) up in {plane.started_in:.1f} s; "
+                f"control plane ({args.mode}) up in {plane.started_in:.1f} s ({steps}); "
                 f"logs in {plane.directory}",
                 file=sys.stderr,
             )

@@ -67,6 +67,8 @@ class ControlPlane:
         self.apiservers: dict[str, ApiServer] = {}
         self.webhooks: dict[str, WebhookServer] = {}
         self.started_in: float | None = None
+        #: (milestone, seconds since start) of the last start, to see where start-up goes.
+        self.timeline: list[tuple[str, float]] = []
         self._components: list[Component] = []
 
     @property
@@ -81,14 +83,18 @@ class ControlPlane:
     def start(self) -> ControlPlane:
         """Start everything and wait until it is ready; on any failure, stop what started."""
         atexit.register(self.stop)
-        began = time.monotonic()
+        self._began = time.monotonic()
+        self.timeline = []
         try:
             self._start()
         except BaseException:
             self.stop()
             raise
-        self.started_in = time.monotonic() - began
+        self.started_in = time.monotonic() - self._began
         return self
+
+    def _reached(self, milestone: str) -> None:
+        self.timeline.append((milestone, time.monotonic() - self._began))
 
     def _start(self) -> None:
         options, binaries, root = self.options, self.binaries, self.directory
@@ -107,12 +113,14 @@ class ControlPlane:
             components=[etcd.component],
             what="healthy",
         )
+        self._reached("etcd healthy")
         for server in self.apiservers.values():
             wait_until(
                 partial(components.apiserver_ready, server),
                 timeout=timeout,
                 components=[etcd.component, server.component],
             )
+        self._reached("API servers ready")
 
         target = self.apiservers[options.components_for or next(iter(self.apiservers))]
         waits: list[tuple[Component, Callable[[], bool]]] = []
@@ -123,7 +131,6 @@ class ControlPlane:
             manager, port = components.start_controller_manager(
                 binaries, root / "controller-manager", target, options.controller_manager
             )
-
             waits.append((self._add(manager), partial(components.manager_ready, port, target)))
         for server in self.apiservers.values():
             if server.options.webhooks:
@@ -132,13 +139,21 @@ class ControlPlane:
                 )
                 self.webhooks[server.name] = webhook
                 waits.append((self._add(webhook.component), partial(webhookserver.ready, webhook)))
+        # What webhook-config prints needs only serve's URL and CA: ask while serve boots.
+        registrations = {
+            name: webhookserver.configurations(
+                webhook, self.apiservers[name].options.webhook_config
+            )
+            for name, webhook in self.webhooks.items()
+        }
         for component, ready in waits:
             wait_until(ready, timeout=timeout, components=[component])
+            self._reached(f"{component.name} ready")
         for name, webhook in self.webhooks.items():
-            server = self.apiservers[name]
-            objects = webhookserver.configurations(webhook, server.options.webhook_config)
+            server, objects = self.apiservers[name], registrations[name]
             webhookserver.register(server, objects)
             webhookserver.wait_active(server, webhook, objects)
+            self._reached(f"{webhook.component.name} registered and called")
 
     def check(self) -> None:
         """Raise :class:`ComponentError` (with its log) if any component has exited."""
