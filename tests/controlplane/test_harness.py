@@ -10,6 +10,7 @@ import pytest
 from kubernetes import client
 
 from tests.controlplane.harness import (
+    AdmissionSetup,
     ApiServerOptions,
     ComponentError,
     ControlPlane,
@@ -93,31 +94,38 @@ def test_a_node_whose_lease_stops_is_tainted_unreachable_by_the_controller_manag
 
 
 @pytest.mark.parametrize(
-    "options",
+    ("api_options", "said"),
     [
         pytest.param(
-            ControlPlaneOptions(
-                apiservers=(ApiServerOptions(extra_args=("--no-such-flag",)),),
-                scheduler=False,
-                controller_manager=None,
-                timeout=30,
-            ),
-            id="an API server with a bad flag",
+            ApiServerOptions(extra_args=("--no-such-flag",)),
+            "unknown flag: --no-such-flag",
+            id="an API server with a flag it does not know",
+        ),
+        pytest.param(
+            ApiServerOptions(admission=AdmissionSetup(enable=("NoSuchPlugin",))),
+            "NoSuchPlugin",
+            id="an API server asked for an admission plugin it does not have",
         ),
     ],
 )
 def test_a_component_that_dies_at_start_is_reported_with_its_log_and_nothing_is_left(
-    options: ControlPlaneOptions,
+    api_options: ApiServerOptions, said: str
 ) -> None:
-    plane = ControlPlane(options)
+    plane = ControlPlane(
+        ControlPlaneOptions(
+            apiservers=(api_options,), scheduler=False, controller_manager=None, timeout=30
+        )
+    )
     with pytest.raises(ComponentError) as caught:
         plane.start()
     message = str(caught.value)
     assert "kube-apiserver[main] exited" in message
-    assert "no-such-flag" in message  # the tail of its log says why
+    assert said in message  # the tail of its log says why
     assert not plane.directory.exists()
-    with pytest.raises(ProcessLookupError):
-        os.killpg(plane.apiservers["main"].component.proc.pid, 0)
+    assert plane.etcd is not None
+    for component in (plane.etcd.component, plane.apiservers["main"].component):
+        with pytest.raises(ProcessLookupError):
+            os.killpg(component.proc.pid, 0)  # no process of its group is left
 
 
 def test_two_api_servers_on_one_etcd_are_separate_clusters() -> None:

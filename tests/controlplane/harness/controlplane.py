@@ -31,6 +31,7 @@ from tests.controlplane.harness.components import (
     ApiServer,
     ApiServerOptions,
     ControllerManagerOptions,
+    Etcd,
 )
 from tests.controlplane.harness.process import Component, wait_until
 from tests.controlplane.harness.webhookserver import WebhookServer
@@ -64,6 +65,7 @@ class ControlPlane:
         self.options = options
         self.binaries = binaries or locate()
         self.directory = Path(tempfile.mkdtemp(prefix="placement-webhooks-cp-"))
+        self.etcd: Etcd | None = None
         self.apiservers: dict[str, ApiServer] = {}
         self.webhooks: dict[str, WebhookServer] = {}
         self.started_in: float | None = None
@@ -99,7 +101,7 @@ class ControlPlane:
     def _start(self) -> None:
         options, binaries, root = self.options, self.binaries, self.directory
         timeout = options.timeout
-        etcd = components.start_etcd(binaries, root / "etcd")
+        etcd = self.etcd = components.start_etcd(binaries, root / "etcd")
         self._add(etcd.component)
         for api_options in options.apiservers:
             server = components.start_apiserver(
