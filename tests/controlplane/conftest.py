@@ -1,0 +1,89 @@
+"""Fixtures of the real-control-plane suite (``make e2e``; ``make test`` never loads this).
+
+One control plane per session (etcd, an API server with upstream's default admission, the
+scheduler and the controller-manager with short node monitoring): starting one costs
+seconds, and tests keep apart by namespace and node names. Suites that need other API
+servers start their own with :func:`tests.controlplane.harness.running`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import signal
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any
+
+import pytest
+
+from tests.controlplane.harness import (
+    ControlPlane,
+    ControlPlaneOptions,
+    LeaseRenewer,
+    NotBuilt,
+    create_namespace,
+    running,
+)
+
+_names = itertools.count()
+#: (what, seconds) of every control plane the session's fixtures started, for the summary.
+STARTS: list[tuple[str, float]] = []
+
+
+def _interrupt(_signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt  # pytest then runs every finalizer: the components are stopped
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """SIGTERM (a CI timeout, ``kill``) tears down like Ctrl-C instead of orphaning servers."""
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Print each start-up time: the 15 s target is watched on every run, not once."""
+    for what, seconds in STARTS:
+        terminalreporter.write_line(f"control plane start-up ({what}): {seconds:.1f} s")
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    """The session's control plane, stopped (and its temp dir removed) at the end."""
+    try:
+        with running(ControlPlaneOptions()) as plane:
+            STARTS.append(
+                ("etcd, API server, scheduler, controller-manager", plane.started_in or 0)
+            )
+            yield plane
+    except NotBuilt as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _components_alive(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test that used the shared control plane: did a component die meanwhile?"""
+    yield
+    if "control_plane" in request.fixturenames:
+        request.getfixturevalue("control_plane").check()
+
+
+@pytest.fixture(scope="session")
+def api_client(control_plane: ControlPlane) -> Iterator[Any]:
+    """A ``kubernetes`` ApiClient for the shared API server, as admin."""
+    with control_plane.api.client() as client:
+        yield client
+
+
+@pytest.fixture
+def namespace(api_client: Any) -> str:
+    """A fresh namespace (with its ``default`` ServiceAccount) for one test."""
+    name = f"t{next(_names)}"
+    create_namespace(api_client, name)
+    return name
+
+
+@pytest.fixture(scope="session")
+def lease_renewer(api_client: Any) -> Iterator[LeaseRenewer]:
+    """The heartbeat of every written Node of the session."""
+    renewer = LeaseRenewer(api_client, interval=1.0)
+    yield renewer
+    renewer.close()

@@ -1,0 +1,49 @@
+"""The real-control-plane harness: test infrastructure, not part of the ``webhooks`` package.
+
+It runs etcd, kube-apiserver (one or more, on one etcd), kube-scheduler and
+kube-controller-manager of the pinned release (:mod:`tests.controlplane.release`) from the
+build cache, plus ``placement-webhooks serve`` when a mode asks for it. ``make cluster`` and
+the ``make e2e`` suite go through the same code, so a person reproduces by hand exactly
+what a test ran.
+
+Start with :func:`running` and :class:`ControlPlaneOptions`; :mod:`.admission` turns a mode
+and our config file into API server options; :mod:`.nodes` writes Nodes and keeps their
+Leases fresh.
+"""
+
+from __future__ import annotations
+
+from tests.controlplane.harness.admission import AdmissionSetup, Untranslatable, setup_for
+from tests.controlplane.harness.binaries import Binaries, NotBuilt, locate
+from tests.controlplane.harness.components import (
+    ApiServer,
+    ApiServerOptions,
+    ControllerManagerOptions,
+)
+from tests.controlplane.harness.controlplane import ControlPlane, ControlPlaneOptions, running
+from tests.controlplane.harness.modes import apiserver_options
+from tests.controlplane.harness.nodes import LeaseRenewer, node_manifest, write_node
+from tests.controlplane.harness.objects import create_namespace, pod_manifest
+from tests.controlplane.harness.process import ComponentError
+
+__all__ = [
+    "AdmissionSetup",
+    "ApiServer",
+    "ApiServerOptions",
+    "Binaries",
+    "ComponentError",
+    "ControlPlane",
+    "ControlPlaneOptions",
+    "ControllerManagerOptions",
+    "LeaseRenewer",
+    "NotBuilt",
+    "Untranslatable",
+    "apiserver_options",
+    "create_namespace",
+    "locate",
+    "node_manifest",
+    "pod_manifest",
+    "running",
+    "setup_for",
+    "write_node",
+]

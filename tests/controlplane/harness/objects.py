@@ -1,0 +1,51 @@
+"""Small helpers for the objects every test needs, made the way a cluster would make them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def create_namespace(
+    api_client: Any,
+    name: str,
+    *,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Create a Namespace and its ``default`` ServiceAccount; returns the stored Namespace.
+
+    Why the account: the ServiceAccount admission plugin refuses a pod whose account does
+    not exist, and only a controller-manager makes ``default`` by itself. Creating it here
+    (and accepting "already exists") gives every API server, with or without one, the same
+    behaviour, so the differential suite never compares a refusal that is only about that.
+    """
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    core = client.CoreV1Api(api_client)
+    metadata: dict[str, Any] = {"name": name}
+    if labels:
+        metadata["labels"] = dict(labels)
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    stored = core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": metadata})
+    try:
+        core.create_namespaced_service_account(
+            name, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}
+        )
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+    namespace: dict[str, Any] = api_client.sanitize_for_serialization(stored)
+    return namespace
+
+
+def pod_manifest(name: str, **spec: Any) -> dict[str, Any]:
+    """A minimal Pod (one pause container); ``spec`` entries are added to its spec."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}], **spec},
+    }

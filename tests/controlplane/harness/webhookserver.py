@@ -1,0 +1,163 @@
+"""``placement-webhooks serve`` beside an API server, registered as a user would register it.
+
+The suite runs the product as it ships: the real ``serve`` command under gunicorn with its
+own certificates, and the Mutating-/ValidatingWebhookConfiguration exactly as
+``placement-webhooks webhook-config --url ... --ca-file ...`` prints them. A test that
+hand-wrote the configurations would test our guess of them instead.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.controlplane.harness.admission import webhook_serving_config
+from tests.controlplane.harness.components import ApiServer, fetch
+from tests.controlplane.harness.pki import HOSTS
+from tests.controlplane.harness.process import Component, free_port, wait_until
+from webhooks.certs import generate
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@dataclass(slots=True)
+class WebhookServer:
+    """A running ``serve``: where it listens, its CA, and its plain-HTTP probe port."""
+
+    component: Component
+    url: str
+    ca: Path
+    metrics_port: int
+    config: Path
+
+
+def start(directory: Path, server: ApiServer, config: Path | None) -> WebhookServer:
+    """Start ``serve`` with ``config`` (its cluster source pointed at ``server``).
+
+    ``--shutdown-delay 0``: there is no Service whose endpoints need time to drain, and a
+    test run should not wait five seconds per server at teardown.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    certs = generate(directory / "certs", hosts=HOSTS)
+    served = directory / "config.yaml"
+    served.write_text(yaml.safe_dump(webhook_serving_config(config, server.kubeconfig)))
+    port, metrics = free_port(), free_port()
+    args = [
+        sys.executable,
+        "-m",
+        "webhooks",
+        "serve",
+        f"--config={served}",
+        f"--bind=127.0.0.1:{port}",
+        f"--cert-dir={certs.cert.parent}",
+        f"--metrics-bind=127.0.0.1:{metrics}",
+        "--shutdown-delay=0",
+    ]
+    component = Component(
+        f"placement-webhooks[{server.name}]", args, directory / "serve.log", cwd=REPO
+    )
+    return WebhookServer(component, f"https://127.0.0.1:{port}", certs.ca, metrics, served)
+
+
+def ready(webhook: WebhookServer) -> bool:
+    """``/readyz`` on the metrics port: config and certificates loaded, caches synced."""
+    status, _ = fetch(
+        urllib.request.Request(f"http://127.0.0.1:{webhook.metrics_port}/readyz"), None
+    )
+    return status == 200
+
+
+def configurations(webhook: WebhookServer, config: Path | None) -> list[dict[str, Any]]:
+    """What ``webhook-config`` prints for ``webhook``: the objects to register."""
+    args = [
+        sys.executable,
+        "-m",
+        "webhooks",
+        "webhook-config",
+        f"--url={webhook.url}",
+        f"--ca-file={webhook.ca}",
+    ]
+    if config is not None:
+        args.append(f"--config={config}")
+    proc = subprocess.run(args, capture_output=True, text=True, cwd=REPO, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"webhook-config failed ({proc.returncode}): {proc.stderr.strip()}")
+    return [doc for doc in yaml.safe_load_all(proc.stdout) if doc]
+
+
+def register(server: ApiServer, objects: list[dict[str, Any]]) -> None:
+    """Create the webhook configurations in ``server``."""
+    from kubernetes import client
+
+    with server.client() as api_client:
+        api = client.AdmissionregistrationV1Api(api_client)
+        for obj in objects:
+            if obj["kind"] == "MutatingWebhookConfiguration":
+                api.create_mutating_webhook_configuration(obj)
+            elif obj["kind"] == "ValidatingWebhookConfiguration":
+                api.create_validating_webhook_configuration(obj)
+            else:
+                raise RuntimeError(f"webhook-config printed an unexpected {obj['kind']}")
+
+
+def _phases_seen(webhook: WebhookServer) -> set[str]:
+    """The phases (``mutate``, ``validate``) that ``serve``'s request counter has seen."""
+    request = urllib.request.Request(f"http://127.0.0.1:{webhook.metrics_port}/metrics")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            text = response.read().decode()
+    except OSError:
+        return set()
+    seen = set()
+    for line in text.splitlines():
+        if line.startswith("placement_webhooks_requests_total{") and not line.endswith(" 0.0"):
+            seen.update(p for p in ("mutate", "validate") if f'endpoint="/{p}' in line)
+    return seen
+
+
+PROBE_POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "placement-webhooks-probe"},
+    "spec": {"containers": [{"name": "probe", "image": "registry.k8s.io/pause:3.10"}]},
+}
+
+
+def wait_active(server: ApiServer, webhook: WebhookServer, objects: list[dict[str, Any]]) -> None:
+    """Return once the API server calls every registered phase of ``webhook``.
+
+    Why: the API server learns of new webhook configurations through an informer, a moment
+    after they are created; a test that ran in that moment would bypass the webhooks and
+    pass or fail for the wrong reason. A dry-run Pod create (nothing is stored) is sent
+    until ``serve``'s own request counter shows each phase answered.
+    """
+    wanted = {
+        "mutate" if obj["kind"].startswith("Mutating") else "validate"
+        for obj in objects
+        if obj.get("webhooks")
+    }
+    # The ServiceAccount plugin refuses a pod whose account is missing before any webhook
+    # runs; without a controller-manager nobody else creates ``default/default``.
+    server.request(
+        "POST",
+        "/api/v1/namespaces/default/serviceaccounts",
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}},
+    )
+
+    def active() -> bool:
+        server.request("POST", "/api/v1/namespaces/default/pods?dryRun=All", PROBE_POD)
+        return wanted <= _phases_seen(webhook)
+
+    wait_until(
+        active,
+        timeout=30,
+        components=[webhook.component],
+        what="called by the API server",
+        interval=0.2,
+    )

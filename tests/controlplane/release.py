@@ -1,0 +1,47 @@
+"""The one pinned Kubernetes release, and where its binaries are cached.
+
+Every real-control-plane test runs against one Kubernetes release, so ``KUBERNETES_VERSION``
+below is the only place that names it: the Go modules under ``gomod/`` are generated from it
+(``make controlplane-mod``), the build stamps its output with it, and the harness finds the
+binaries through it. The binaries live outside the work tree because a cold build takes many
+minutes and every clone and worktree of the project can share one.
+
+Why v1.37.2: it is the newest patch of the newest minor the Go module proxy serves, and its
+``go.mod`` asks for Go 1.26.0, which the project's machines have (no toolchain download).
+Its ``cmd/kubeadm/app/constants`` recommends etcd 3.7.0, which the generator reads from there.
+
+This module uses only the standard library: ``make e2e`` imports it before anything else, and
+``make test`` never imports it at all.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Final
+
+KUBERNETES_VERSION: Final = "v1.37.2"
+
+GOMOD_DIR: Final = Path(__file__).resolve().parent / "gomod"
+KUBERNETES_MODULE_DIR: Final = GOMOD_DIR / "kubernetes"
+ETCD_MODULE_DIR: Final = GOMOD_DIR / "etcd"
+
+BINARIES: Final = ("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager")
+STAMP_FILE: Final = ".stamp"
+
+
+def cache_root() -> Path:
+    """The per-user cache directory of the control-plane builds.
+
+    ``$XDG_CACHE_HOME`` is honoured so that CI can point the cache at a persisted volume.
+    """
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "placement-webhooks" / "controlplane"
+
+
+def binary_dir(version: str = KUBERNETES_VERSION) -> Path:
+    """Where the binaries of ``version`` are (or will be) built.
+
+    One directory per version, so switching the pin back and forth never rebuilds twice.
+    """
+    return cache_root() / version
