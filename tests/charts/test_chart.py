@@ -197,6 +197,12 @@ def rendered(scenario: str) -> list[dict[str, Any]]:
     return copy.deepcopy(list(_rendered(scenario)))
 
 
+def webhook_selector(objects: list[dict[str, Any]]) -> dict[str, str]:
+    """The labels every webhook pod carries and everything that selects them matches on."""
+    labels = one(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    return {k: v for k, v in labels.items() if k.startswith("app.kubernetes.io/")}
+
+
 def webhooks_of(objects: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     """(kind, webhook) for every webhook of every configuration."""
     return [
@@ -257,7 +263,7 @@ def test_deployment_is_highly_available_and_hardened() -> None:
     spec = deployment["spec"]
     pod = spec["template"]["spec"]
     container = _container(objects)
-    selector = spec["selector"]["matchLabels"]
+    selector = webhook_selector(objects)
 
     assert spec["replicas"] == 2
     assert spec["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
@@ -336,15 +342,14 @@ def test_pod_disruption_budget(scenario: str, expected: int) -> None:
     budgets = of_kind(objects, "PodDisruptionBudget")
     assert len(budgets) == expected
     if budgets:
-        selector = one(objects, "Deployment")["spec"]["selector"]["matchLabels"]
+        selector = webhook_selector(objects)
         assert budgets[0]["spec"] == {"minAvailable": 1, "selector": {"matchLabels": selector}}
 
 
 def test_service_targets_the_pods_on_443() -> None:
     objects = rendered("TLS generate")
     service = one(objects, "Service")
-    selector = one(objects, "Deployment")["spec"]["selector"]["matchLabels"]
-    assert service["spec"]["selector"] == selector
+    assert service["spec"]["selector"] == webhook_selector(objects)
     assert service["spec"]["ports"] == [
         {"name": "https", "port": 443, "targetPort": "https", "protocol": "TCP"}
     ]
@@ -410,10 +415,7 @@ def test_the_network_policy_admits_each_port_from_its_own_peers() -> None:
     objects = rendered("ServiceMonitor, NetworkPolicy and autoscaling on")
     policy = one(objects, "NetworkPolicy")["spec"]
     values = EXTRAS()["networkPolicy"]
-    assert (
-        policy["podSelector"]["matchLabels"]
-        == one(objects, "Deployment")["spec"]["selector"]["matchLabels"]
-    )
+    assert policy["podSelector"]["matchLabels"] == webhook_selector(objects)
     assert policy["policyTypes"] == ["Ingress"]
     assert policy["ingress"] == [
         {"ports": [{"port": 8443, "protocol": "TCP"}], "from": values["webhook"]["from"]},

@@ -21,9 +21,36 @@
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{/*
+The Deployment's selector. Deployment.spec.selector is immutable, so this pair can never
+change once released: a change makes every `helm upgrade` fail. No pod but a webhook pod
+carries both labels (the audit, hook and test pods have names of their own).
+*/}}
 {{- define "placement-webhooks.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "placement-webhooks.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/*
+What selects the webhook pods everywhere else (Service, PodDisruptionBudget, NetworkPolicy,
+anti-affinity, spread): the Deployment's selector plus the component. Pinned by a test; it
+must not change after 1.0 (a Service or budget selecting other pods counts them as webhook
+replicas and routes admission calls to them).
+*/}}
+{{- define "placement-webhooks.webhookSelectorLabels" -}}
+{{ include "placement-webhooks.selectorLabels" . }}
+app.kubernetes.io/component: webhook
+{{- end }}
+
+{{/*
+The labels of a pod that is not a webhook pod (.component: audit, probe, test): its own
+name, so neither the Deployment's selector nor the webhook selector can ever match it.
+*/}}
+{{- define "placement-webhooks.otherPodLabels" -}}
+app.kubernetes.io/name: {{ printf "%s-%s" (include "placement-webhooks.name" .root) .component | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+app.kubernetes.io/part-of: {{ include "placement-webhooks.name" .root }}
 {{- end }}
 
 {{- define "placement-webhooks.labels" -}}
