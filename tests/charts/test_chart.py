@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import copy
 import functools
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -36,7 +37,7 @@ from webhooks import certs
 from webhooks.cli import main
 from webhooks.core.config import load_config
 from webhooks.plugins import REGISTRY
-from webhooks.webhookconfig import plugin_table, rules
+from webhooks.webhookconfig import WebhookSettings, plugin_table, webhooks_for
 
 #: The oldest Kubernetes the chart supports (matchConditions GA) and the newest schema shipped.
 KUBE_VERSIONS = ("1.30.0", kubernetes_validate.utils.latest_version())
@@ -584,6 +585,7 @@ ENABLED_SETS = [
 ]
 
 
+@pytest.mark.parametrize("nodes", [False, True], ids=["Nodes off", "Nodes on"])
 @pytest.mark.parametrize("per_plugin", [False, True], ids=["one webhook per phase", "per plugin"])
 @pytest.mark.parametrize(
     "enabled",
@@ -597,32 +599,33 @@ ENABLED_SETS = [
     ],
 )
 def test_template_rules_equal_the_python_rules_for_the_same_table(
-    enabled: list[str], per_plugin: bool
+    enabled: list[str], per_plugin: bool, nodes: bool
 ) -> None:
     values = {
         "plugins": {name: {"enabled": name in enabled} for name in PRODUCT_PLUGINS},
-        "webhooks": {"perPlugin": per_plugin},
+        "webhooks": {"perPlugin": per_plugin, "nodes": {"enabled": nodes}},
     }
     objects = render(values)
-    table = chart_table()
+    settings = WebhookSettings(name=RELEASE, per_plugin=per_plugin, nodes=nodes)
     for kind, phase in ((MUTATING, "mutate"), (VALIDATING, "validate")):
         configs = of_kind(objects, kind)
-        if per_plugin:
-            expected = {
-                f"/{phase}/{row['name']}": rules(table, phase, [row["name"]])
-                for row in table
-                if row["name"] in enabled and phase in row
-            }
-        else:
-            both = rules(table, phase, enabled)
-            expected = {f"/{phase}": both} if both else {}
+        expected = {
+            hook["name"]: (hook["clientConfig"]["service"]["path"], hook["rules"])
+            for hook in webhooks_for(settings, chart_table(), phase, enabled)
+        }
         got = {
-            hook["clientConfig"]["service"]["path"]: hook["rules"]
+            hook["name"]: (hook["clientConfig"]["service"]["path"], hook["rules"])
             for config in configs
             for hook in config["webhooks"]
         }
         assert got == expected
         assert len(configs) == (1 if expected else 0)
+        assert all(
+            "nodes" not in rule["resources"]
+            for name, (_, rule_list) in got.items()
+            if not name.startswith("nodes.")
+            for rule in rule_list
+        )
 
 
 def test_no_validating_configuration_when_no_validating_plugin_is_enabled() -> None:
@@ -727,9 +730,9 @@ def test_cert_manager_issues_the_secret_and_injects_the_ca(scenario: str) -> Non
     assert serving["spec"]["dnsNames"] == certs.service_hosts(RELEASE, NAMESPACE)
     assert "server auth" in serving["spec"]["usages"]
     for config in of_kind(objects, MUTATING) + of_kind(objects, VALIDATING):
-        assert config["metadata"]["annotations"] == {
-            "cert-manager.io/inject-ca-from": f"{NAMESPACE}/{RELEASE}-tls"
-        }
+        assert config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == (
+            f"{NAMESPACE}/{RELEASE}-tls"
+        )
         assert all("caBundle" not in h["clientConfig"] for h in config["webhooks"])
     issuers = {i["metadata"]["name"]: i for i in of_kind(objects, "Issuer")}
     if scenario == "TLS certManager":
@@ -760,7 +763,7 @@ def test_an_existing_secret_is_mounted_and_its_ca_becomes_the_bundle() -> None:
     bundles = {hook["clientConfig"]["caBundle"] for _, hook in webhooks_of(objects)}
     assert bundles == {base64.b64encode(ca_pem().encode()).decode()}
     for config in of_kind(objects, MUTATING) + of_kind(objects, VALIDATING):
-        assert "annotations" not in config["metadata"]
+        assert "cert-manager.io/inject-ca-from" not in config["metadata"]["annotations"]
 
 
 def test_an_injected_ca_bundle_is_never_templated() -> None:
@@ -815,11 +818,22 @@ def test_bad_values_are_refused_naming_the_key(values: dict[str, Any], named: st
 # --------------------------------------------------------------------------- chart == CLI
 
 
-CLI_CASES: list[tuple[dict[str, Any], list[str]]] = [
-    ({}, []),
-    ({"webhooks": {"perPlugin": True}}, ["--per-plugin"]),
-    ({"webhooks": {"matchConditions": {"enabled": False}}}, ["--no-match-conditions"]),
+SELECTOR = {
+    "matchLabels": {"placement-webhooks.io/enabled": "true"},
+    "matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["sandbox"]}],
+}
+OBJECTS = {"matchExpressions": [{"key": "k8s-app", "operator": "NotIn", "values": ["calico"]}]}
+
+CLI_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("the defaults match", {}, []),
+    ("per-plugin webhooks match", {"webhooks": {"perPlugin": True}}, ["--per-plugin"]),
     (
+        "without matchConditions they match",
+        {"webhooks": {"matchConditions": {"enabled": False}}},
+        ["--no-match-conditions"],
+    ),
+    (
+        "changed policies, timeout and namespaces match",
         {
             "webhooks": {
                 "mutating": {"failurePolicy": "Fail"},
@@ -835,18 +849,51 @@ CLI_CASES: list[tuple[dict[str, Any], list[str]]] = [
             "--exclude-namespace=monitoring",
         ],
     ),
+    (
+        "the Node webhook matches, with its own policy",
+        {"webhooks": {"nodes": {"enabled": True, "failurePolicy": "Fail"}}},
+        ["--nodes", "--nodes-failure-policy=Fail"],
+    ),
+    (
+        "per-plugin webhooks and the Node webhook match",
+        {"webhooks": {"perPlugin": True, "nodes": {"enabled": True}}},
+        ["--per-plugin", "--nodes"],
+    ),
+    (
+        "namespace and object selectors match",
+        {"webhooks": {"namespaceSelector": SELECTOR, "objectSelector": OBJECTS}},
+        [
+            f"--namespace-selector={json.dumps(SELECTOR)}",
+            f"--object-selector={json.dumps(OBJECTS)}",
+        ],
+    ),
+    (
+        "skipped users and groups, and unchanged UPDATEs sent, match",
+        {
+            "webhooks": {
+                "matchConditions": {
+                    "skipUnchangedUpdates": False,
+                    "skipUsers": ["system:serviceaccount:kube-system:cluster-autoscaler"],
+                    "skipGroups": ["system:serviceaccounts:karpenter"],
+                }
+            }
+        },
+        [
+            "--send-unchanged-updates",
+            "--skip-user=system:serviceaccount:kube-system:cluster-autoscaler",
+            "--skip-group=system:serviceaccounts:karpenter",
+        ],
+    ),
+    (
+        "labels and annotations match",
+        {"webhooks": {"labels": {"team": "platform"}, "annotations": {"owner": "sre"}}},
+        ["--label=team=platform", "--annotation=owner=sre"],
+    ),
 ]
 
 
 @pytest.mark.parametrize(
-    ("values", "args"),
-    CLI_CASES,
-    ids=[
-        "the defaults match",
-        "per-plugin webhooks match",
-        "without matchConditions they match",
-        "changed policies, timeout and namespaces match",
-    ],
+    ("values", "args"), [c[1:] for c in CLI_CASES], ids=[c[0] for c in CLI_CASES]
 )
 def test_webhook_config_renders_what_the_chart_renders(
     values: dict[str, Any], args: list[str]
@@ -866,6 +913,7 @@ def test_webhook_config_renders_what_the_chart_renders(
             f"--namespace={NAMESPACE}",
             f"--service={RELEASE}",
             f"--ca-file={ca_dir() / 'ca.crt'}",
+            "--annotation=argocd.argoproj.io/sync-wave=1",
             *args,
         ],
     )
@@ -873,6 +921,9 @@ def test_webhook_config_renders_what_the_chart_renders(
     cli = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
     assert [(o["kind"], o["webhooks"]) for o in cli] == [(o["kind"], o["webhooks"]) for o in chart]
     assert [o["metadata"]["name"] for o in cli] == [o["metadata"]["name"] for o in chart]
+    for ours, theirs in zip(cli, chart, strict=True):
+        assert ours["metadata"]["annotations"] == theirs["metadata"]["annotations"]
+        assert ours["metadata"].get("labels", {}).items() <= theirs["metadata"]["labels"].items()
 
 
 # --------------------------------------------------------------------------- upgrades
