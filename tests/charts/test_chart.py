@@ -39,8 +39,9 @@ from webhooks.core.config import load_config
 from webhooks.plugins import REGISTRY
 from webhooks.webhookconfig import WebhookSettings, plugin_table, webhooks_for
 
-#: The oldest Kubernetes the chart supports (matchConditions GA) and the newest schema shipped.
-KUBE_VERSIONS = ("1.30.0", kubernetes_validate.utils.latest_version())
+#: The oldest Kubernetes the chart supports (matchConditions GA), one in between and the
+#: newest it is tested on; fixed, so a newer kubernetes-validate cannot change what passes.
+KUBE_VERSIONS = ("1.30.0", "1.35.0", "1.37.0")
 
 MUTATING = "MutatingWebhookConfiguration"
 VALIDATING = "ValidatingWebhookConfiguration"
@@ -363,6 +364,7 @@ DEFAULT_KINDS = [
     "Deployment",
     MUTATING,
     "PodDisruptionBudget",
+    "ResourceQuota",
     "Secret",
     "Service",
     "ServiceAccount",

@@ -9,7 +9,7 @@ import helm_python as helm
 import pytest
 import yaml
 
-from tests.charts.render import CHART, NAMESPACE, RELEASE, of_kind, render
+from tests.charts.render import CHART, NAMESPACE, RELEASE, render
 from webhooks.webhookconfig import WebhookSettings, match_conditions
 
 MUTATING = "MutatingWebhookConfiguration"
@@ -176,4 +176,3 @@ def test_scoping_values_the_api_server_would_reject_are_refused(
     with pytest.raises(helm.HelmError) as caught:
         render(values)
     assert named in str(caught.value)
-

@@ -103,3 +103,24 @@ never leaves a budget that allows no eviction at all (node drains would hang).
 {{- .Values.replicaCount }}
 {{- end }}
 {{- end }}
+
+{{/*
+The image reference: [registry/]repository, then @digest when one is given, else :tag (the
+chart's appVersion by default). global.imageRegistry wins over image.registry.
+*/}}
+{{- define "placement-webhooks.image" -}}
+{{- $image := .Values.image }}
+{{- $registry := ((.Values.global | default dict).imageRegistry | default $image.registry) | default "" }}
+{{- $repository := $image.repository }}
+{{- if $registry }}{{ $repository = printf "%s/%s" (trimSuffix "/" $registry) $repository }}{{ end }}
+{{- if $image.digest }}
+{{- printf "%s@%s" $repository $image.digest }}
+{{- else }}
+{{- printf "%s:%s" $repository ($image.tag | default .Chart.AppVersion) }}
+{{- end }}
+{{- end }}
+
+{{/* "true" when the pods use a priority class the API server limits to namespaces with a matching quota. */}}
+{{- define "placement-webhooks.criticalClass" -}}
+{{- if has .Values.priorityClassName (list "system-cluster-critical" "system-node-critical") }}true{{ end }}
+{{- end }}
