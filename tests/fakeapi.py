@@ -9,11 +9,12 @@ configurations (``admissionregistration.k8s.io/v1``): paginated lists with
 ``metadata.resourceVersion``, chunked newline-delimited watch streams from a resourceVersion
 (with BOOKMARK events and a 410 ``ERROR`` event for a compacted version), GETs, ``Status``
 objects for errors and 401 for any token but :data:`TOKEN`. A PATCH is a server-side apply
-of the one field a client may send (``webhooks[name=...].clientConfig.caBundle``); anything
-else in it is recorded and makes the test fail. Faults are switches: lists or GETs answering
-500, every request stalling (accepted, never answered), bodies stalling after the headers,
-watches going silent or failing with an ``ERROR`` event; :meth:`FakeApiServer.stop` drops
-every open connection and :meth:`FakeApiServer.start` brings the server back on the same port.
+of the fields a client may send (``webhooks[name=...].clientConfig.caBundle`` and
+``.failurePolicy``); anything else in it is recorded and makes the test fail. Faults are
+switches: lists or GETs answering 500, every request stalling (accepted, never answered),
+bodies stalling after the headers, watches going silent or failing with an ``ERROR`` event;
+:meth:`FakeApiServer.stop` drops every open connection and :meth:`FakeApiServer.start` brings
+the server back on the same port.
 
 For ``audit`` it also serves Nodes, the namespaced workloads (Pods, PodTemplates,
 ReplicationControllers, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs,
@@ -607,7 +608,8 @@ class FakeApiServer:
         return 200, obj
 
     def apply(self, plural: str, name: str, patch: Any) -> tuple[int, dict[str, Any]]:
-        """Server-side apply of ``webhooks[name=...].clientConfig.caBundle``, and nothing else.
+        """Server-side apply of ``webhooks[name=...]``: ``clientConfig.caBundle`` and
+        ``failurePolicy``, and nothing else.
 
         An unchanged object keeps its resourceVersion, as with the real server.
         """
@@ -622,7 +624,10 @@ class FakeApiServer:
                 if hook is None:
                     message = f"webhooks[name={applied['name']}]: required fields missing"
                     return 422, status(422, "Invalid", message)
-                hook["clientConfig"]["caBundle"] = applied["clientConfig"]["caBundle"]
+                if "clientConfig" in applied:
+                    hook["clientConfig"]["caBundle"] = applied["clientConfig"]["caBundle"]
+                if "failurePolicy" in applied:
+                    hook["failurePolicy"] = applied["failurePolicy"]
             return 200, self.put(updated) if updated != current else current
 
     def list(

@@ -30,7 +30,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -40,6 +40,10 @@ from webhooks.core.plugin import PHASES, Phase, Registry
 from webhooks.k8s.podspec import MIRROR_POD_ANNOTATION
 
 FIELD_MANAGER: Final = "placement-webhooks"
+#: The field manager of failure policies set once the webhooks answer (``probe``). Its own:
+#: server-side apply removes fields a manager owned and no longer applies, so one manager
+#: must never apply caBundles in one request and failure policies in another.
+POLICY_FIELD_MANAGER: Final = "placement-webhooks-install"
 API_GROUP: Final = "admissionregistration.k8s.io"
 API_VERSION: Final = f"{API_GROUP}/v1"
 KINDS: Final[dict[Phase, str]] = {
@@ -570,6 +574,82 @@ def api_client(kubeconfig: str | None = None, context: str | None = None) -> Any
     return client.ApiClient(configuration)
 
 
+def read_configurations(
+    api: Any, targets: Sequence[tuple[str, str]], timeout: float = 10.0
+) -> list[dict[str, Any]]:
+    """The configurations in ``targets`` ((kind, name) pairs) that exist, as plain dicts.
+
+    Why missing ones are left out rather than an error: a configuration is not rendered when
+    no enabled plugin has a half of its phase; callers that need one check for it.
+    """
+    from kubernetes.client import AdmissionregistrationV1Api
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    admission = AdmissionregistrationV1Api(api)
+    found: list[dict[str, Any]] = []
+    for kind, name in targets:
+        read = getattr(admission, f"read_{_snake(kind)}_webhook_configuration")
+        try:
+            found.append(_json(read(name, _preload_content=False, _request_timeout=timeout)))
+        except ApiException as exc:
+            if exc.status != 404:
+                raise InjectError(f"{kind} {name}: {_api_message(exc)}") from None
+        except (HTTPError, OSError) as exc:
+            raise InjectError(f"{kind} {name}: API server unreachable: {_one_line(exc)}") from None
+    return found
+
+
+def set_failure_policies(
+    api: Any,
+    kind: str,
+    name: str,
+    policies: Mapping[str, FailurePolicy],
+    timeout: float = 10.0,
+) -> bool:
+    """Set each named webhook's ``failurePolicy`` with server-side apply; True if it changed.
+
+    Why server-side apply under :data:`POLICY_FIELD_MANAGER`, forced: only those fields are
+    written (everything else keeps its owner), and Helm rendering the same value later
+    shares the field rather than fighting over it.
+    """
+    from kubernetes.client import AdmissionregistrationV1Api
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    admission = AdmissionregistrationV1Api(api)
+    patch = getattr(admission, f"patch_{_snake(kind)}_webhook_configuration")
+    body = {
+        "apiVersion": API_VERSION,
+        "kind": kind,
+        "metadata": {"name": name},
+        "webhooks": [{"name": hook, "failurePolicy": policy} for hook, policy in policies.items()],
+    }
+    try:
+        before = read_configurations(api, [(kind, name)], timeout)
+        updated = _json(
+            patch(
+                name,
+                body,
+                field_manager=POLICY_FIELD_MANAGER,
+                force=True,
+                _content_type="application/apply-patch+yaml",
+                _preload_content=False,
+                _request_timeout=timeout,
+            )
+        )
+    except ApiException as exc:
+        raise InjectError(f"{kind} {name}: {_api_message(exc)}") from None
+    except (HTTPError, OSError) as exc:
+        raise InjectError(f"{kind} {name}: API server unreachable: {_one_line(exc)}") from None
+    old = before[0].get("metadata", {}).get("resourceVersion") if before else None
+    return bool(old != updated.get("metadata", {}).get("resourceVersion"))
+
+
+def _snake(kind: str) -> str:
+    return "mutating" if kind == KINDS["mutate"] else "validating"
+
+
 def inject_ca_bundle(
     api: Any,
     ca_bundle: str,
@@ -577,6 +657,7 @@ def inject_ca_bundle(
     timeout: float = 10.0,
     *,
     only_if_different: bool = False,
+    missing_ok: bool = False,
 ) -> list[Injected]:
     """Write ``ca_bundle`` into every webhook of the existing configurations in ``targets``.
 
@@ -584,7 +665,8 @@ def inject_ca_bundle(
     names (the list is keyed by name), and an apply that names only ``caBundle`` leaves every
     other field to its owner (Helm, kubectl). ``force`` takes the field over from whoever set
     it before, which is the point: one owner from now on. ``only_if_different`` skips the
-    write when every webhook already carries ``ca_bundle`` (a watch loop's periodic check).
+    write when every webhook already carries ``ca_bundle`` (a watch loop's periodic check);
+    ``missing_ok`` skips a configuration that does not exist (none of its plugins enabled).
     """
     from kubernetes.client import AdmissionregistrationV1Api
     from kubernetes.client.exceptions import ApiException
@@ -593,11 +675,16 @@ def inject_ca_bundle(
     admission = AdmissionregistrationV1Api(api)
     results: list[Injected] = []
     for kind, name in targets:
-        snake = "mutating" if kind == KINDS["mutate"] else "validating"
+        snake = _snake(kind)
         read = getattr(admission, f"read_{snake}_webhook_configuration")
         patch = getattr(admission, f"patch_{snake}_webhook_configuration")
         try:
-            current = _json(read(name, _preload_content=False, _request_timeout=timeout))
+            try:
+                current = _json(read(name, _preload_content=False, _request_timeout=timeout))
+            except ApiException as exc:
+                if missing_ok and exc.status == 404:
+                    continue
+                raise
             names = tuple(str(hook["name"]) for hook in current.get("webhooks") or [])
             if not names:
                 raise InjectError(f"{kind} {name} has no webhooks to inject a caBundle into")

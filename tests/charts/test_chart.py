@@ -30,6 +30,7 @@ from tests.charts.render import (
     notes,
     of_kind,
     one,
+    released,
     render,
     values_file,
 )
@@ -373,12 +374,13 @@ DEFAULT_KINDS = [
 
 
 def test_nothing_new_renders_while_monitoring_policy_and_autoscaling_are_off() -> None:
-    assert sorted(o["kind"] for o in rendered("TLS generate")) == sorted(DEFAULT_KINDS)
+    assert sorted(o["kind"] for o in released(rendered("TLS generate"))) == sorted(DEFAULT_KINDS)
     assert one(rendered("TLS generate"), "Deployment")["spec"]["replicas"] == 2
 
 
 def test_with_them_on_exactly_their_objects_are_added() -> None:
-    kinds = sorted(o["kind"] for o in rendered("ServiceMonitor, NetworkPolicy and autoscaling on"))
+    objects = released(rendered("ServiceMonitor, NetworkPolicy and autoscaling on"))
+    kinds = sorted(o["kind"] for o in objects)
     added = ["HorizontalPodAutoscaler", "NetworkPolicy", "Service", "ServiceMonitor"]
     assert kinds == sorted(DEFAULT_KINDS + added)
 
@@ -420,8 +422,23 @@ def test_the_network_policy_admits_each_port_from_its_own_peers() -> None:
     values = EXTRAS()["networkPolicy"]
     assert policy["podSelector"]["matchLabels"] == webhook_selector(objects)
     assert policy["policyTypes"] == ["Ingress"]
+    probe = {
+        "podSelector": {
+            "matchLabels": {
+                "app.kubernetes.io/instance": RELEASE,
+                "app.kubernetes.io/part-of": "placement-webhooks",
+            },
+            "matchExpressions": [
+                {
+                    "key": "app.kubernetes.io/component",
+                    "operator": "In",
+                    "values": ["probe", "test"],
+                }
+            ],
+        }
+    }
     assert policy["ingress"] == [
-        {"ports": [{"port": 8443, "protocol": "TCP"}], "from": values["webhook"]["from"]},
+        {"ports": [{"port": 8443, "protocol": "TCP"}], "from": [*values["webhook"]["from"], probe]},
         {"ports": [{"port": 8080, "protocol": "TCP"}], "from": values["metrics"]["from"]},
     ]
 
@@ -473,7 +490,7 @@ def test_the_autoscaler_minimum_never_undercuts_the_disruption_budget(
 
 
 def test_rbac_grants_only_reads_of_runtimeclasses_and_namespaces() -> None:
-    objects = rendered("scheduling and naming overrides")
+    objects = released(rendered("scheduling and naming overrides"))
     role = one(objects, "ClusterRole")
     binding = one(objects, "ClusterRoleBinding")
     account = one(objects, "ServiceAccount")
@@ -643,7 +660,8 @@ def test_no_validating_configuration_when_no_validating_plugin_is_enabled() -> N
 @pytest.mark.parametrize("scenario", list(SCENARIOS), ids=list(SCENARIOS))
 def test_webhook_settings(scenario: str) -> None:
     values = SCENARIOS[scenario]()
-    objects = rendered(scenario)
+    # As `helm upgrade` renders them: the configured policies (an install starts fail-open).
+    objects = render(values, upgrade=True)
     [service] = [s for s in of_kind(objects, "Service") if s["spec"]["ports"][0]["name"] == "https"]
     hooks = webhooks_of(objects)
     per_plugin = values.get("webhooks", {}).get("perPlugin", False)
@@ -906,7 +924,8 @@ def test_webhook_config_renders_what_the_chart_renders(
         "plugins": plugins,
         "tls": {"mode": "secret", "secret": {"name": "my-tls", "caBundle": ca_pem()}},
     }
-    chart = [o for o in render(chart_values) if o["kind"] in (MUTATING, VALIDATING)]
+    objects = render(chart_values, upgrade=True)
+    chart = [o for o in objects if o["kind"] in (MUTATING, VALIDATING)]
     result = CliRunner().invoke(
         main,
         [

@@ -124,3 +124,69 @@ chart's appVersion by default). global.imageRegistry wins over image.registry.
 {{- define "placement-webhooks.criticalClass" -}}
 {{- if has .Values.priorityClassName (list "system-cluster-critical" "system-node-critical") }}true{{ end }}
 {{- end }}
+
+{{/*
+"true" while installing with install.failOpenUntilReady: every webhook is rendered with
+failurePolicy Ignore, and the post-install hook (templates/probe.yaml) sets the configured
+policies once a review has round-tripped.
+*/}}
+{{- define "placement-webhooks.failOpen" -}}
+{{- if and .Values.install.failOpenUntilReady .Release.IsInstall }}true{{ end }}
+{{- end }}
+
+{{/*
+"WEBHOOK=POLICY" for every webhook whose configured failurePolicy is not Ignore: what the
+install hook sets once the server answers (a YAML list).
+*/}}
+{{- define "placement-webhooks.failClosedWebhooks" -}}
+{{- $out := list }}
+{{- range $phase := list "mutate" "validate" }}
+{{- $hooks := include "placement-webhooks.webhooks" (dict "root" $ "phase" $phase) | fromYamlArray }}
+{{- range $hooks }}
+{{- if ne .failurePolicy "Ignore" }}{{ $out = append $out (printf "%s=%s" .name .failurePolicy) }}{{ end }}
+{{- end }}
+{{- end }}
+{{- toYaml $out }}
+{{- end }}
+
+{{/* The pod spec fields of the probe Job and the test Pod (.root, .account). */}}
+{{- define "placement-webhooks.probePod" -}}
+serviceAccountName: {{ .account }}
+automountServiceAccountToken: true
+restartPolicy: Never
+{{- with .root.Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+securityContext:
+  runAsNonRoot: true
+  runAsUser: 65532
+  runAsGroup: 65532
+  seccompProfile:
+    type: RuntimeDefault
+{{- with .root.Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .root.Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* The probe container, less its name and arguments. */}}
+{{- define "placement-webhooks.probeContainer" -}}
+image: {{ include "placement-webhooks.image" . | quote }}
+imagePullPolicy: {{ .Values.image.pullPolicy }}
+resources:
+  {{- toYaml .Values.install.resources | nindent 2 }}
+securityContext:
+  allowPrivilegeEscalation: false
+  readOnlyRootFilesystem: true
+  runAsNonRoot: true
+  privileged: false
+  capabilities:
+    drop: ["ALL"]
+  seccompProfile:
+    type: RuntimeDefault
+{{- end }}
