@@ -24,7 +24,9 @@ equality ``labelSelector``; and the report kinds of OpenReports and wgpolicyk8s,
 PATCH server-side applies (created when missing; refused with 422 when the body breaks the
 OpenReports CRD schema under ``fieldValidation=Strict``, as the API server refuses it) and a
 DELETE removes. :attr:`FakeApiServer.fault` decides per request whether to answer with an
-error status or to drop the connection unanswered.
+error status or to drop the connection unanswered. Secrets are read, created (POST: 409
+AlreadyExists when present) and replaced (PUT: 409 Conflict unless the body carries the stored
+``resourceVersion``), as the managed certificates need.
 """
 
 from __future__ import annotations
@@ -106,6 +108,7 @@ NAMESPACED = {
         "wgpolicyk8s.io/v1alpha2",
         "PolicyReport",
     ),
+    "secrets": ("/api/v1", "", "v1", "Secret"),
 }
 #: The report kinds: written with server-side apply and deleted by ``audit``.
 REPORTS = frozenset({"reports", "clusterreports", "policyreports", "clusterpolicyreports"})
@@ -272,6 +275,10 @@ class _Handler(BaseHTTPRequestHandler):
         kind, plural, name, namespace = fake.route(url.path)
         if self.command in ("PATCH", "DELETE"):
             kind = self.command.lower()
+        elif self.command == "POST":
+            kind = "create"
+        elif self.command == "PUT":
+            kind = "replace"
         elif kind == "list" and flat.get("watch") in ("1", "true"):
             kind = "watch"
         auth = self.headers.get("Authorization", "")
@@ -330,6 +337,27 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(*self.server.fake.apply_object(plural, name or "", namespace, body, query))
         else:
             self._json(*self.server.fake.apply(plural, name or "", body))
+
+    def do_POST(self) -> None:
+        body = self._body()
+        accepted = self._accept(body)
+        if accepted is None:
+            return
+        _, plural, _, _, namespace = accepted
+        self._json(*self.server.fake.create(plural, namespace, body))
+
+    def do_PUT(self) -> None:
+        body = self._body()
+        accepted = self._accept(body)
+        if accepted is None:
+            return
+        _, plural, name, _, namespace = accepted
+        self._json(*self.server.fake.replace(plural, name or "", namespace, body))
+
+    def _body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        return json.loads(raw) if raw else None
 
     def do_DELETE(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -404,6 +432,9 @@ class FakeApiServer:
         #: with instead (a ``Status`` body; a 410 carries a fresh ``continue`` token), or
         #: ``"drop"`` to close the connection without an answer.
         self.fault: Callable[[Request], int | str | None] | None = None
+        #: Called with the plural before every create or replace is decided (outside the
+        #: lock): where a test lets another writer change the object in between.
+        self.before_write: Callable[[str], None] | None = None
         self.port = 0
         self.running = False
         self._server: _Server | None = None
@@ -709,6 +740,51 @@ class FakeApiServer:
                 if applied == current:
                     return 200, current
             return (200 if current is not None else 201), self.put(applied)
+
+    def create(self, plural: str, namespace: str | None, body: Any) -> tuple[int, dict[str, Any]]:
+        """POST: store a new object (201), or 409 AlreadyExists, as the API server answers.
+
+        :attr:`before_write` runs first, so a test can let another writer in between a
+        client's read and its write.
+        """
+        self._before_write(plural)
+        name = (body or {}).get("metadata", {}).get("name", "")
+        group = info(plural)[0]
+        resource = f"{plural}.{group}" if group else plural
+        with self.lock:
+            if (plural, key_of(plural, name, namespace)) in self.objects:
+                message = f'{resource} "{name}" already exists'
+                return 409, status(409, "AlreadyExists", message, name=name, kind=plural)
+            obj = json.loads(json.dumps(body))
+            obj["metadata"].setdefault("namespace", namespace)
+            return 201, self.put(obj)
+
+    def replace(
+        self, plural: str, name: str, namespace: str | None, body: Any
+    ) -> tuple[int, dict[str, Any]]:
+        """PUT: replace an object whose ``metadata.resourceVersion`` is the stored one; 409
+        Conflict otherwise (another writer came first), 404 when there is none."""
+        self._before_write(plural)
+        group = info(plural)[0]
+        resource = f"{plural}.{group}" if group else plural
+        with self.lock:
+            current = self.objects.get((plural, key_of(plural, name, namespace)))
+            if current is None:
+                return 404, status(404, "NotFound", f'{resource} "{name}" not found')
+            given = (body or {}).get("metadata", {}).get("resourceVersion")
+            if given != current["metadata"]["resourceVersion"]:
+                message = (
+                    f'Operation cannot be fulfilled on {resource} "{name}": the object has '
+                    "been modified; please apply your changes to the latest version and try again"
+                )
+                return 409, status(409, "Conflict", message, name=name, kind=plural)
+            obj = json.loads(json.dumps(body))
+            obj["metadata"]["uid"] = current["metadata"].get("uid")
+            return 200, self.put(obj)
+
+    def _before_write(self, plural: str) -> None:
+        if self.before_write is not None:
+            self.before_write(plural)
 
     def remove(self, plural: str, name: str, namespace: str | None) -> tuple[int, dict[str, Any]]:
         """DELETE: a ``Success`` Status, or 404 when there is no such object."""
