@@ -79,6 +79,7 @@ Values = Callable[[], dict[str, Any]]
 
 MODES: dict[str, Values] = {
     "generate": dict,
+    "managed": lambda: {"tls": {"mode": "managed"}},
     "certManager": lambda: {"tls": {"mode": "certManager"}},
     "certManager with an issuer": lambda: {
         "tls": {

@@ -72,6 +72,8 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "placement-webhooks.tlsSecretName" -}}
 {{- if eq .Values.tls.mode "secret" }}
 {{- required "tls.secret.name is required when tls.mode is secret" .Values.tls.secret.name }}
+{{- else if eq .Values.tls.mode "managed" }}
+{{- printf "%s-certs" (include "placement-webhooks.fullname" .) }}
 {{- else }}
 {{- printf "%s-tls" (include "placement-webhooks.fullname" .) }}
 {{- end }}
