@@ -21,7 +21,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from tests.charts.certmanager import SCHEMAS
-from tests.charts.monitoring import SERVICE_MONITOR
+from tests.charts.monitoring import PROMETHEUS_RULE, SERVICE_MONITOR
 from tests.charts.render import (
     CHART,
     NAMESPACE,
@@ -38,7 +38,12 @@ from webhooks import certs
 from webhooks.cli import main
 from webhooks.core.config import load_config
 from webhooks.plugins import REGISTRY
-from webhooks.webhookconfig import WebhookSettings, plugin_table, webhooks_for
+from webhooks.webhookconfig import (
+    WebhookSettings,
+    namespace_selector,
+    plugin_table,
+    webhooks_for,
+)
 
 #: The oldest Kubernetes the chart supports (matchConditions GA), one in between and the
 #: newest it is tested on; fixed, so a newer kubernetes-validate cannot change what passes.
@@ -163,6 +168,24 @@ EXTRAS: Values = lambda: {  # noqa: E731
     },
 }
 OPTIONS["ServiceMonitor, NetworkPolicy and autoscaling on"] = EXTRAS
+OPTIONS["alerts, dashboard, Nodes, selectors and the knobs on"] = lambda: {
+    "metrics": {
+        "serviceMonitor": {"enabled": True},
+        "prometheusRule": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
+        "dashboard": {"enabled": True, "annotations": {"grafana_folder": "Platform"}},
+    },
+    "webhooks": {
+        "nodes": {"enabled": True},
+        "namespaceSelector": {"matchLabels": {"placement-webhooks.io/enabled": "true"}},
+        "objectSelector": {"matchExpressions": [{"key": "k8s-app", "operator": "DoesNotExist"}]},
+        "matchConditions": {"skipUsers": ["system:serviceaccount:kube-system:cluster-autoscaler"]},
+    },
+    "image": {"digest": "sha256:" + "ab" * 32, "registry": "registry.example"},
+    "extraArgs": ["--io-timeout=5"],
+    "extraEnv": [{"name": "TZ", "value": "UTC"}],
+    "hostNetwork": True,
+    "audit": {"enabled": True},
+}
 
 #: A policy rolled out in stages: warn with an enforcing override, monitor mode, exceptions.
 ROLLOUT: Values = lambda: {  # noqa: E731
@@ -229,7 +252,9 @@ def test_every_rendered_object_passes_strict_schema_validation(scenario: str, ve
         if obj["apiVersion"].startswith("cert-manager.io/"):
             jsonschema.validate(obj, SCHEMAS[obj["kind"]])
         elif obj["apiVersion"] == "monitoring.coreos.com/v1":
-            jsonschema.validate(obj, SERVICE_MONITOR)
+            jsonschema.validate(
+                obj, {"ServiceMonitor": SERVICE_MONITOR}.get(obj["kind"], PROMETHEUS_RULE)
+            )
         else:
             kubernetes_validate.validate(obj, version, strict=True)
 
@@ -682,24 +707,23 @@ def test_webhook_settings(scenario: str) -> None:
             assert path.startswith(f"/{phase}/")
         else:
             assert path == f"/{phase}"
-        assert hook["namespaceSelector"] == {
-            "matchExpressions": [
-                {
-                    "key": "kubernetes.io/metadata.name",
-                    "operator": "NotIn",
-                    "values": [NAMESPACE, "kube-system", "kube-node-lease"],
-                }
-            ]
-        }
+        selector = values.get("webhooks", {}).get("namespaceSelector", {})
+        assert hook["namespaceSelector"] == namespace_selector(
+            WebhookSettings(namespace=NAMESPACE, namespace_selector=selector)
+        )
         assert ("matchConditions" in hook) is conditions
         if kind == MUTATING:
             assert hook["failurePolicy"] == mutating_policy
             assert hook["reinvocationPolicy"] == "IfNeeded"
         else:
-            assert hook["failurePolicy"] == "Fail"
+            # Nodes have a webhook of their own, Ignore by default (the API server validates
+            # their taints itself); every other validating webhook fails closed.
+            expected = "Ignore" if hook["name"].startswith("nodes.") else "Fail"
+            assert hook["failurePolicy"] == expected
             assert "reinvocationPolicy" not in hook
     if not per_plugin:
-        assert [kind for kind, _ in hooks] == [MUTATING, VALIDATING]
+        nodes = values.get("webhooks", {}).get("nodes", {}).get("enabled", False)
+        assert [kind for kind, _ in hooks] == [MUTATING, VALIDATING] + [VALIDATING] * nodes
 
 
 # --------------------------------------------------------------------------- TLS modes
