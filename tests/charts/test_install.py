@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.charts.render import NAMESPACE, RELEASE, is_hook, of_kind, one, released, render
+from tests.charts.render import NAMESPACE, RELEASE, is_hook, notes, of_kind, one, released, render
 from webhooks.cli.probe import probe
 
 MUTATING = "MutatingWebhookConfiguration"
@@ -167,3 +167,21 @@ def test_without_tests_and_hook_no_probe_objects_render() -> None:
     objects = render({"tests": {"enabled": False}, "install": {"failOpenUntilReady": False}})
     assert [o for o in objects if is_hook(o)] == []
     assert released(objects) == objects
+
+
+def test_the_notes_say_what_fail_closed_means_and_give_the_emergency_commands() -> None:
+    text = " ".join(notes().split())
+    assert "validating fails closed (Fail)" in text
+    assert "refuses pod and workload" in text
+    assert f"kubectl delete validatingwebhookconfiguration {RELEASE}" in text
+    assert f"kubectl delete mutatingwebhookconfiguration {RELEASE}" in text
+    assert f"the hook Job {RELEASE}-install sets the configured policies" in text
+    assert f"helm test {RELEASE} -n {NAMESPACE}" in text
+
+
+def test_the_notes_say_nothing_of_a_hook_or_fail_closed_that_is_not_there() -> None:
+    text = " ".join(notes({"webhooks": {"validating": {"failurePolicy": "Ignore"}}}).split())
+    assert "validating fails open (Ignore)" in text
+    assert "Fail-closed means" not in text
+    assert "hook Job" not in text
+    assert "EMERGENCY" in text

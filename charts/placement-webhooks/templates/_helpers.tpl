@@ -192,3 +192,8 @@ securityContext:
   seccompProfile:
     type: RuntimeDefault
 {{- end }}
+
+{{/* "true" when the post-install hook renders: a fail-open install with webhooks to switch. */}}
+{{- define "placement-webhooks.installHook" -}}
+{{- if and (include "placement-webhooks.failOpen" .) (include "placement-webhooks.failClosedWebhooks" . | fromYamlArray) }}true{{ end }}
+{{- end }}
