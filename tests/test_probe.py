@@ -266,3 +266,13 @@ def test_unusable_input_exits_2(args: list[str], message: str) -> None:
     result = CliRunner().invoke(main, ["probe", *args])
     assert result.exit_code == 2
     assert message in result.stderr
+
+
+def test_the_probes_review_is_one_the_server_parses_back_unchanged() -> None:
+    from webhooks.core.review import parse_review, request_dict
+    from webhooks.probe import probe_request
+
+    request = probe_request("placement")
+    parsed = parse_review(request_dict(request))
+    assert parsed == request._replace(user=dict(request.user))
+    assert parsed.dry_run is True and parsed.operation == "CREATE"

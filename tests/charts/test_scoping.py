@@ -3,6 +3,7 @@ namespace and object selectors, labels and annotations on the webhook configurat
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import helm_python as helm
@@ -176,3 +177,49 @@ def test_scoping_values_the_api_server_would_reject_are_refused(
     with pytest.raises(helm.HelmError) as caught:
         render(values)
     assert named in str(caught.value)
+
+
+# --------------------------------------------------------------------------- docs and schema
+
+DOCUMENTED = [
+    "webhooks.namespaceSelector",
+    "webhooks.objectSelector",
+    "webhooks.labels",
+    "webhooks.annotations",
+    "webhooks.nodes.enabled",
+    "webhooks.nodes.failurePolicy",
+    "webhooks.matchConditions.skipUnchangedUpdates",
+    "webhooks.matchConditions.skipUsers",
+    "install.failOpenUntilReady",
+    "install.timeoutSeconds",
+    "priorityClassName",
+    "priorityClassQuota",
+    "podSecurityContext",
+    "hostNetwork",
+    "extraArgs",
+    "extraEnv",
+    "image.digest",
+    "image.registry",
+    "global.imageRegistry",
+    "metrics.prometheusRule.enabled",
+    "metrics.dashboard.enabled",
+    "tls.managed.checkSeconds",
+]
+
+
+@pytest.mark.parametrize("key", DOCUMENTED)
+def test_each_value_is_in_the_defaults_the_schema_and_the_docs(key: str) -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text("utf-8"))
+    schema = json.loads((CHART / "values.schema.json").read_text("utf-8"))
+    docs = (CHART.parents[1] / "docs" / "operations.md").read_text("utf-8")
+    node: Any = values
+    spec: Any = schema
+    for part in key.split("."):
+        assert part in node, f"{key} has no default in values.yaml"
+        node = node[part]
+        properties = spec.get("properties") or {}
+        assert part in properties, f"{key} is not in values.schema.json"
+        spec = properties[part]
+        if "$ref" in spec:
+            spec = schema["definitions"][spec["$ref"].rsplit("/", 1)[-1]]
+    assert f"`{key}" in docs or f"`{key.rsplit('.', 1)[-1]}`" in docs, f"{key} is not documented"
