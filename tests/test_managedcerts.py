@@ -139,15 +139,27 @@ def test_the_staged_ca_signs_only_once_every_api_server_trusts_it(
         assert result == staged
 
 
-def test_the_old_ca_leaves_the_bundle_when_it_expires() -> None:
+def test_the_old_ca_leaves_the_bundle_once_no_leaf_it_signed_can_be_served() -> None:
     _, staged = _rotating()
     assert staged.next_since is not None
-    promoted, _ = plan(
-        staged, POLICY, staged.next_since + 2 * dt.timedelta(hours=1), published=True
-    )
-    later, changes = plan(promoted, POLICY, T0 + 1826 * DAY, published=True)
-    assert changes[0] == "dropped expired or repeated certificates from the bundle"
+    switched = staged.next_since + 2 * dt.timedelta(hours=1)
+    promoted, _ = plan(staged, POLICY, switched, published=True)
+    kept, changes = plan(promoted, POLICY, staged.next_since + 89 * DAY, published=True)
+    assert len(kept.bundle) == 2
+    assert "retired a CA no leaf in use was signed by" not in changes
+    later, changes = plan(promoted, POLICY, staged.next_since + 91 * DAY, published=True)
+    assert "retired a CA no leaf in use was signed by" in changes
     assert later.bundle == promoted.bundle[:1]
+    # Months before the old CA itself expires: no expiry alert about a CA nothing uses.
+    old_expiry = _cert(promoted.bundle[1]).not_valid_after_utc
+    assert old_expiry - (staged.next_since + 91 * DAY) > 200 * DAY
+
+
+def test_an_expired_ca_leaves_the_bundle() -> None:
+    _, staged = _rotating()
+    later, changes = plan(staged, POLICY, T0 + 1826 * DAY, published=True)
+    assert changes[0] == "dropped expired or repeated certificates from the bundle"
+    assert later.bundle == staged.bundle[1:]
 
 
 def test_a_staged_ca_is_promoted_at_once_when_the_signing_one_is_gone() -> None:

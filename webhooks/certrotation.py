@@ -12,10 +12,12 @@ The rules, in the order :func:`plan` applies them:
    webhook configurations are known to carry that bundle: every API server then trusts it
    before any pod serves a certificate it signed.
 3. A signing CA that expires within ``ca_renew_days`` gets a successor, staged: added to the
-   bundle beside it, not yet signing. Old and new CA are both trusted during the rollover;
-   the old one stays in the bundle until it expires, so a pod still serving a leaf it signed
-   keeps working until it picks up the new leaf.
-4. The leaf is reissued when it is missing, does not match its key, was not signed by the
+   bundle beside it, not yet signing. Old and new CA are both trusted during the rollover.
+4. A CA that no longer signs stays in the bundle until every leaf it signed has expired
+   (``overlap`` plus ``leaf_days`` after its successor was made), so a pod still serving
+   such a leaf keeps working; then it leaves, long before its own expiry could raise an
+   expiry alert about a CA nothing uses.
+5. The leaf is reissued when it is missing, does not match its key, was not signed by the
    signing CA, does not name exactly the Service's hosts, or expires within
    ``leaf_renew_days``.
 """
@@ -31,7 +33,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
 
-from webhooks.certs import Issued, issue_leaf, new_ca
+from webhooks.certs import CLOCK_SKEW, Issued, issue_leaf, new_ca
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +112,16 @@ def plan(
         bundle.append(staged.cert)
         next_key, next_since = staged.key, now
         changes.append("staged a new CA beside the signing one")
+    retire_at = (
+        _cert(signing).not_valid_before_utc
+        + CLOCK_SKEW
+        + policy.overlap
+        + dt.timedelta(days=policy.leaf_days)
+    )
+    keep = {signing, _owner(bundle, next_key)}
+    if now >= retire_at and any(pem not in keep for pem in bundle):
+        bundle = [pem for pem in bundle if pem in keep]
+        changes.append("retired a CA no leaf in use was signed by")
     bundle = [signing, *[pem for pem in bundle if pem != signing]]
     signing_ca = Issued(signing, signing_key or b"")
     leaf = material.leaf
