@@ -9,11 +9,12 @@ configurations (``admissionregistration.k8s.io/v1``): paginated lists with
 ``metadata.resourceVersion``, chunked newline-delimited watch streams from a resourceVersion
 (with BOOKMARK events and a 410 ``ERROR`` event for a compacted version), GETs, ``Status``
 objects for errors and 401 for any token but :data:`TOKEN`. A PATCH is a server-side apply
-of the one field a client may send (``webhooks[name=...].clientConfig.caBundle``); anything
-else in it is recorded and makes the test fail. Faults are switches: lists or GETs answering
-500, every request stalling (accepted, never answered), bodies stalling after the headers,
-watches going silent or failing with an ``ERROR`` event; :meth:`FakeApiServer.stop` drops
-every open connection and :meth:`FakeApiServer.start` brings the server back on the same port.
+of the fields a client may send (``webhooks[name=...].clientConfig.caBundle`` and
+``.failurePolicy``); anything else in it is recorded and makes the test fail. Faults are
+switches: lists or GETs answering 500, every request stalling (accepted, never answered),
+bodies stalling after the headers, watches going silent or failing with an ``ERROR`` event;
+:meth:`FakeApiServer.stop` drops every open connection and :meth:`FakeApiServer.start` brings
+the server back on the same port.
 The server binds port 0 itself and keeps the port while it is stopped (a bound socket that
 does not listen: connections are refused, and no other server can take the port), so no
 test picks a port that another process may take before it is used; :func:`refused_port` is
@@ -27,7 +28,9 @@ equality ``labelSelector``; and the report kinds of OpenReports and wgpolicyk8s,
 PATCH server-side applies (created when missing; refused with 422 when the body breaks the
 OpenReports CRD schema under ``fieldValidation=Strict``, as the API server refuses it) and a
 DELETE removes. :attr:`FakeApiServer.fault` decides per request whether to answer with an
-error status or to drop the connection unanswered.
+error status or to drop the connection unanswered. Secrets are read, created (POST: 409
+AlreadyExists when present) and replaced (PUT: 409 Conflict unless the body carries the stored
+``resourceVersion``), as the managed certificates need.
 """
 
 from __future__ import annotations
@@ -109,6 +112,7 @@ NAMESPACED = {
         "wgpolicyk8s.io/v1alpha2",
         "PolicyReport",
     ),
+    "secrets": ("/api/v1", "", "v1", "Secret"),
 }
 #: The report kinds: written with server-side apply and deleted by ``audit``.
 REPORTS = frozenset({"reports", "clusterreports", "policyreports", "clusterpolicyreports"})
@@ -303,6 +307,10 @@ class _Handler(BaseHTTPRequestHandler):
         kind, plural, name, namespace = fake.route(url.path)
         if self.command in ("PATCH", "DELETE"):
             kind = self.command.lower()
+        elif self.command == "POST":
+            kind = "create"
+        elif self.command == "PUT":
+            kind = "replace"
         elif kind == "list" and flat.get("watch") in ("1", "true"):
             kind = "watch"
         auth = self.headers.get("Authorization", "")
@@ -361,6 +369,27 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(*self.server.fake.apply_object(plural, name or "", namespace, body, query))
         else:
             self._json(*self.server.fake.apply(plural, name or "", body))
+
+    def do_POST(self) -> None:
+        body = self._body()
+        accepted = self._accept(body)
+        if accepted is None:
+            return
+        _, plural, _, _, namespace = accepted
+        self._json(*self.server.fake.create(plural, namespace, body))
+
+    def do_PUT(self) -> None:
+        body = self._body()
+        accepted = self._accept(body)
+        if accepted is None:
+            return
+        _, plural, name, _, namespace = accepted
+        self._json(*self.server.fake.replace(plural, name or "", namespace, body))
+
+    def _body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        return json.loads(raw) if raw else None
 
     def do_DELETE(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -435,6 +464,9 @@ class FakeApiServer:
         #: with instead (a ``Status`` body; a 410 carries a fresh ``continue`` token), or
         #: ``"drop"`` to close the connection without an answer.
         self.fault: Callable[[Request], int | str | None] | None = None
+        #: Called with the plural before every create or replace is decided (outside the
+        #: lock): where a test lets another writer change the object in between.
+        self.before_write: Callable[[str], None] | None = None
         self.port = 0
         self.running = False
         self._server: _Server | None = None
@@ -659,7 +691,8 @@ class FakeApiServer:
         return 200, obj
 
     def apply(self, plural: str, name: str, patch: Any) -> tuple[int, dict[str, Any]]:
-        """Server-side apply of ``webhooks[name=...].clientConfig.caBundle``, and nothing else.
+        """Server-side apply of ``webhooks[name=...]``: ``clientConfig.caBundle`` and
+        ``failurePolicy``, and nothing else.
 
         An unchanged object keeps its resourceVersion, as with the real server.
         """
@@ -674,7 +707,10 @@ class FakeApiServer:
                 if hook is None:
                     message = f"webhooks[name={applied['name']}]: required fields missing"
                     return 422, status(422, "Invalid", message)
-                hook["clientConfig"]["caBundle"] = applied["clientConfig"]["caBundle"]
+                if "clientConfig" in applied:
+                    hook["clientConfig"]["caBundle"] = applied["clientConfig"]["caBundle"]
+                if "failurePolicy" in applied:
+                    hook["failurePolicy"] = applied["failurePolicy"]
             return 200, self.put(updated) if updated != current else current
 
     def list(
@@ -756,6 +792,51 @@ class FakeApiServer:
                 if applied == current:
                     return 200, current
             return (200 if current is not None else 201), self.put(applied)
+
+    def create(self, plural: str, namespace: str | None, body: Any) -> tuple[int, dict[str, Any]]:
+        """POST: store a new object (201), or 409 AlreadyExists, as the API server answers.
+
+        :attr:`before_write` runs first, so a test can let another writer in between a
+        client's read and its write.
+        """
+        self._before_write(plural)
+        name = (body or {}).get("metadata", {}).get("name", "")
+        group = info(plural)[0]
+        resource = f"{plural}.{group}" if group else plural
+        with self.lock:
+            if (plural, key_of(plural, name, namespace)) in self.objects:
+                message = f'{resource} "{name}" already exists'
+                return 409, status(409, "AlreadyExists", message, name=name, kind=plural)
+            obj = json.loads(json.dumps(body))
+            obj["metadata"].setdefault("namespace", namespace)
+            return 201, self.put(obj)
+
+    def replace(
+        self, plural: str, name: str, namespace: str | None, body: Any
+    ) -> tuple[int, dict[str, Any]]:
+        """PUT: replace an object whose ``metadata.resourceVersion`` is the stored one; 409
+        Conflict otherwise (another writer came first), 404 when there is none."""
+        self._before_write(plural)
+        group = info(plural)[0]
+        resource = f"{plural}.{group}" if group else plural
+        with self.lock:
+            current = self.objects.get((plural, key_of(plural, name, namespace)))
+            if current is None:
+                return 404, status(404, "NotFound", f'{resource} "{name}" not found')
+            given = (body or {}).get("metadata", {}).get("resourceVersion")
+            if given != current["metadata"]["resourceVersion"]:
+                message = (
+                    f'Operation cannot be fulfilled on {resource} "{name}": the object has '
+                    "been modified; please apply your changes to the latest version and try again"
+                )
+                return 409, status(409, "Conflict", message, name=name, kind=plural)
+            obj = json.loads(json.dumps(body))
+            obj["metadata"]["uid"] = current["metadata"].get("uid")
+            return 200, self.put(obj)
+
+    def _before_write(self, plural: str) -> None:
+        if self.before_write is not None:
+            self.before_write(plural)
 
     def remove(self, plural: str, name: str, namespace: str | None) -> tuple[int, dict[str, Any]]:
         """DELETE: a ``Success`` Status, or 404 when there is no such object."""

@@ -24,8 +24,10 @@ from webhooks.webhookconfig import (
     WebhookSettings,
     configurations,
     match_conditions,
+    namespace_selector,
     plugin_table,
     rules,
+    unchanged_update_expression,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -233,9 +235,428 @@ def test_match_conditions_decide_what_the_api_server_sends(
 
 
 def test_match_condition_names_are_unique_qualified_names() -> None:
-    names = [c["name"] for c in match_conditions(WebhookSettings())]
+    settings = WebhookSettings(skip_users=("u",), skip_groups=("g",))
+    names = [c["name"] for c in match_conditions(settings, nodes=True)]
     assert len(names) == len(set(names))
     assert all(n.replace("-", "").isalnum() and n.islower() and len(n) <= 63 for n in names)
+
+
+# --------------------------------------------------------------------------- UPDATEs, incidents
+
+GROUPS = {
+    "deployments": "apps",
+    "replicasets": "apps",
+    "statefulsets": "apps",
+    "daemonsets": "apps",
+    "jobs": "batch",
+    "cronjobs": "batch",
+}
+POD_SPEC = {
+    "containers": [{"name": "app", "image": "app:1", "resources": {"limits": {"cpu": "1"}}}],
+    "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+}
+TEMPLATE = {"metadata": {"labels": {"app": "web"}}, "spec": POD_SPEC}
+
+
+def _review(
+    resource: str,
+    operation: str,
+    obj: dict[str, Any] | None,
+    old: dict[str, Any] | None = None,
+    username: str = "system:serviceaccount:kube-system:replicaset-controller",
+    groups: tuple[str, ...] = ("system:serviceaccounts", "system:authenticated"),
+) -> dict[str, Any]:
+    """The CEL activation the API server builds for a request: request, object, oldObject."""
+    group = GROUPS.get(resource, "")
+    request = {
+        "uid": "4b1a7b0e-8a43-4c1b-9b1a-2f7f3d2c1e0a",
+        "kind": {"group": group, "version": "v1", "kind": resource[:-1].title()},
+        "resource": {"group": group, "version": "v1", "resource": resource},
+        "name": "x",
+        "namespace": "" if resource == "nodes" else "shop",
+        "operation": operation,
+        "userInfo": {"username": username, "groups": list(groups)},
+        "dryRun": False,
+    }
+    return {"request": request, "object": obj, "oldObject": old}
+
+
+def _with(obj: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    changed = copy.deepcopy(obj)
+    node = changed
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = value
+    return changed
+
+
+POD = {"metadata": {"name": "x", "labels": {"app": "web"}}, "spec": POD_SPEC}
+DEPLOYMENT = {"metadata": {"name": "x"}, "spec": {"replicas": 2, "template": TEMPLATE}}
+CRONJOB = {
+    "metadata": {"name": "x"},
+    "spec": {"schedule": "@hourly", "jobTemplate": {"spec": {"template": TEMPLATE}}},
+}
+NODE = {
+    "metadata": {"name": "n1", "labels": {"zone": "a"}},
+    "spec": {"taints": [{"key": "gpu", "effect": "NoSchedule"}]},
+}
+NOT_READY = {"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}
+
+UNCHANGED_CASES: list[tuple[str, dict[str, Any], bool]] = [
+    ("a pod CREATE is sent", _review("pods", "CREATE", POD), True),
+    (
+        "a pod UPDATE that only relabels is skipped",
+        _review("pods", "UPDATE", _with(POD, ("metadata", "labels"), {"app": "api"}), POD),
+        False,
+    ),
+    (
+        "a pod UPDATE that only adds a finalizer is skipped",
+        _review("pods", "UPDATE", _with(POD, ("metadata", "finalizers"), ["x/y"]), POD),
+        False,
+    ),
+    (
+        "a pod UPDATE that adds a toleration is sent",
+        _review(
+            "pods",
+            "UPDATE",
+            _with(POD, ("spec", "tolerations"), [*POD_SPEC["tolerations"], NOT_READY]),
+            POD,
+        ),
+        True,
+    ),
+    (
+        "a pod UPDATE that changes an image is sent (any spec change is)",
+        _review(
+            "pods",
+            "UPDATE",
+            _with(POD, ("spec", "containers"), [{"name": "app", "image": "app:2"}]),
+            POD,
+        ),
+        True,
+    ),
+    (
+        "a pod UPDATE without a spec on either side is skipped, not an error",
+        _review("pods", "UPDATE", {"metadata": {"name": "x"}}, {"metadata": {"name": "x"}}),
+        False,
+    ),
+    (
+        "a Deployment scaled by the HPA or the deployment controller is skipped",
+        _review("deployments", "UPDATE", _with(DEPLOYMENT, ("spec", "replicas"), 5), DEPLOYMENT),
+        False,
+    ),
+    (
+        "a Deployment whose template changes is sent",
+        _review(
+            "deployments",
+            "UPDATE",
+            _with(DEPLOYMENT, ("spec", "template", "spec", "nodeSelector"), {"zone": "a"}),
+            DEPLOYMENT,
+        ),
+        True,
+    ),
+    (
+        "a Deployment rolled by `kubectl rollout restart` is sent (its template changes)",
+        _review(
+            "deployments",
+            "UPDATE",
+            _with(DEPLOYMENT, ("spec", "template", "metadata", "annotations"), {"r": "1"}),
+            DEPLOYMENT,
+        ),
+        True,
+    ),
+    (
+        "a ReplicaSet whose replica count changes is skipped",
+        _review("replicasets", "UPDATE", _with(DEPLOYMENT, ("spec", "replicas"), 0), DEPLOYMENT),
+        False,
+    ),
+    (
+        "a CronJob suspended is skipped",
+        _review("cronjobs", "UPDATE", _with(CRONJOB, ("spec", "suspend"), True), CRONJOB),
+        False,
+    ),
+    (
+        "a CronJob whose job template changes is sent",
+        _review(
+            "cronjobs",
+            "UPDATE",
+            _with(CRONJOB, ("spec", "jobTemplate", "spec", "backoffLimit"), 1),
+            CRONJOB,
+        ),
+        True,
+    ),
+    (
+        "a PodTemplate whose template changes is sent",
+        _review(
+            "podtemplates",
+            "UPDATE",
+            {"metadata": {"name": "x"}, "template": _with(TEMPLATE, ("spec", "hostNetwork"), True)},
+            {"metadata": {"name": "x"}, "template": TEMPLATE},
+        ),
+        True,
+    ),
+    (
+        "a PodTemplate relabelled is skipped",
+        _review(
+            "podtemplates",
+            "UPDATE",
+            {"metadata": {"name": "x", "labels": {"a": "b"}}, "template": TEMPLATE},
+            {"metadata": {"name": "x"}, "template": TEMPLATE},
+        ),
+        False,
+    ),
+    (
+        "a Node relabelled is skipped",
+        _review("nodes", "UPDATE", _with(NODE, ("metadata", "labels"), {"zone": "b"}), NODE),
+        False,
+    ),
+    (
+        "a Node cordoned (spec.unschedulable) is skipped: its taints did not change",
+        _review("nodes", "UPDATE", _with(NODE, ("spec", "unschedulable"), True), NODE),
+        False,
+    ),
+    (
+        "a Node whose taints change is sent",
+        _review("nodes", "UPDATE", _with(NODE, ("spec", "taints"), [NOT_READY]), NODE),
+        True,
+    ),
+    (
+        "a Node losing its last taint is sent",
+        _review("nodes", "UPDATE", {"metadata": {"name": "n1"}, "spec": {}}, NODE),
+        True,
+    ),
+    (
+        "an UPDATE of a resource the suite does not know is sent",
+        _review("leases", "UPDATE", {"metadata": {"name": "x"}}, {"metadata": {"name": "x"}}),
+        True,
+    ),
+]
+
+
+def _evaluate(expression: str, activation: dict[str, Any]) -> bool:
+    env = celpy.Environment()
+    program = env.program(env.compile(expression))
+    cel = {key: celpy.json_to_cel(value) for key, value in activation.items()}
+    result = program.evaluate(cel)
+    assert isinstance(result, celpy.celtypes.BoolType), f"not a bool: {result!r}"
+    return bool(result)
+
+
+@pytest.mark.parametrize(
+    ("activation", "sent"),
+    [case[1:] for case in UNCHANGED_CASES],
+    ids=[case[0] for case in UNCHANGED_CASES],
+)
+def test_updates_that_change_no_placement_field_are_not_sent(
+    activation: dict[str, Any], sent: bool
+) -> None:
+    assert _evaluate(unchanged_update_expression(), activation) is sent
+
+
+def test_every_condition_evaluates_without_error_on_every_sample() -> None:
+    # An evaluation error counts as a failed call, which a Fail policy turns into a refusal.
+    settings = WebhookSettings(skip_users=("u",), skip_groups=("g",))
+    for condition in match_conditions(settings, nodes=True):
+        for _, activation, _ in UNCHANGED_CASES:
+            _evaluate(condition["expression"], activation)
+
+
+NODE_CONTROLLER = "system:serviceaccount:kube-system:node-controller"
+TAINTED = _with(NODE, ("spec", "taints"), [NOT_READY])
+
+NODE_CASES = [
+    (
+        "the node lifecycle controller tainting a node that is not ready",
+        _review("nodes", "UPDATE", TAINTED, NODE, username=NODE_CONTROLLER),
+        False,
+    ),
+    (
+        "the controller manager without service account credentials",
+        _review("nodes", "UPDATE", TAINTED, NODE, username="system:kube-controller-manager"),
+        False,
+    ),
+    (
+        "a kubelet registering its node",
+        _review("nodes", "CREATE", NODE, username="system:node:n1", groups=("system:nodes",)),
+        False,
+    ),
+    ("an administrator tainting a node", _review("nodes", "UPDATE", TAINTED, NODE, "admin"), True),
+    ("an administrator creating a node", _review("nodes", "CREATE", NODE, username="admin"), True),
+]
+
+
+@pytest.mark.parametrize(
+    ("activation", "sent"),
+    [case[1:] for case in NODE_CASES],
+    ids=[case[0] for case in NODE_CASES],
+)
+def test_the_node_webhook_never_sees_the_node_controllers(
+    activation: dict[str, Any], sent: bool
+) -> None:
+    conditions = match_conditions(WebhookSettings(), nodes=True)
+    assert all(_evaluate(c["expression"], activation) for c in conditions) is sent
+
+
+def test_only_the_node_webhook_carries_the_node_controller_condition() -> None:
+    names = {c["name"] for c in match_conditions(WebhookSettings())}
+    assert "not-from-a-node-controller" not in names
+    assert "not-from-a-node-controller" in {
+        c["name"] for c in match_conditions(WebhookSettings(), nodes=True)
+    }
+
+
+@pytest.mark.parametrize(
+    ("users", "groups", "username", "member_of", "sent"),
+    [
+        ((), ("autoscalers",), "bob", ("autoscalers",), False),
+        (("system:serviceaccount:kube-system:cluster-autoscaler",), (), "bob", (), True),
+        (
+            ("system:serviceaccount:kube-system:cluster-autoscaler",),
+            (),
+            "system:serviceaccount:kube-system:cluster-autoscaler",
+            (),
+            False,
+        ),
+        (("a",), ("b",), "c", ("d",), True),
+    ],
+    ids=[
+        "a member of a skipped group is not sent",
+        "another user is sent",
+        "a skipped user is not sent",
+        "with both lists, someone in neither is sent",
+    ],
+)
+def test_skipped_users_and_groups(
+    users: tuple[str, ...],
+    groups: tuple[str, ...],
+    username: str,
+    member_of: tuple[str, ...],
+    sent: bool,
+) -> None:
+    settings = WebhookSettings(skip_users=users, skip_groups=groups)
+    [condition] = [
+        c for c in match_conditions(settings) if c["name"] == "not-from-a-skipped-requester"
+    ]
+    activation = _review("pods", "CREATE", POD, username=username, groups=member_of)
+    assert _evaluate(condition["expression"], activation) is sent
+
+
+def test_without_skipped_users_there_is_no_such_condition() -> None:
+    names = {c["name"] for c in match_conditions(WebhookSettings())}
+    assert "not-from-a-skipped-requester" not in names
+
+
+def test_the_unchanged_update_condition_can_be_turned_off() -> None:
+    settings = WebhookSettings(skip_unchanged_updates=False)
+    names = {c["name"] for c in match_conditions(settings)}
+    assert "not-an-update-leaving-placement-unchanged" not in names
+
+
+# --------------------------------------------------------------------------- Nodes, scoping
+
+
+def _hooks(settings: WebhookSettings, table: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    names = [row["name"] for row in table]
+    return {
+        hook["name"]: hook
+        for obj in configurations(settings, table, names)
+        for hook in obj["webhooks"]
+    }
+
+
+def test_nodes_are_not_registered_by_default() -> None:
+    hooks = _hooks(WebhookSettings(), TABLE)
+    resources = {r for hook in hooks.values() for rule in hook["rules"] for r in rule["resources"]}
+    assert "nodes" not in resources
+    assert "pods" in resources
+
+
+@pytest.mark.parametrize("per_plugin", [False, True], ids=["per phase", "per plugin"])
+def test_opted_in_nodes_get_a_webhook_of_their_own(per_plugin: bool) -> None:
+    settings = WebhookSettings(name="pw", nodes=True, per_plugin=per_plugin)
+    hooks = _hooks(settings, TABLE)
+    node_hook = hooks.pop("nodes.validate.pw.svc")
+    assert node_hook["rules"] == [_rule("", ["CREATE", "UPDATE"], ["nodes"])]
+    assert node_hook["failurePolicy"] == "Ignore"
+    assert node_hook["clientConfig"]["service"]["path"] == "/validate"
+    assert "not-from-a-node-controller" in {c["name"] for c in node_hook["matchConditions"]}
+    for hook in hooks.values():
+        assert all("nodes" not in rule["resources"] for rule in hook["rules"])
+        assert "not-from-a-node-controller" not in {c["name"] for c in hook["matchConditions"]}
+    assert list(_hooks(settings, TABLE))[-1] == "nodes.validate.pw.svc"
+
+
+def test_the_node_webhook_takes_its_own_failure_policy() -> None:
+    settings = WebhookSettings(name="pw", nodes=True, nodes_failure_policy="Fail")
+    assert _hooks(settings, TABLE)["nodes.validate.pw.svc"]["failurePolicy"] == "Fail"
+    assert _hooks(settings, TABLE)["validate.pw.svc"]["failurePolicy"] == "Fail"
+    assert _hooks(settings, TABLE)["mutate.pw.svc"]["failurePolicy"] == "Ignore"
+
+
+def test_a_namespace_selector_is_anded_with_the_exclusions() -> None:
+    selector = {
+        "matchLabels": {"team": "a"},
+        "matchExpressions": [{"key": "env", "operator": "In", "values": ["prod"]}],
+    }
+    settings = WebhookSettings(namespace="pw", namespace_selector=selector)
+    assert namespace_selector(settings) == {
+        "matchLabels": {"team": "a"},
+        "matchExpressions": [
+            {
+                "key": "kubernetes.io/metadata.name",
+                "operator": "NotIn",
+                "values": ["pw", "kube-system", "kube-node-lease"],
+            },
+            {"key": "env", "operator": "In", "values": ["prod"]},
+        ],
+    }
+
+
+def test_an_object_selector_and_annotations_are_registered() -> None:
+    selector = {"matchExpressions": [{"key": "k8s-app", "operator": "DoesNotExist"}]}
+    settings = WebhookSettings(object_selector=selector, annotations={"team": "platform"})
+    objects = configurations(settings, TABLE, ["a", "c"])
+    assert all(o["metadata"]["annotations"] == {"team": "platform"} for o in objects)
+    assert all(h["objectSelector"] == selector for o in objects for h in o["webhooks"])
+    assert all("objectSelector" not in h for h in _hooks(WebhookSettings(), TABLE).values())
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"namespace_selector": {"matchLabel": {"a": "b"}}}, "unknown key 'matchLabel'"),
+        ({"object_selector": {"matchLabels": {"a": 1}}}, "string values"),
+        (
+            {"namespace_selector": {"matchExpressions": [{"key": "a", "operator": "in"}]}},
+            "operator",
+        ),
+        (
+            {"namespace_selector": {"matchExpressions": [{"key": "a", "operator": "In"}]}},
+            "In needs values",
+        ),
+        (
+            {
+                "object_selector": {
+                    "matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]
+                }
+            },
+            "Exists takes no values",
+        ),
+        ({"skip_users": ("it's",)}, "skipped user"),
+    ],
+    ids=[
+        "a misspelt selector key is refused, not dropped",
+        "a label value that is not a string is refused",
+        "an operator in the wrong case is refused",
+        "In without values is refused",
+        "Exists with values is refused",
+        "a skipped user with a quote is refused (it is written into CEL)",
+    ],
+)
+def test_scoping_the_api_server_would_reject_is_refused(
+    kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        WebhookSettings(**kwargs)
 
 
 # --------------------------------------------------------------------------- CLI rendering

@@ -45,14 +45,18 @@ __all__ = [
     "CertError",
     "CertInfo",
     "CertPaths",
+    "Issued",
     "LoadedPair",
     "ensure_dev_certs",
     "format_inspect",
     "generate",
     "inspect",
+    "issue_leaf",
     "load_pair",
+    "new_ca",
     "seconds_to_expiry",
     "service_hosts",
+    "write_files",
 ]
 
 CA_FILE: Final = "ca.crt"
@@ -146,6 +150,109 @@ def service_hosts(service: str, namespace: str) -> list[str]:
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class Issued:
+    """A certificate and its private key, both PEM (the key unencrypted PKCS#8)."""
+
+    cert: bytes
+    key: bytes
+
+
+def new_ca(
+    common_name: str,
+    *,
+    days: int,
+    now: dt.datetime | None = None,
+    key_type: Literal["ec", "rsa"] = "ec",
+) -> Issued:
+    """A self-signed CA certificate (path length 0: it signs serving certificates only).
+
+    Why its own function: ``generate`` makes a throwaway CA and drops its key, while a
+    server that manages its own certificates keeps the key (in a Secret) to renew leaves.
+    """
+    if days <= 0:
+        raise ValueError(f"validity must be positive (days={days})")
+    current = dt.datetime.now(dt.UTC) if now is None else now
+    key = _new_key(key_type)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    ski = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(current - CLOCK_SKEW)
+        .not_valid_after(current + dt.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(_key_usage(cert_sign=True), critical=True)
+        .add_extension(ski, critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ski), critical=False
+        )
+        .sign(key, hashes.SHA256())
+    )
+    return Issued(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
+
+
+def issue_leaf(
+    ca: Issued,
+    *,
+    hosts: Sequence[str],
+    days: int,
+    now: dt.datetime | None = None,
+    common_name: str = "placement-webhooks",
+    key_type: Literal["ec", "rsa"] = "ec",
+) -> Issued:
+    """A serving certificate for ``hosts`` signed by ``ca``, never outliving it.
+
+    ``hosts`` entries that parse as IP addresses become ``IPAddress`` SANs, the rest
+    ``DNSName`` SANs; the certificate starts :data:`CLOCK_SKEW` in the past.
+    """
+    names = _clean_hosts(hosts)
+    if days <= 0:
+        raise ValueError(f"validity must be positive (days={days})")
+    if not common_name:
+        raise ValueError("common_name must not be empty")
+    current = dt.datetime.now(dt.UTC) if now is None else now
+    ca_cert = x509.load_pem_x509_certificate(ca.cert)
+    ca_key = serialization.load_pem_private_key(ca.key, password=None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
+        raise ValueError("the CA key must be an ECDSA or RSA key")
+    ca_ski = ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+    key = _new_key(key_type)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(current - CLOCK_SKEW)
+        .not_valid_after(min(current + dt.timedelta(days=days), ca_cert.not_valid_after_utc))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            _key_usage(key_encipherment=isinstance(key, rsa.RSAPrivateKey)), critical=True
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski),
+            critical=False,
+        )
+        .add_extension(x509.SubjectAlternativeName(_san_entries(names)), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    return Issued(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
+
+
+def _key_pem(key: _Key) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
 def generate(
     out_dir: Path,
     *,
@@ -168,77 +275,20 @@ def generate(
     temporary file in ``out_dir`` and ``os.replace``, so a reader never sees a half-written
     file and the key is never readable by others, not even briefly.
     """
-    names = _clean_hosts(hosts)
+    _clean_hosts(hosts)
     if ca_days <= 0 or days <= 0:
         raise ValueError(f"validity must be positive (ca_days={ca_days}, days={days})")
     if not common_name:
         raise ValueError("common_name must not be empty")
-
     now = dt.datetime.now(dt.UTC)
-    not_before = now - CLOCK_SKEW
-    ca_not_after = now + dt.timedelta(days=ca_days)
-    leaf_not_after = min(now + dt.timedelta(days=days), ca_not_after)
-
-    ca_key = _new_key(key_type)
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{common_name} CA")])
-    ca_ski = x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key())
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(not_before)
-        .not_valid_after(ca_not_after)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(_key_usage(cert_sign=True), critical=True)
-        .add_extension(ca_ski, critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski),
-            critical=False,
-        )
-        .sign(ca_key, hashes.SHA256())
+    ca = new_ca(f"{common_name} CA", days=ca_days, now=now, key_type=key_type)
+    leaf = issue_leaf(
+        ca, hosts=hosts, days=days, now=now, common_name=common_name, key_type=key_type
     )
-
-    leaf_key = _new_key(key_type)
-    leaf_cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
-        .issuer_name(ca_name)
-        .public_key(leaf_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(not_before)
-        .not_valid_after(leaf_not_after)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            _key_usage(key_encipherment=isinstance(leaf_key, rsa.RSAPrivateKey)),
-            critical=True,
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.SubjectKeyIdentifier.from_public_key(leaf_key.public_key()), critical=False
-        )
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski),
-            critical=False,
-        )
-        .add_extension(x509.SubjectAlternativeName(_san_entries(names)), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = CertPaths(ca=out_dir / CA_FILE, cert=out_dir / CERT_FILE, key=out_dir / KEY_FILE)
-    key_pem = leaf_key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    _write_all(
-        [
-            (paths.ca, ca_cert.public_bytes(serialization.Encoding.PEM), False),
-            (paths.key, key_pem, True),
-            (paths.cert, leaf_cert.public_bytes(serialization.Encoding.PEM), False),
-        ]
+    write_files(
+        [(paths.ca, ca.cert, False), (paths.key, leaf.key, True), (paths.cert, leaf.cert, False)]
     )
     return paths
 
@@ -303,8 +353,8 @@ def _san_entries(names: Iterable[str]) -> list[x509.GeneralName]:
     return entries
 
 
-def _write_all(files: Sequence[tuple[Path, bytes, bool]]) -> None:
-    """Stage every file first, then rename them in quick succession.
+def write_files(files: Sequence[tuple[Path, bytes, bool]]) -> None:
+    """Write (path, bytes, private) files: staged first, then renamed in quick succession.
 
     Staging first keeps the window in which the directory holds a mix of old and new files
     as short as possible; a crash before the renames leaves the old set untouched.

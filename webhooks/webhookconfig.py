@@ -10,7 +10,15 @@ The defaults follow the Kubernetes webhook good practices: the mutating webhook 
 requests are sent rather than refused; the suite's own namespace, ``kube-system`` and
 ``kube-node-lease`` are never sent to it; and CEL ``matchConditions``, evaluated by the API
 server even while the suite is down, skip mirror pods, requests made by kubelets (so a node
-can always register) and the suite's own objects.
+can always register), the suite's own objects and UPDATEs that change no placement field
+(a label, a finalizer, a replica count: what controllers write all day, and in incidents).
+
+Nodes are not registered by default. The API server validates Node taints itself with the
+very rules ``taint-toleration-rules`` applies, so a webhook adds nothing there but a way to
+fail, and a fail-closed one would stop the node lifecycle controller from tainting a node
+that is not ready while the suite's own pods are down. Opting in (``nodes``) registers Nodes
+in a webhook of their own, with its own failure policy (``Ignore`` by default) and without
+the node controllers' requests.
 
 Injection writes only ``clientConfig.caBundle`` with server-side apply under the field
 manager ``placement-webhooks``: that field then has one owner, and a ``helm upgrade`` whose
@@ -22,7 +30,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -32,6 +40,10 @@ from webhooks.core.plugin import PHASES, Phase, Registry
 from webhooks.k8s.podspec import MIRROR_POD_ANNOTATION
 
 FIELD_MANAGER: Final = "placement-webhooks"
+#: The field manager of failure policies set once the webhooks answer (``probe``). Its own:
+#: server-side apply removes fields a manager owned and no longer applies, so one manager
+#: must never apply caBundles in one request and failure policies in another.
+POLICY_FIELD_MANAGER: Final = "placement-webhooks-install"
 API_GROUP: Final = "admissionregistration.k8s.io"
 API_VERSION: Final = f"{API_GROUP}/v1"
 KINDS: Final[dict[Phase, str]] = {
@@ -53,6 +65,36 @@ GROUP_VERSIONS: Final[dict[str, str]] = {"": "v1", "apps": "v1", "batch": "v1"}
 DEFAULT_EXCLUDED_NAMESPACES: Final = ("kube-system", "kube-node-lease")
 NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
 APP_NAME_LABEL: Final = "app.kubernetes.io/name"
+
+#: Resources registered only in the opt-in Node webhook (:data:`NODE_WEBHOOK_PREFIX`).
+NODE_RESOURCES: Final = frozenset({"nodes"})
+NODE_WEBHOOK_PREFIX: Final = "nodes"
+
+#: Who writes Nodes for Kubernetes itself: the node lifecycle, IPAM and cloud node
+#: controllers share the ``node-controller`` service account; without
+#: ``--use-service-account-credentials`` the controller manager uses its own name. Their
+#: taints are Kubernetes' response to incidents (not-ready, unreachable, shut down), which
+#: must never wait on the suite.
+NODE_CONTROLLER_USERS: Final = (
+    "system:serviceaccount:kube-system:node-controller",
+    "system:kube-controller-manager",
+)
+
+#: Workload resource → where its pod template lives; an UPDATE that leaves it equal cannot
+#: change what any plugin decides about the pods it makes.
+TEMPLATE_FIELDS: Final[dict[str, tuple[str, ...]]] = {
+    "deployments": ("spec", "template"),
+    "replicasets": ("spec", "template"),
+    "statefulsets": ("spec", "template"),
+    "daemonsets": ("spec", "template"),
+    "jobs": ("spec", "template"),
+    "replicationcontrollers": ("spec", "template"),
+    "cronjobs": ("spec", "jobTemplate"),
+    "podtemplates": ("template",),
+}
+
+#: Label selector operators the API server accepts in a namespace or object selector.
+SELECTOR_OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
 
 FailurePolicy = Literal["Ignore", "Fail"]
 PluginTable = list[dict[str, Any]]
@@ -94,19 +136,30 @@ def plugin_table(registry: Registry) -> PluginTable:
     return table
 
 
-def rules(table: PluginTable, phase: Phase, names: Iterable[str]) -> list[dict[str, Any]]:
+def rules(
+    table: PluginTable,
+    phase: Phase,
+    names: Iterable[str],
+    *,
+    exclude: frozenset[str] = frozenset(),
+    only: frozenset[str] | None = None,
+) -> list[dict[str, Any]]:
     """Admission rules covering exactly what the named plugins' ``phase`` halves handle.
 
     Why merged: one webhook serves every plugin of a phase, so a resource handled by two
     plugins is listed once with the union of their operations, and resources of one API
     group with the same operations share a rule. The ordering (by ``group|operations``, then
-    resource) is what the chart's template produces too.
+    resource) is what the chart's template produces too. ``exclude`` and ``only`` (resource
+    keys such as ``nodes``) split resources between webhooks with different failure
+    policies.
     """
     wanted = set(names)
     by_resource: dict[str, set[str]] = {}
     for row in table:
         if row["name"] in wanted:
             for key, ops in (row.get(phase) or {}).items():
+                if key in exclude or (only is not None and key not in only):
+                    continue
                 by_resource.setdefault(key, set()).update(ops)
     groups: dict[str, tuple[str, list[str], list[str]]] = {}
     for key in sorted(by_resource):
@@ -153,10 +206,34 @@ class WebhookSettings:
     match_conditions: bool = True
     app_name: str = "placement-webhooks"
     labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    #: A label selector on namespaces, ANDed with the built-in exclusions.
+    namespace_selector: dict[str, Any] = field(default_factory=dict)
+    object_selector: dict[str, Any] = field(default_factory=dict)
+    #: Register Node taint validation, in a webhook of its own with this failure policy.
+    nodes: bool = False
+    nodes_failure_policy: FailurePolicy = "Ignore"
+    #: The match condition that skips UPDATEs changing no placement field.
+    skip_unchanged_updates: bool = True
+    #: Users and groups whose requests are never sent (an autoscaler, a descheduler).
+    skip_users: tuple[str, ...] = ()
+    skip_groups: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not 1 <= self.timeout_seconds <= 30:
             raise ValueError("timeout must be between 1 and 30 seconds (API server limit)")
+        for what, selector in (
+            ("namespace selector", self.namespace_selector),
+            ("object selector", self.object_selector),
+        ):
+            problem = selector_problem(selector)
+            if problem:
+                raise ValueError(f"{what}: {problem}")
+        for value in (*self.skip_users, *self.skip_groups):
+            if not value or "'" in value or "\\" in value:
+                raise ValueError(
+                    f"a skipped user or group must be non-empty, without ' or \\: {value!r}"
+                )
         if self.url:
             parts = urlsplit(self.url)
             if parts.scheme != "https" or not parts.hostname:
@@ -167,16 +244,102 @@ class WebhookSettings:
             raise ValueError(f"port must be between 1 and 65535, got {self.port}")
 
 
-def match_conditions(settings: WebhookSettings) -> list[dict[str, str]]:
-    """CEL conditions the API server evaluates before calling the suite.
+def selector_problem(selector: dict[str, Any]) -> str:
+    """Why ``selector`` is not a label selector the API server accepts, or ``""``.
+
+    Why check here: a misspelt key (``matchLabel``) would otherwise reach the API server as
+    an unknown field and be dropped, silently widening what the webhooks see.
+    """
+    unknown = sorted(set(selector) - {"matchLabels", "matchExpressions"})
+    if unknown:
+        return f"unknown key {unknown[0]!r} (matchLabels, matchExpressions)"
+    labels = selector.get("matchLabels", {})
+    if not isinstance(labels, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+    ):
+        return "matchLabels must map label names to string values"
+    expressions = selector.get("matchExpressions", [])
+    if not isinstance(expressions, list):
+        return "matchExpressions must be a list"
+    for expression in expressions:
+        if not isinstance(expression, dict) or not isinstance(expression.get("key"), str):
+            return "each matchExpression needs a key"
+        operator = expression.get("operator")
+        if operator not in SELECTOR_OPERATORS:
+            return f"operator must be one of {', '.join(sorted(SELECTOR_OPERATORS))}"
+        values = expression.get("values") or []
+        if (operator in ("In", "NotIn")) != bool(values):
+            return f"{operator} needs values" if values == [] else f"{operator} takes no values"
+    return ""
+
+
+def _cel_list(values: Iterable[str]) -> str:
+    return "[" + ", ".join(f"'{value}'" for value in values) + "]"
+
+
+def _or_empty(root: str, path: tuple[str, ...], empty: str) -> str:
+    """``root.a.b`` when every step is present, else ``empty``: CEL errors on a missing key,
+    and an error in a match condition is a failed call (``failurePolicy`` decides)."""
+    steps = [f"{root}.{'.'.join(path[: i + 1])}" for i in range(len(path))]
+    guard = " && ".join(f"has({step})" for step in steps)
+    return f"({guard} ? {steps[-1]} : {empty})"
+
+
+def _changed(path: tuple[str, ...], empty: str = "{}") -> str:
+    return f"({_or_empty('object', path, empty)} != {_or_empty('oldObject', path, empty)})"
+
+
+def unchanged_update_expression() -> str:
+    """CEL: true unless the request is an UPDATE that changes no field a plugin reads.
+
+    What counts per resource: a Pod's whole ``spec`` (tolerations, nodeSelector, affinity,
+    runtimeClassName, overhead, container resources, resourceClaims; the API server lets an
+    UPDATE change little else there, so comparing all of it costs nothing and stays right
+    when a plugin starts reading another field); a workload's pod template
+    (:data:`TEMPLATE_FIELDS`); a Node's ``spec.taints``. Other resources are always sent.
+    Why: labels, annotations, finalizers, owner references, replica counts and status are
+    what controllers write most, also in incidents, and none of them changes a decision.
+    Cheap on purpose: a few map lookups and one deep comparison of the changed object.
+    """
+    workloads = [r for r, path in TEMPLATE_FIELDS.items() if path == ("spec", "template")]
+    others = [(r, path) for r, path in TEMPLATE_FIELDS.items() if path != ("spec", "template")]
+    branch = "true"
+    branch = (
+        f"(request.resource.resource == 'nodes' ? {_changed(('spec', 'taints'), '[]')} : {branch})"
+    )
+    for resource, path in reversed(others):
+        branch = f"(request.resource.resource == '{resource}' ? {_changed(path)} : {branch})"
+    branch = (
+        f"(request.resource.resource in {_cel_list(workloads)} ? "
+        f"{_changed(('spec', 'template'))} : {branch})"
+    )
+    branch = f"(request.resource.resource == 'pods' ? {_changed(('spec',))} : {branch})"
+    return f"request.operation != 'UPDATE' || {branch}"
+
+
+def skipped_requesters_expression(users: Sequence[str], groups: Sequence[str]) -> str:
+    """CEL: true unless the request comes from one of ``users`` or a member of ``groups``."""
+    parts = []
+    if users:
+        parts.append(f"!(request.userInfo.username in {_cel_list(users)})")
+    if groups:
+        parts.append(f"!request.userInfo.groups.exists(g, g in {_cel_list(groups)})")
+    return " && ".join(parts)
+
+
+def match_conditions(settings: WebhookSettings, *, nodes: bool = False) -> list[dict[str, str]]:
+    """CEL conditions the API server evaluates before calling the suite (``nodes``: the Node
+    webhook's, which also leave out the node controllers).
 
     Why CEL rather than only selectors: conditions see the object and the user, they still
     apply while the suite is down, and they cost the API server microseconds. Mirror pods
     cannot be changed (the kubelet owns them), kubelet requests must never wait on the suite
-    (or a node could not register while the suite's own pods are pending), and the suite
-    must not admit its own pods.
+    (or a node could not register while the suite's own pods are pending), the suite must
+    not admit its own pods, and an UPDATE that changes no placement field cannot change a
+    decision (:func:`unchanged_update_expression`). Every expression guards absent fields
+    with ``has()``: an evaluation error counts as a failed call.
     """
-    return [
+    conditions = [
         {
             "name": "not-a-mirror-pod",
             "expression": (
@@ -198,21 +361,50 @@ def match_conditions(settings: WebhookSettings) -> list[dict[str, str]]:
             ),
         },
     ]
+    if settings.skip_users or settings.skip_groups:
+        conditions.append(
+            {
+                "name": "not-from-a-skipped-requester",
+                "expression": skipped_requesters_expression(
+                    settings.skip_users, settings.skip_groups
+                ),
+            }
+        )
+    if settings.skip_unchanged_updates:
+        conditions.append(
+            {
+                "name": "not-an-update-leaving-placement-unchanged",
+                "expression": unchanged_update_expression(),
+            }
+        )
+    if nodes:
+        conditions.append(
+            {
+                "name": "not-from-a-node-controller",
+                "expression": f"!(request.userInfo.username in {_cel_list(NODE_CONTROLLER_USERS)})",
+            }
+        )
+    return conditions
 
 
 def namespace_selector(settings: WebhookSettings) -> dict[str, Any]:
-    """Never send objects of the suite's namespace, ``kube-system`` or ``kube-node-lease``.
+    """Never send objects of the suite's namespace, ``kube-system`` or ``kube-node-lease``;
+    of the others, only those ``settings.namespace_selector`` selects.
 
-    Why: a failing webhook must not block the control plane's own namespaces or the suite's
-    restart (the self-deadlock the Kubernetes docs warn about).
+    Why merged rather than replaced: the exclusions protect the control plane's own
+    namespaces and the suite's restart (the self-deadlock the Kubernetes docs warn about),
+    so a selector an operator adds narrows the scope further and can never undo them.
     """
     excluded = [settings.namespace]
     excluded += [ns for ns in settings.exclude_namespaces if ns not in excluded]
-    return {
-        "matchExpressions": [
-            {"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": excluded},
-        ]
-    }
+    selector: dict[str, Any] = {}
+    if settings.namespace_selector.get("matchLabels"):
+        selector["matchLabels"] = dict(settings.namespace_selector["matchLabels"])
+    selector["matchExpressions"] = [
+        {"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": excluded},
+        *settings.namespace_selector.get("matchExpressions", []),
+    ]
+    return selector
 
 
 def _client_config(settings: WebhookSettings, path: str) -> dict[str, Any]:
@@ -234,25 +426,35 @@ def _client_config(settings: WebhookSettings, path: str) -> dict[str, Any]:
 
 
 def _webhook(
-    settings: WebhookSettings, phase: Phase, name: str, path: str, rule_list: list[dict[str, Any]]
+    settings: WebhookSettings,
+    phase: Phase,
+    name: str,
+    path: str,
+    rule_list: list[dict[str, Any]],
+    *,
+    nodes: bool = False,
 ) -> dict[str, Any]:
+    if nodes:
+        policy = settings.nodes_failure_policy
+    elif phase == "mutate":
+        policy = settings.mutating_failure_policy
+    else:
+        policy = settings.validating_failure_policy
     hook: dict[str, Any] = {
         "name": name,
         "admissionReviewVersions": ["v1"],
         "clientConfig": _client_config(settings, path),
         "rules": rule_list,
-        "failurePolicy": (
-            settings.mutating_failure_policy
-            if phase == "mutate"
-            else settings.validating_failure_policy
-        ),
+        "failurePolicy": policy,
         "matchPolicy": "Equivalent",
         "namespaceSelector": namespace_selector(settings),
         "sideEffects": "None",
         "timeoutSeconds": settings.timeout_seconds,
     }
+    if settings.object_selector:
+        hook["objectSelector"] = dict(settings.object_selector)
     if settings.match_conditions:
-        hook["matchConditions"] = match_conditions(settings)
+        hook["matchConditions"] = match_conditions(settings, nodes=nodes)
     if phase == "mutate":
         hook["reinvocationPolicy"] = settings.reinvocation_policy
     return hook
@@ -261,26 +463,34 @@ def _webhook(
 def webhooks_for(
     settings: WebhookSettings, table: PluginTable, phase: Phase, enabled: Sequence[str]
 ) -> list[dict[str, Any]]:
-    """The webhook entries of one configuration: one for the phase, or one per plugin.
+    """The webhook entries of one configuration: one for the phase, or one per plugin, then
+    the Node webhook when ``settings.nodes`` asks for it.
 
     Why one by default: every webhook is one more HTTPS call per admission, so all plugins
     of a phase share ``/mutate`` or ``/validate``; per-plugin webhooks (``/mutate/<plugin>``)
-    trade that for a failure policy and a metric per plugin. A webhook that would match
+    trade that for a failure policy and a metric per plugin. Nodes never share a webhook with
+    pods: their failure policy and match conditions differ. A webhook that would match
     nothing is left out.
     """
     hooks: list[dict[str, Any]] = []
     if settings.per_plugin:
         for row in table:
             if row["name"] in enabled and row.get(phase):
-                name = f"{row['name']}.{phase}.{settings.name}.svc"
-                path = f"/{phase}/{row['name']}"
-                only = rules(table, phase, [row["name"]])
-                hooks.append(_webhook(settings, phase, name, path, only))
+                only = rules(table, phase, [row["name"]], exclude=NODE_RESOURCES)
+                if only:
+                    name = f"{row['name']}.{phase}.{settings.name}.svc"
+                    path = f"/{phase}/{row['name']}"
+                    hooks.append(_webhook(settings, phase, name, path, only))
     else:
-        rule_list = rules(table, phase, enabled)
+        rule_list = rules(table, phase, enabled, exclude=NODE_RESOURCES)
         if rule_list:
             name = f"{phase}.{settings.name}.svc"
             hooks.append(_webhook(settings, phase, name, f"/{phase}", rule_list))
+    if settings.nodes:
+        node_rules = rules(table, phase, enabled, only=NODE_RESOURCES)
+        if node_rules:
+            name = f"{NODE_WEBHOOK_PREFIX}.{phase}.{settings.name}.svc"
+            hooks.append(_webhook(settings, phase, name, f"/{phase}", node_rules, nodes=True))
     return hooks
 
 
@@ -301,6 +511,8 @@ def configurations(
         metadata: dict[str, Any] = {"name": settings.name}
         if settings.labels:
             metadata["labels"] = dict(settings.labels)
+        if settings.annotations:
+            metadata["annotations"] = dict(settings.annotations)
         objects.append(
             {
                 "apiVersion": API_VERSION,
@@ -362,6 +574,82 @@ def api_client(kubeconfig: str | None = None, context: str | None = None) -> Any
     return client.ApiClient(configuration)
 
 
+def read_configurations(
+    api: Any, targets: Sequence[tuple[str, str]], timeout: float = 10.0
+) -> list[dict[str, Any]]:
+    """The configurations in ``targets`` ((kind, name) pairs) that exist, as plain dicts.
+
+    Why missing ones are left out rather than an error: a configuration is not rendered when
+    no enabled plugin has a half of its phase; callers that need one check for it.
+    """
+    from kubernetes.client import AdmissionregistrationV1Api
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    admission = AdmissionregistrationV1Api(api)
+    found: list[dict[str, Any]] = []
+    for kind, name in targets:
+        read = getattr(admission, f"read_{_snake(kind)}_webhook_configuration")
+        try:
+            found.append(_json(read(name, _preload_content=False, _request_timeout=timeout)))
+        except ApiException as exc:
+            if exc.status != 404:
+                raise InjectError(f"{kind} {name}: {_api_message(exc)}") from None
+        except (HTTPError, OSError) as exc:
+            raise InjectError(f"{kind} {name}: API server unreachable: {_one_line(exc)}") from None
+    return found
+
+
+def set_failure_policies(
+    api: Any,
+    kind: str,
+    name: str,
+    policies: Mapping[str, FailurePolicy],
+    timeout: float = 10.0,
+) -> bool:
+    """Set each named webhook's ``failurePolicy`` with server-side apply; True if it changed.
+
+    Why server-side apply under :data:`POLICY_FIELD_MANAGER`, forced: only those fields are
+    written (everything else keeps its owner), and Helm rendering the same value later
+    shares the field rather than fighting over it.
+    """
+    from kubernetes.client import AdmissionregistrationV1Api
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    admission = AdmissionregistrationV1Api(api)
+    patch = getattr(admission, f"patch_{_snake(kind)}_webhook_configuration")
+    body = {
+        "apiVersion": API_VERSION,
+        "kind": kind,
+        "metadata": {"name": name},
+        "webhooks": [{"name": hook, "failurePolicy": policy} for hook, policy in policies.items()],
+    }
+    try:
+        before = read_configurations(api, [(kind, name)], timeout)
+        updated = _json(
+            patch(
+                name,
+                body,
+                field_manager=POLICY_FIELD_MANAGER,
+                force=True,
+                _content_type="application/apply-patch+yaml",
+                _preload_content=False,
+                _request_timeout=timeout,
+            )
+        )
+    except ApiException as exc:
+        raise InjectError(f"{kind} {name}: {_api_message(exc)}") from None
+    except (HTTPError, OSError) as exc:
+        raise InjectError(f"{kind} {name}: API server unreachable: {_one_line(exc)}") from None
+    old = before[0].get("metadata", {}).get("resourceVersion") if before else None
+    return bool(old != updated.get("metadata", {}).get("resourceVersion"))
+
+
+def _snake(kind: str) -> str:
+    return "mutating" if kind == KINDS["mutate"] else "validating"
+
+
 def inject_ca_bundle(
     api: Any,
     ca_bundle: str,
@@ -369,6 +657,7 @@ def inject_ca_bundle(
     timeout: float = 10.0,
     *,
     only_if_different: bool = False,
+    missing_ok: bool = False,
 ) -> list[Injected]:
     """Write ``ca_bundle`` into every webhook of the existing configurations in ``targets``.
 
@@ -376,7 +665,8 @@ def inject_ca_bundle(
     names (the list is keyed by name), and an apply that names only ``caBundle`` leaves every
     other field to its owner (Helm, kubectl). ``force`` takes the field over from whoever set
     it before, which is the point: one owner from now on. ``only_if_different`` skips the
-    write when every webhook already carries ``ca_bundle`` (a watch loop's periodic check).
+    write when every webhook already carries ``ca_bundle`` (a watch loop's periodic check);
+    ``missing_ok`` skips a configuration that does not exist (none of its plugins enabled).
     """
     from kubernetes.client import AdmissionregistrationV1Api
     from kubernetes.client.exceptions import ApiException
@@ -385,11 +675,16 @@ def inject_ca_bundle(
     admission = AdmissionregistrationV1Api(api)
     results: list[Injected] = []
     for kind, name in targets:
-        snake = "mutating" if kind == KINDS["mutate"] else "validating"
+        snake = _snake(kind)
         read = getattr(admission, f"read_{snake}_webhook_configuration")
         patch = getattr(admission, f"patch_{snake}_webhook_configuration")
         try:
-            current = _json(read(name, _preload_content=False, _request_timeout=timeout))
+            try:
+                current = _json(read(name, _preload_content=False, _request_timeout=timeout))
+            except ApiException as exc:
+                if missing_ok and exc.status == 404:
+                    continue
+                raise
             names = tuple(str(hook["name"]) for hook in current.get("webhooks") or [])
             if not names:
                 raise InjectError(f"{kind} {name} has no webhooks to inject a caBundle into")

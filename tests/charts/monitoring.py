@@ -1,9 +1,9 @@
-"""A strict JSON schema for the Prometheus Operator ServiceMonitor the chart renders.
+"""Strict JSON schemas for the Prometheus Operator objects the chart renders.
 
-kubernetes-validate ships schemas for built-in kinds only; this covers exactly the
-monitoring.coreos.com/v1 ServiceMonitor fields the chart uses (names from the operator's
-API reference), with ``additionalProperties: false`` so a misspelt field fails here as it
-would at the API server.
+kubernetes-validate ships schemas for built-in kinds only; these cover exactly the
+monitoring.coreos.com/v1 ServiceMonitor and PrometheusRule fields the chart uses (names from
+the operator's API reference), with ``additionalProperties: false`` so a misspelt field fails
+here as it would at the API server.
 """
 
 from __future__ import annotations
@@ -69,6 +69,51 @@ SERVICE_MONITOR: dict[str, Any] = {
                         },
                     },
                 },
+            },
+        },
+    },
+}
+
+_RULE = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["expr"],
+    "properties": {
+        "alert": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+        "record": {"type": "string"},
+        "expr": {"type": "string", "minLength": 1},
+        "for": _DURATION,
+        "labels": _STRING_MAP,
+        "annotations": _STRING_MAP,
+    },
+}
+
+PROMETHEUS_RULE: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "properties": {
+        "apiVersion": {"const": "monitoring.coreos.com/v1"},
+        "kind": {"const": "PrometheusRule"},
+        "metadata": SERVICE_MONITOR["properties"]["metadata"],
+        "spec": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["groups"],
+            "properties": {
+                "groups": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["name", "rules"],
+                        "properties": {
+                            "name": {"type": "string", "minLength": 1},
+                            "interval": _DURATION,
+                            "rules": {"type": "array", "items": _RULE},
+                        },
+                    },
+                }
             },
         },
     },

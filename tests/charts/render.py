@@ -24,10 +24,18 @@ def render(
     name: str = RELEASE,
     namespace: str = NAMESPACE,
     chart_dir: Path = CHART,
+    upgrade: bool = False,
 ) -> list[dict[str, Any]]:
-    """Every object the chart renders for ``values`` (NOTES.txt and empty documents dropped)."""
+    """Every object the chart renders for ``values`` (NOTES.txt and empty documents dropped),
+    hooks included, as `helm install` renders them (``upgrade``: as `helm upgrade` does)."""
     with helm.Chart.load(str(chart_dir)) as chart:
-        manifests = chart.render(values, name=name, namespace=namespace, is_install=True)
+        manifests = chart.render(
+            values,
+            name=name,
+            namespace=namespace,
+            is_install=not upgrade,
+            is_upgrade=upgrade,
+        )
     objects: list[dict[str, Any]] = []
     for path, text in sorted(manifests.items()):
         if path.endswith("NOTES.txt"):
@@ -41,6 +49,16 @@ def notes(values: dict[str, Any] | None = None) -> str:
     with helm.Chart.load(str(CHART)) as chart:
         manifests = chart.render(values, name=RELEASE, namespace=NAMESPACE, is_install=True)
     return next(text for path, text in manifests.items() if path.endswith("NOTES.txt"))
+
+
+def is_hook(obj: dict[str, Any]) -> bool:
+    """Whether Helm treats ``obj`` as a hook (run at an event, not part of the release)."""
+    return "helm.sh/hook" in (obj.get("metadata", {}).get("annotations") or {})
+
+
+def released(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The objects of the release itself: hooks left out."""
+    return [obj for obj in objects if not is_hook(obj)]
 
 
 def of_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:

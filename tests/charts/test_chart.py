@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import copy
 import functools
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +21,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from tests.charts.certmanager import SCHEMAS
-from tests.charts.monitoring import SERVICE_MONITOR
+from tests.charts.monitoring import PROMETHEUS_RULE, SERVICE_MONITOR
 from tests.charts.render import (
     CHART,
     NAMESPACE,
@@ -29,6 +30,7 @@ from tests.charts.render import (
     notes,
     of_kind,
     one,
+    released,
     render,
     values_file,
 )
@@ -36,7 +38,12 @@ from webhooks import certs
 from webhooks.cli import main
 from webhooks.core.config import load_config
 from webhooks.plugins import REGISTRY
-from webhooks.webhookconfig import plugin_table, rules
+from webhooks.webhookconfig import (
+    WebhookSettings,
+    namespace_selector,
+    plugin_table,
+    webhooks_for,
+)
 
 #: The oldest Kubernetes the chart supports (matchConditions GA), one in between and the
 #: newest it is tested on; fixed, so a newer kubernetes-validate cannot change what passes.
@@ -77,6 +84,7 @@ Values = Callable[[], dict[str, Any]]
 
 MODES: dict[str, Values] = {
     "generate": dict,
+    "managed": lambda: {"tls": {"mode": "managed"}},
     "certManager": lambda: {"tls": {"mode": "certManager"}},
     "certManager with an issuer": lambda: {
         "tls": {
@@ -160,6 +168,24 @@ EXTRAS: Values = lambda: {  # noqa: E731
     },
 }
 OPTIONS["ServiceMonitor, NetworkPolicy and autoscaling on"] = EXTRAS
+OPTIONS["alerts, dashboard, Nodes, selectors and the knobs on"] = lambda: {
+    "metrics": {
+        "serviceMonitor": {"enabled": True},
+        "prometheusRule": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
+        "dashboard": {"enabled": True, "annotations": {"grafana_folder": "Platform"}},
+    },
+    "webhooks": {
+        "nodes": {"enabled": True},
+        "namespaceSelector": {"matchLabels": {"placement-webhooks.io/enabled": "true"}},
+        "objectSelector": {"matchExpressions": [{"key": "k8s-app", "operator": "DoesNotExist"}]},
+        "matchConditions": {"skipUsers": ["system:serviceaccount:kube-system:cluster-autoscaler"]},
+    },
+    "image": {"digest": "sha256:" + "ab" * 32, "registry": "registry.example"},
+    "extraArgs": ["--io-timeout=5"],
+    "extraEnv": [{"name": "TZ", "value": "UTC"}],
+    "hostNetwork": True,
+    "audit": {"enabled": True},
+}
 
 #: A policy rolled out in stages: warn with an enforcing override, monitor mode, exceptions.
 ROLLOUT: Values = lambda: {  # noqa: E731
@@ -198,6 +224,12 @@ def rendered(scenario: str) -> list[dict[str, Any]]:
     return copy.deepcopy(list(_rendered(scenario)))
 
 
+def webhook_selector(objects: list[dict[str, Any]]) -> dict[str, str]:
+    """The labels every webhook pod carries and everything that selects them matches on."""
+    labels = one(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    return {k: v for k, v in labels.items() if k.startswith("app.kubernetes.io/")}
+
+
 def webhooks_of(objects: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     """(kind, webhook) for every webhook of every configuration."""
     return [
@@ -220,7 +252,9 @@ def test_every_rendered_object_passes_strict_schema_validation(scenario: str, ve
         if obj["apiVersion"].startswith("cert-manager.io/"):
             jsonschema.validate(obj, SCHEMAS[obj["kind"]])
         elif obj["apiVersion"] == "monitoring.coreos.com/v1":
-            jsonschema.validate(obj, SERVICE_MONITOR)
+            jsonschema.validate(
+                obj, {"ServiceMonitor": SERVICE_MONITOR}.get(obj["kind"], PROMETHEUS_RULE)
+            )
         else:
             kubernetes_validate.validate(obj, version, strict=True)
 
@@ -258,7 +292,7 @@ def test_deployment_is_highly_available_and_hardened() -> None:
     spec = deployment["spec"]
     pod = spec["template"]["spec"]
     container = _container(objects)
-    selector = spec["selector"]["matchLabels"]
+    selector = webhook_selector(objects)
 
     assert spec["replicas"] == 2
     assert spec["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
@@ -337,15 +371,14 @@ def test_pod_disruption_budget(scenario: str, expected: int) -> None:
     budgets = of_kind(objects, "PodDisruptionBudget")
     assert len(budgets) == expected
     if budgets:
-        selector = one(objects, "Deployment")["spec"]["selector"]["matchLabels"]
+        selector = webhook_selector(objects)
         assert budgets[0]["spec"] == {"minAvailable": 1, "selector": {"matchLabels": selector}}
 
 
 def test_service_targets_the_pods_on_443() -> None:
     objects = rendered("TLS generate")
     service = one(objects, "Service")
-    selector = one(objects, "Deployment")["spec"]["selector"]["matchLabels"]
-    assert service["spec"]["selector"] == selector
+    assert service["spec"]["selector"] == webhook_selector(objects)
     assert service["spec"]["ports"] == [
         {"name": "https", "port": 443, "targetPort": "https", "protocol": "TCP"}
     ]
@@ -358,6 +391,7 @@ DEFAULT_KINDS = [
     "Deployment",
     MUTATING,
     "PodDisruptionBudget",
+    "ResourceQuota",
     "Secret",
     "Service",
     "ServiceAccount",
@@ -366,12 +400,13 @@ DEFAULT_KINDS = [
 
 
 def test_nothing_new_renders_while_monitoring_policy_and_autoscaling_are_off() -> None:
-    assert sorted(o["kind"] for o in rendered("TLS generate")) == sorted(DEFAULT_KINDS)
+    assert sorted(o["kind"] for o in released(rendered("TLS generate"))) == sorted(DEFAULT_KINDS)
     assert one(rendered("TLS generate"), "Deployment")["spec"]["replicas"] == 2
 
 
 def test_with_them_on_exactly_their_objects_are_added() -> None:
-    kinds = sorted(o["kind"] for o in rendered("ServiceMonitor, NetworkPolicy and autoscaling on"))
+    objects = released(rendered("ServiceMonitor, NetworkPolicy and autoscaling on"))
+    kinds = sorted(o["kind"] for o in objects)
     added = ["HorizontalPodAutoscaler", "NetworkPolicy", "Service", "ServiceMonitor"]
     assert kinds == sorted(DEFAULT_KINDS + added)
 
@@ -411,13 +446,25 @@ def test_the_network_policy_admits_each_port_from_its_own_peers() -> None:
     objects = rendered("ServiceMonitor, NetworkPolicy and autoscaling on")
     policy = one(objects, "NetworkPolicy")["spec"]
     values = EXTRAS()["networkPolicy"]
-    assert (
-        policy["podSelector"]["matchLabels"]
-        == one(objects, "Deployment")["spec"]["selector"]["matchLabels"]
-    )
+    assert policy["podSelector"]["matchLabels"] == webhook_selector(objects)
     assert policy["policyTypes"] == ["Ingress"]
+    probe = {
+        "podSelector": {
+            "matchLabels": {
+                "app.kubernetes.io/instance": RELEASE,
+                "app.kubernetes.io/part-of": "placement-webhooks",
+            },
+            "matchExpressions": [
+                {
+                    "key": "app.kubernetes.io/component",
+                    "operator": "In",
+                    "values": ["probe", "test"],
+                }
+            ],
+        }
+    }
     assert policy["ingress"] == [
-        {"ports": [{"port": 8443, "protocol": "TCP"}], "from": values["webhook"]["from"]},
+        {"ports": [{"port": 8443, "protocol": "TCP"}], "from": [*values["webhook"]["from"], probe]},
         {"ports": [{"port": 8080, "protocol": "TCP"}], "from": values["metrics"]["from"]},
     ]
 
@@ -469,7 +516,7 @@ def test_the_autoscaler_minimum_never_undercuts_the_disruption_budget(
 
 
 def test_rbac_grants_only_reads_of_runtimeclasses_and_namespaces() -> None:
-    objects = rendered("scheduling and naming overrides")
+    objects = released(rendered("scheduling and naming overrides"))
     role = one(objects, "ClusterRole")
     binding = one(objects, "ClusterRoleBinding")
     account = one(objects, "ServiceAccount")
@@ -583,6 +630,7 @@ ENABLED_SETS = [
 ]
 
 
+@pytest.mark.parametrize("nodes", [False, True], ids=["Nodes off", "Nodes on"])
 @pytest.mark.parametrize("per_plugin", [False, True], ids=["one webhook per phase", "per plugin"])
 @pytest.mark.parametrize(
     "enabled",
@@ -596,32 +644,33 @@ ENABLED_SETS = [
     ],
 )
 def test_template_rules_equal_the_python_rules_for_the_same_table(
-    enabled: list[str], per_plugin: bool
+    enabled: list[str], per_plugin: bool, nodes: bool
 ) -> None:
     values = {
         "plugins": {name: {"enabled": name in enabled} for name in PRODUCT_PLUGINS},
-        "webhooks": {"perPlugin": per_plugin},
+        "webhooks": {"perPlugin": per_plugin, "nodes": {"enabled": nodes}},
     }
     objects = render(values)
-    table = chart_table()
+    settings = WebhookSettings(name=RELEASE, per_plugin=per_plugin, nodes=nodes)
     for kind, phase in ((MUTATING, "mutate"), (VALIDATING, "validate")):
         configs = of_kind(objects, kind)
-        if per_plugin:
-            expected = {
-                f"/{phase}/{row['name']}": rules(table, phase, [row["name"]])
-                for row in table
-                if row["name"] in enabled and phase in row
-            }
-        else:
-            both = rules(table, phase, enabled)
-            expected = {f"/{phase}": both} if both else {}
+        expected = {
+            hook["name"]: (hook["clientConfig"]["service"]["path"], hook["rules"])
+            for hook in webhooks_for(settings, chart_table(), phase, enabled)
+        }
         got = {
-            hook["clientConfig"]["service"]["path"]: hook["rules"]
+            hook["name"]: (hook["clientConfig"]["service"]["path"], hook["rules"])
             for config in configs
             for hook in config["webhooks"]
         }
         assert got == expected
         assert len(configs) == (1 if expected else 0)
+        assert all(
+            "nodes" not in rule["resources"]
+            for name, (_, rule_list) in got.items()
+            if not name.startswith("nodes.")
+            for rule in rule_list
+        )
 
 
 def test_no_validating_configuration_when_no_validating_plugin_is_enabled() -> None:
@@ -637,7 +686,8 @@ def test_no_validating_configuration_when_no_validating_plugin_is_enabled() -> N
 @pytest.mark.parametrize("scenario", list(SCENARIOS), ids=list(SCENARIOS))
 def test_webhook_settings(scenario: str) -> None:
     values = SCENARIOS[scenario]()
-    objects = rendered(scenario)
+    # As `helm upgrade` renders them: the configured policies (an install starts fail-open).
+    objects = render(values, upgrade=True)
     [service] = [s for s in of_kind(objects, "Service") if s["spec"]["ports"][0]["name"] == "https"]
     hooks = webhooks_of(objects)
     per_plugin = values.get("webhooks", {}).get("perPlugin", False)
@@ -657,24 +707,23 @@ def test_webhook_settings(scenario: str) -> None:
             assert path.startswith(f"/{phase}/")
         else:
             assert path == f"/{phase}"
-        assert hook["namespaceSelector"] == {
-            "matchExpressions": [
-                {
-                    "key": "kubernetes.io/metadata.name",
-                    "operator": "NotIn",
-                    "values": [NAMESPACE, "kube-system", "kube-node-lease"],
-                }
-            ]
-        }
+        selector = values.get("webhooks", {}).get("namespaceSelector", {})
+        assert hook["namespaceSelector"] == namespace_selector(
+            WebhookSettings(namespace=NAMESPACE, namespace_selector=selector)
+        )
         assert ("matchConditions" in hook) is conditions
         if kind == MUTATING:
             assert hook["failurePolicy"] == mutating_policy
             assert hook["reinvocationPolicy"] == "IfNeeded"
         else:
-            assert hook["failurePolicy"] == "Fail"
+            # Nodes have a webhook of their own, Ignore by default (the API server validates
+            # their taints itself); every other validating webhook fails closed.
+            expected = "Ignore" if hook["name"].startswith("nodes.") else "Fail"
+            assert hook["failurePolicy"] == expected
             assert "reinvocationPolicy" not in hook
     if not per_plugin:
-        assert [kind for kind, _ in hooks] == [MUTATING, VALIDATING]
+        nodes = values.get("webhooks", {}).get("nodes", {}).get("enabled", False)
+        assert [kind for kind, _ in hooks] == [MUTATING, VALIDATING] + [VALIDATING] * nodes
 
 
 # --------------------------------------------------------------------------- TLS modes
@@ -726,9 +775,9 @@ def test_cert_manager_issues_the_secret_and_injects_the_ca(scenario: str) -> Non
     assert serving["spec"]["dnsNames"] == certs.service_hosts(RELEASE, NAMESPACE)
     assert "server auth" in serving["spec"]["usages"]
     for config in of_kind(objects, MUTATING) + of_kind(objects, VALIDATING):
-        assert config["metadata"]["annotations"] == {
-            "cert-manager.io/inject-ca-from": f"{NAMESPACE}/{RELEASE}-tls"
-        }
+        assert config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == (
+            f"{NAMESPACE}/{RELEASE}-tls"
+        )
         assert all("caBundle" not in h["clientConfig"] for h in config["webhooks"])
     issuers = {i["metadata"]["name"]: i for i in of_kind(objects, "Issuer")}
     if scenario == "TLS certManager":
@@ -759,7 +808,7 @@ def test_an_existing_secret_is_mounted_and_its_ca_becomes_the_bundle() -> None:
     bundles = {hook["clientConfig"]["caBundle"] for _, hook in webhooks_of(objects)}
     assert bundles == {base64.b64encode(ca_pem().encode()).decode()}
     for config in of_kind(objects, MUTATING) + of_kind(objects, VALIDATING):
-        assert "annotations" not in config["metadata"]
+        assert "cert-manager.io/inject-ca-from" not in config["metadata"]["annotations"]
 
 
 def test_an_injected_ca_bundle_is_never_templated() -> None:
@@ -814,11 +863,22 @@ def test_bad_values_are_refused_naming_the_key(values: dict[str, Any], named: st
 # --------------------------------------------------------------------------- chart == CLI
 
 
-CLI_CASES: list[tuple[dict[str, Any], list[str]]] = [
-    ({}, []),
-    ({"webhooks": {"perPlugin": True}}, ["--per-plugin"]),
-    ({"webhooks": {"matchConditions": {"enabled": False}}}, ["--no-match-conditions"]),
+SELECTOR = {
+    "matchLabels": {"placement-webhooks.io/enabled": "true"},
+    "matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["sandbox"]}],
+}
+OBJECTS = {"matchExpressions": [{"key": "k8s-app", "operator": "NotIn", "values": ["calico"]}]}
+
+CLI_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("the defaults match", {}, []),
+    ("per-plugin webhooks match", {"webhooks": {"perPlugin": True}}, ["--per-plugin"]),
     (
+        "without matchConditions they match",
+        {"webhooks": {"matchConditions": {"enabled": False}}},
+        ["--no-match-conditions"],
+    ),
+    (
+        "changed policies, timeout and namespaces match",
         {
             "webhooks": {
                 "mutating": {"failurePolicy": "Fail"},
@@ -834,18 +894,51 @@ CLI_CASES: list[tuple[dict[str, Any], list[str]]] = [
             "--exclude-namespace=monitoring",
         ],
     ),
+    (
+        "the Node webhook matches, with its own policy",
+        {"webhooks": {"nodes": {"enabled": True, "failurePolicy": "Fail"}}},
+        ["--nodes", "--nodes-failure-policy=Fail"],
+    ),
+    (
+        "per-plugin webhooks and the Node webhook match",
+        {"webhooks": {"perPlugin": True, "nodes": {"enabled": True}}},
+        ["--per-plugin", "--nodes"],
+    ),
+    (
+        "namespace and object selectors match",
+        {"webhooks": {"namespaceSelector": SELECTOR, "objectSelector": OBJECTS}},
+        [
+            f"--namespace-selector={json.dumps(SELECTOR)}",
+            f"--object-selector={json.dumps(OBJECTS)}",
+        ],
+    ),
+    (
+        "skipped users and groups, and unchanged UPDATEs sent, match",
+        {
+            "webhooks": {
+                "matchConditions": {
+                    "skipUnchangedUpdates": False,
+                    "skipUsers": ["system:serviceaccount:kube-system:cluster-autoscaler"],
+                    "skipGroups": ["system:serviceaccounts:karpenter"],
+                }
+            }
+        },
+        [
+            "--send-unchanged-updates",
+            "--skip-user=system:serviceaccount:kube-system:cluster-autoscaler",
+            "--skip-group=system:serviceaccounts:karpenter",
+        ],
+    ),
+    (
+        "labels and annotations match",
+        {"webhooks": {"labels": {"team": "platform"}, "annotations": {"owner": "sre"}}},
+        ["--label=team=platform", "--annotation=owner=sre"],
+    ),
 ]
 
 
 @pytest.mark.parametrize(
-    ("values", "args"),
-    CLI_CASES,
-    ids=[
-        "the defaults match",
-        "per-plugin webhooks match",
-        "without matchConditions they match",
-        "changed policies, timeout and namespaces match",
-    ],
+    ("values", "args"), [c[1:] for c in CLI_CASES], ids=[c[0] for c in CLI_CASES]
 )
 def test_webhook_config_renders_what_the_chart_renders(
     values: dict[str, Any], args: list[str]
@@ -856,7 +949,8 @@ def test_webhook_config_renders_what_the_chart_renders(
         "plugins": plugins,
         "tls": {"mode": "secret", "secret": {"name": "my-tls", "caBundle": ca_pem()}},
     }
-    chart = [o for o in render(chart_values) if o["kind"] in (MUTATING, VALIDATING)]
+    objects = render(chart_values, upgrade=True)
+    chart = [o for o in objects if o["kind"] in (MUTATING, VALIDATING)]
     result = CliRunner().invoke(
         main,
         [
@@ -865,6 +959,7 @@ def test_webhook_config_renders_what_the_chart_renders(
             f"--namespace={NAMESPACE}",
             f"--service={RELEASE}",
             f"--ca-file={ca_dir() / 'ca.crt'}",
+            "--annotation=argocd.argoproj.io/sync-wave=1",
             *args,
         ],
     )
@@ -872,6 +967,9 @@ def test_webhook_config_renders_what_the_chart_renders(
     cli = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
     assert [(o["kind"], o["webhooks"]) for o in cli] == [(o["kind"], o["webhooks"]) for o in chart]
     assert [o["metadata"]["name"] for o in cli] == [o["metadata"]["name"] for o in chart]
+    for ours, theirs in zip(cli, chart, strict=True):
+        assert ours["metadata"]["annotations"] == theirs["metadata"]["annotations"]
+        assert ours["metadata"].get("labels", {}).items() <= theirs["metadata"]["labels"].items()
 
 
 # --------------------------------------------------------------------------- upgrades

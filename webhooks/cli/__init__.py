@@ -15,6 +15,7 @@ from webhooks.cli import check as _check
 from webhooks.cli import explain as _explain
 from webhooks.cli import mutate as _mutate
 from webhooks.cli import policytests as _policytests
+from webhooks.cli import probe as _probe
 from webhooks.cli import review as _review
 from webhooks.cli import serve as _serve
 from webhooks.cli import webhook_config as _webhook_config
@@ -36,5 +37,6 @@ for _command in (
     _audit.audit,
     _certs.certs,
     _webhook_config.webhook_config,
+    _probe.probe,
 ):
     main.add_command(_command)

@@ -178,3 +178,131 @@ def _issued_by(leaf: x509.Certificate, issuer: x509.Certificate) -> bool:
     except (ValueError, TypeError, InvalidSignature):
         return False
     return True
+
+
+@certs.command()
+@click.option(
+    "--secret", required=True, help="The Secret every replica shares (created if missing)."
+)
+@click.option("--namespace", required=True, help="Namespace of the Secret and the Service.")
+@click.option("--service", required=True, help="Service the API server dials: the leaf's names.")
+@click.option(
+    "--webhook-config",
+    "webhook_configuration",
+    default="placement-webhooks",
+    show_default=True,
+    help="Name of both webhook configurations whose caBundle is written.",
+)
+@click.option(
+    "--cert-dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Where ca.crt, tls.crt and tls.key are written for `serve --cert-dir`.",
+)
+@click.option("--ca-days", default=1825, show_default=True, type=click.IntRange(2, 36500))
+@click.option(
+    "--ca-renew-days",
+    default=365,
+    show_default=True,
+    type=click.IntRange(1, 36500),
+    help="Stage a new CA this long before the signing one expires.",
+)
+@click.option("--days", default=90, show_default=True, type=click.IntRange(2, 3650))
+@click.option(
+    "--renew-days",
+    default=30,
+    show_default=True,
+    type=click.IntRange(1, 3650),
+    help="Issue a new leaf this long before the current one expires.",
+)
+@click.option(
+    "--ca-overlap",
+    default=3600.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Seconds a staged CA is trusted by the webhook configurations before it signs.",
+)
+@click.option(
+    "--interval",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(min=0.1),
+    help="Seconds between checks (renewals, another replica's rotation, a reset caBundle).",
+)
+@click.option("--once", is_flag=True, help="One check, then exit (1 if it failed).")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False))
+@click.option("--context", "kube_context", help="Kubeconfig context.")
+def manage(
+    secret: str,
+    namespace: str,
+    service: str,
+    webhook_configuration: str,
+    cert_dir: str,
+    ca_days: int,
+    ca_renew_days: int,
+    days: int,
+    renew_days: int,
+    ca_overlap: float,
+    interval: float,
+    once: bool,
+    kubeconfig: str | None,
+    kube_context: str | None,
+) -> None:
+    """Keep the serving certificate and its CA in a Secret, the cert dir and the caBundle.
+
+    Every replica runs this (the chart's tls.mode managed, as a sidecar); they agree on one
+    CA through the Secret. Leaves are renewed before expiry; a new CA is trusted beside the
+    old one before it signs anything. Runs until SIGTERM; errors are logged and retried.
+    """
+    import datetime as dt
+    import signal
+    import threading
+    from types import FrameType
+
+    from webhooks.certrotation import Policy
+    from webhooks.certs import service_hosts
+    from webhooks.managedcerts import ManageError, Manager, SecretStore, describe
+    from webhooks.webhookconfig import InjectError, api_client
+
+    try:
+        policy = Policy(
+            hosts=tuple(service_hosts(service, namespace)),
+            ca_days=ca_days,
+            ca_renew_days=ca_renew_days,
+            leaf_days=days,
+            leaf_renew_days=renew_days,
+            overlap=dt.timedelta(seconds=ca_overlap),
+        )
+    except ValueError as exc:
+        fail(f"certs manage: {exc}")
+    try:
+        api = api_client(kubeconfig, kube_context)
+    except InjectError as exc:
+        fail(str(exc), EXIT_PROBLEM)
+    manager = Manager(
+        api=api,
+        store=SecretStore(api, namespace, secret),
+        policy=policy,
+        cert_dir=Path(cert_dir),
+        webhook_configuration=webhook_configuration,
+    )
+    stopping = threading.Event()
+
+    def stop(_signum: int, _frame: FrameType | None) -> None:
+        stopping.set()
+
+    if not once:
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+    ready = False  # until the first step succeeds, retry within seconds: the pod waits on it
+    while True:
+        try:
+            for line in describe(manager.step()):
+                click.echo(line)
+            ready = True
+        except ManageError as exc:
+            click.echo(f"placement-webhooks: certs manage: {exc}", err=True)
+            if once:
+                sys.exit(EXIT_PROBLEM)
+        if once or stopping.wait(interval if ready else min(interval, 2.0)):
+            return

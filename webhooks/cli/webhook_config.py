@@ -12,6 +12,7 @@ import sys
 import threading
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import click
 import yaml
@@ -85,7 +86,41 @@ POLICIES = click.Choice(["Ignore", "Fail"])
 @click.option(
     "--no-match-conditions",
     is_flag=True,
-    help="Leave out the CEL conditions (mirror pods, kubelets, the suite itself).",
+    help="Leave out the CEL conditions (mirror pods, kubelets, the suite itself, "
+    "unchanged UPDATEs).",
+)
+@click.option(
+    "--send-unchanged-updates",
+    is_flag=True,
+    help="Also send UPDATEs that change no placement field (labels, finalizers, replicas).",
+)
+@click.option(
+    "--skip-user",
+    multiple=True,
+    help="A user whose requests are never sent (an autoscaler, a descheduler); repeatable.",
+)
+@click.option("--skip-group", multiple=True, help="A group never sent; repeatable.")
+@click.option(
+    "--namespace-selector",
+    help="A label selector (YAML or JSON) on namespaces, ANDed with the exclusions.",
+)
+@click.option("--object-selector", help="A label selector (YAML or JSON) on the objects.")
+@click.option(
+    "--nodes",
+    is_flag=True,
+    help="Also validate Node taints through a webhook of its own (the API server already "
+    "validates them; off so Nodes never wait on the suite).",
+)
+@click.option(
+    "--nodes-failure-policy",
+    default="Ignore",
+    show_default=True,
+    type=POLICIES,
+    help="failurePolicy of the Node webhook (--nodes).",
+)
+@click.option("--label", "labels", multiple=True, help="KEY=VALUE on both configurations.")
+@click.option(
+    "--annotation", "annotations", multiple=True, help="KEY=VALUE on both configurations."
 )
 @click.option(
     "--inject",
@@ -117,6 +152,15 @@ def webhook_config(
     validating_failure_policy: str,
     exclude_namespace: tuple[str, ...],
     no_match_conditions: bool,
+    send_unchanged_updates: bool,
+    skip_user: tuple[str, ...],
+    skip_group: tuple[str, ...],
+    namespace_selector: str | None,
+    object_selector: str | None,
+    nodes: bool,
+    nodes_failure_policy: str,
+    labels: tuple[str, ...],
+    annotations: tuple[str, ...],
     inject: bool,
     watch_seconds: float,
     kubeconfig: str | None,
@@ -126,8 +170,8 @@ def webhook_config(
 
     The defaults are the Helm chart's: one webhook per phase, failurePolicy Ignore for
     mutating and Fail for validating, sideEffects None, timeout 5 s, reinvocation
-    IfNeeded, rules for exactly what the enabled plugins handle. Exit 1 when --inject
-    fails at the API server, 2 on unusable input.
+    IfNeeded, rules for exactly what the enabled plugins handle except Nodes (--nodes).
+    Exit 1 when --inject fails at the API server, 2 on unusable input.
     """
     from webhooks.plugins import REGISTRY
 
@@ -148,6 +192,15 @@ def webhook_config(
             validating_failure_policy="Ignore" if validating_failure_policy == "Ignore" else "Fail",
             exclude_namespaces=excluded,
             match_conditions=not no_match_conditions,
+            skip_unchanged_updates=not send_unchanged_updates,
+            skip_users=skip_user,
+            skip_groups=skip_group,
+            namespace_selector=_selector("--namespace-selector", namespace_selector),
+            object_selector=_selector("--object-selector", object_selector),
+            nodes=nodes,
+            nodes_failure_policy="Fail" if nodes_failure_policy == "Fail" else "Ignore",
+            labels=_pairs("--label", labels),
+            annotations=_pairs("--annotation", annotations),
         )
     except ValueError as exc:
         fail(str(exc))
@@ -174,6 +227,32 @@ def webhook_config(
             err=True,
         )
     sys.stdout.write(yaml.safe_dump_all(objects, sort_keys=False, explicit_start=True))
+
+
+def _selector(option: str, text: str | None) -> dict[str, Any]:
+    """A label selector given as YAML or JSON text (``None``: none)."""
+    if text is None:
+        return {}
+    try:
+        selector = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        fail(f"{option}: not YAML: {' '.join(str(exc).split())}")
+    if selector is None:
+        return {}
+    if not isinstance(selector, dict):
+        fail(f"{option}: a label selector is a mapping (matchLabels, matchExpressions)")
+    return selector
+
+
+def _pairs(option: str, items: tuple[str, ...]) -> dict[str, str]:
+    """``KEY=VALUE`` items as a dict, in order."""
+    pairs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            fail(f"{option} {item!r}: expected KEY=VALUE")
+        pairs[key] = value
+    return pairs
 
 
 def _report(results: list[Injected], *, quiet: bool) -> None:

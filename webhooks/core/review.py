@@ -242,6 +242,64 @@ def response_bytes(uid: str, outcome: Outcome, *, indent: bool = False) -> tuple
         return orjson.dumps(response_dict(uid, failed), option=option), failed
 
 
+def request_dict(request: AdmissionRequest) -> dict[str, Any]:
+    """The AdmissionReview the API server sends for ``request``: :func:`parse_review` reversed.
+
+    Why here: a client of the webhooks (the install probe, ``helm test``) must speak the wire
+    exactly as the API server does, and the wire keys live in this module only.
+    """
+    kind = {"group": request.group, "version": request.version, "kind": request.kind}
+    resource = {"group": request.group, "version": request.version, "resource": request.resource}
+    body: dict[str, Any] = {
+        "uid": request.uid,
+        "kind": kind,
+        "resource": resource,
+        "requestKind": kind,
+        "requestResource": resource,
+        "name": request.name,
+        "namespace": request.namespace,
+        "operation": request.operation,
+        "userInfo": dict(request.user),
+        "object": request.object,
+        "oldObject": request.old_object,
+        "dryRun": request.dry_run,
+    }
+    if request.sub_resource:
+        body["subResource"] = request.sub_resource
+    return {"apiVersion": API_VERSION, "kind": KIND, "request": body}
+
+
+def read_response(body: bytes, uid: str) -> dict[str, Any]:
+    """The ``response`` of an answer the API server would accept for request ``uid``.
+
+    The API server refuses an answer whose apiVersion or kind differ from the request's, that
+    has no response, whose uid is another request's, or whose patch has no JSONPatch type;
+    :class:`ReviewError` says which. Why a function: the probe proves a round trip by
+    checking exactly that.
+    """
+    try:
+        review = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise ReviewError(f"the answer is not JSON: {exc}") from None
+    if type(review) is not dict:
+        raise ReviewError("the answer is not a JSON object")
+    if review.get("apiVersion") != API_VERSION or review.get("kind") != KIND:
+        raise ReviewError(
+            f"the answer is not an {API_VERSION} {KIND}: "
+            f"{_got(review.get('apiVersion'))} {_got(review.get('kind'))}"
+        )
+    response = review.get("response")
+    if type(response) is not dict:
+        raise ReviewError("the answer has no response")
+    if response.get("uid") != uid:
+        raise ReviewError(f"the answer is for uid {_got(response.get('uid'))}, not {uid!r}")
+    if type(response.get("allowed")) is not bool:
+        raise ReviewError("the answer does not say whether the request is allowed")
+    if response.get("patch") and response.get("patchType") != "JSONPatch":
+        raise ReviewError("the answer carries a patch without patchType JSONPatch")
+    return response
+
+
 def decode_patch(response: dict[str, Any]) -> list[dict[str, Any]]:
     """Return the JSON Patch carried by a response AdmissionReview dict (empty when none).
 

@@ -22,16 +22,20 @@ the same list from the server's registry.
 {{- $root := .root }}
 {{- $phase := .phase }}
 {{- $only := .only | default "" }}
+{{- /* "exclude": every resource but Nodes; "only": Nodes alone (webhooks/webhookconfig.py NODE_RESOURCES). */}}
+{{- $nodes := .nodes | default "" }}
 {{- $operations := list "CREATE" "UPDATE" "DELETE" "CONNECT" }}
 {{- $versions := dict "" "v1" "apps" "v1" "batch" "v1" }}
 {{- $byResource := dict }}
 {{- range (include "placement-webhooks.pluginTable" $root | fromYaml).plugins }}
 {{- if and (hasKey . $phase) (or (not $only) (eq $only .name)) (include "placement-webhooks.enabled" (dict "root" $root "name" .name)) }}
 {{- range $resource, $ops := index . $phase }}
+{{- if not (or (and (eq $nodes "exclude") (eq $resource "nodes")) (and (eq $nodes "only") (ne $resource "nodes"))) }}
 {{- $set := dict }}
 {{- if hasKey $byResource $resource }}{{ $set = index $byResource $resource }}{{ end }}
 {{- range $ops }}{{ $_ := set $set . true }}{{ end }}
 {{- $_ := set $byResource $resource $set }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -62,25 +66,63 @@ the same list from the server's registry.
 {{- end }}
 
 {{/*
-CEL conditions the API server evaluates before calling a webhook: skip mirror pods, requests
-made by kubelets and the suite's own objects (webhooks/deploy.py match_conditions()).
+CEL conditions the API server evaluates before calling a webhook (.nodes: the Node webhook's):
+the value-independent ones come from files/match-conditions.yaml, the rest are built here, in
+the order webhooks/webhookconfig.py match_conditions() gives them.
 */}}
 {{- define "placement-webhooks.matchConditions" -}}
-- name: not-a-mirror-pod
-  expression: "request.resource.resource != 'pods' || !has(object.metadata.annotations) || !('kubernetes.io/config.mirror' in object.metadata.annotations)"
-- name: not-from-a-kubelet
-  expression: "!('system:nodes' in request.userInfo.groups)"
-- name: not-the-suite-itself
-  expression: {{ printf "request.namespace != '%s' || !has(object.metadata.labels) || !('app.kubernetes.io/name' in object.metadata.labels) || object.metadata.labels['app.kubernetes.io/name'] != '%s'" .Release.Namespace (include "placement-webhooks.name" .) | quote }}
+{{- $root := .root }}
+{{- $settings := $root.Values.webhooks.matchConditions }}
+{{- $fixed := $root.Files.Get "files/match-conditions.yaml" | fromYaml }}
+{{- $conditions := list $fixed.mirrorPod $fixed.kubelet }}
+{{- $own := printf "request.namespace != '%s' || !has(object.metadata.labels) || !('app.kubernetes.io/name' in object.metadata.labels) || object.metadata.labels['app.kubernetes.io/name'] != '%s'" $root.Release.Namespace (include "placement-webhooks.name" $root) }}
+{{- $conditions = append $conditions (dict "name" "not-the-suite-itself" "expression" $own) }}
+{{- $parts := list }}
+{{- with $settings.skipUsers }}
+{{- $quoted := list }}{{ range . }}{{ $quoted = append $quoted (printf "'%s'" .) }}{{ end }}
+{{- $parts = append $parts (printf "!(request.userInfo.username in [%s])" (join ", " $quoted)) }}
+{{- end }}
+{{- with $settings.skipGroups }}
+{{- $quoted := list }}{{ range . }}{{ $quoted = append $quoted (printf "'%s'" .) }}{{ end }}
+{{- $parts = append $parts (printf "!request.userInfo.groups.exists(g, g in [%s])" (join ", " $quoted)) }}
+{{- end }}
+{{- if $parts }}
+{{- $conditions = append $conditions (dict "name" "not-from-a-skipped-requester" "expression" (join " && " $parts)) }}
+{{- end }}
+{{- if $settings.skipUnchangedUpdates }}
+{{- $conditions = append $conditions $fixed.unchangedUpdate }}
+{{- end }}
+{{- if .nodes }}
+{{- $conditions = append $conditions $fixed.nodeControllers }}
+{{- end }}
+{{- toYaml $conditions }}
+{{- end }}
+
+{{/*
+The namespaceSelector: the built-in exclusions (the release namespace and
+webhooks.excludeNamespaces) as a NotIn expression, ANDed with webhooks.namespaceSelector.
+*/}}
+{{- define "placement-webhooks.namespaceSelector" -}}
+{{- $values := .Values.webhooks }}
+{{- $user := $values.namespaceSelector | default dict }}
+{{- $selector := dict }}
+{{- with $user.matchLabels }}{{ $_ := set $selector "matchLabels" . }}{{ end }}
+{{- $excluded := dict "key" "kubernetes.io/metadata.name" "operator" "NotIn" "values" (uniq (prepend $values.excludeNamespaces .Release.Namespace)) }}
+{{- $_ := set $selector "matchExpressions" (concat (list $excluded) ($user.matchExpressions | default list)) }}
+{{- toYaml $selector }}
 {{- end }}
 
 {{/*
 One webhook entry. Input: root, phase (mutate|validate), name, path, rules (YAML), caBundle
-(base64, may be empty: left out).
+(base64, may be empty: left out), nodes (the Node webhook: its own failure policy and
+conditions), failOpen (every webhook Ignore: the install window, templates/probe.yaml).
 */}}
 {{- define "placement-webhooks.webhook" -}}
 {{- $root := .root }}
 {{- $values := $root.Values.webhooks }}
+{{- $policy := $values.validating.failurePolicy }}
+{{- if .nodes }}{{ $policy = $values.nodes.failurePolicy }}{{ else if eq .phase "mutate" }}{{ $policy = $values.mutating.failurePolicy }}{{ end }}
+{{- if .failOpen }}{{ $policy = "Ignore" }}{{ end }}
 - name: {{ .name }}
   admissionReviewVersions: ["v1"]
   clientConfig:
@@ -94,21 +136,17 @@ One webhook entry. Input: root, phase (mutate|validate), name, path, rules (YAML
     {{- end }}
   rules:
     {{- .rules | nindent 4 }}
-  {{- if eq .phase "mutate" }}
-  failurePolicy: {{ $values.mutating.failurePolicy }}
-  {{- else }}
-  failurePolicy: {{ $values.validating.failurePolicy }}
-  {{- end }}
+  failurePolicy: {{ $policy }}
   matchPolicy: Equivalent
   namespaceSelector:
-    matchExpressions:
-      - key: kubernetes.io/metadata.name
-        operator: NotIn
-        values:
-          {{- toYaml (uniq (prepend $values.excludeNamespaces $root.Release.Namespace)) | nindent 10 }}
+    {{- include "placement-webhooks.namespaceSelector" $root | nindent 4 }}
+  {{- with $values.objectSelector }}
+  objectSelector:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   {{- if $values.matchConditions.enabled }}
   matchConditions:
-    {{- include "placement-webhooks.matchConditions" $root | nindent 4 }}
+    {{- include "placement-webhooks.matchConditions" (dict "root" $root "nodes" .nodes) | nindent 4 }}
   {{- end }}
   sideEffects: None
   timeoutSeconds: {{ $values.timeoutSeconds }}
@@ -117,22 +155,32 @@ One webhook entry. Input: root, phase (mutate|validate), name, path, rules (YAML
   {{- end }}
 {{- end }}
 
-{{/* The webhook entries of one configuration (.phase), or "" when none would match anything. */}}
+{{/*
+The webhook entries of one configuration (.phase), or "" when none would match anything: one
+for the phase (or one per plugin), then the Node webhook when webhooks.nodes.enabled.
+*/}}
 {{- define "placement-webhooks.webhooks" -}}
 {{- $root := .root }}
 {{- $phase := .phase }}
 {{- $fullname := include "placement-webhooks.fullname" $root }}
+{{- $common := dict "root" $root "phase" $phase "caBundle" .caBundle "failOpen" .failOpen }}
 {{- if $root.Values.webhooks.perPlugin }}
 {{- range (include "placement-webhooks.pluginTable" $root | fromYaml).plugins }}
-{{- $rules := include "placement-webhooks.rules" (dict "root" $root "phase" $phase "only" .name) }}
+{{- $rules := include "placement-webhooks.rules" (dict "root" $root "phase" $phase "only" .name "nodes" "exclude") }}
 {{- if ne $rules "[]" }}
-{{ include "placement-webhooks.webhook" (dict "root" $root "phase" $phase "name" (printf "%s.%s.%s.svc" .name $phase $fullname) "path" (printf "/%s/%s" $phase .name) "rules" $rules "caBundle" $.caBundle) }}
+{{ include "placement-webhooks.webhook" (merge (dict "name" (printf "%s.%s.%s.svc" .name $phase $fullname) "path" (printf "/%s/%s" $phase .name) "rules" $rules) $common) }}
 {{- end }}
 {{- end }}
 {{- else }}
-{{- $rules := include "placement-webhooks.rules" (dict "root" $root "phase" $phase) }}
+{{- $rules := include "placement-webhooks.rules" (dict "root" $root "phase" $phase "nodes" "exclude") }}
 {{- if ne $rules "[]" }}
-{{ include "placement-webhooks.webhook" (dict "root" $root "phase" $phase "name" (printf "%s.%s.svc" $phase $fullname) "path" (printf "/%s" $phase) "rules" $rules "caBundle" .caBundle) }}
+{{ include "placement-webhooks.webhook" (merge (dict "name" (printf "%s.%s.svc" $phase $fullname) "path" (printf "/%s" $phase) "rules" $rules) $common) }}
+{{- end }}
+{{- end }}
+{{- if $root.Values.webhooks.nodes.enabled }}
+{{- $rules := include "placement-webhooks.rules" (dict "root" $root "phase" $phase "nodes" "only") }}
+{{- if ne $rules "[]" }}
+{{ include "placement-webhooks.webhook" (merge (dict "name" (printf "nodes.%s.%s.svc" $phase $fullname) "path" (printf "/%s" $phase) "rules" $rules "nodes" true) $common) }}
 {{- end }}
 {{- end }}
 {{- end }}

@@ -1,0 +1,162 @@
+"""Operator knobs: priority and its quota, extra flags and environment, host networking, the
+pod security context, the image by digest and through a mirror registry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import helm_python as helm
+import pytest
+
+from tests.charts.render import NAMESPACE, of_kind, one, render
+from webhooks.cli.serve import serve
+
+DIGEST = "sha256:" + "0123456789abcdef" * 4
+
+
+def pod_spec(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    spec: dict[str, Any] = one(objects, "Deployment")["spec"]["template"]["spec"]
+    return spec
+
+
+def container(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    [server] = pod_spec(objects)["containers"]
+    return server
+
+
+def test_the_pods_are_cluster_critical_with_the_quota_that_lets_them_be() -> None:
+    objects = render()
+    assert pod_spec(objects)["priorityClassName"] == "system-cluster-critical"
+    quota = one(objects, "ResourceQuota")
+    assert quota["metadata"]["namespace"] == NAMESPACE
+    assert quota["spec"]["scopeSelector"] == {
+        "matchExpressions": [
+            {"scopeName": "PriorityClass", "operator": "In", "values": ["system-cluster-critical"]}
+        ]
+    }
+    assert quota["spec"]["hard"] == {"pods": "1k"}
+
+
+@pytest.mark.parametrize(
+    ("values", "namespace", "quotas"),
+    [
+        ({"priorityClassName": "system-node-critical"}, NAMESPACE, 1),
+        ({"priorityClassName": "infra-high"}, NAMESPACE, 0),
+        ({"priorityClassName": ""}, NAMESPACE, 0),
+        ({"priorityClassQuota": {"create": False}}, NAMESPACE, 0),
+        ({}, "kube-system", 0),
+    ],
+    ids=[
+        "system-node-critical needs the quota too",
+        "a class of the cluster's own needs none",
+        "no class needs none",
+        "an admin-managed quota is not rendered",
+        "kube-system needs none",
+    ],
+)
+def test_the_quota_renders_only_where_the_api_server_asks_for_it(
+    values: dict[str, Any], namespace: str, quotas: int
+) -> None:
+    objects = render(values, namespace=namespace)
+    assert len(of_kind(objects, "ResourceQuota")) == quotas
+    spec = pod_spec(objects)
+    assert spec.get("priorityClassName", "") == values.get(
+        "priorityClassName", "system-cluster-critical"
+    )
+
+
+def test_extra_args_follow_the_charts_and_serve_accepts_them() -> None:
+    extra = ["--io-timeout=5", "--max-connections", "2000", "--no-log-reviews"]
+    args = container(render({"extraArgs": extra}))["args"]
+    assert args[-len(extra) :] == extra
+    command, *rest = args
+    assert command == "serve"
+    context = serve.make_context("serve", list(rest))
+    assert context.params["io_timeout"] == 5
+    assert context.params["max_connections"] == 2000
+    assert context.params["log_reviews"] is False
+
+
+def test_extra_env_reaches_the_server_container_only_when_given() -> None:
+    env = [{"name": "GOMAXPROCS", "value": "2"}, {"name": "TZ", "value": "UTC"}]
+    assert container(render({"extraEnv": env}))["env"] == env
+    assert "env" not in container(render())
+
+
+def test_host_networking_uses_the_node_dns_policy_and_the_configured_ports() -> None:
+    objects = render({"hostNetwork": True, "server": {"port": 10443}, "metrics": {"port": 10080}})
+    spec = pod_spec(objects)
+    assert spec["hostNetwork"] is True
+    assert spec["dnsPolicy"] == "ClusterFirstWithHostNet"
+    ports = {p["name"]: p["containerPort"] for p in container(objects)["ports"]}
+    assert ports == {"https": 10443, "metrics": 10080}
+    args = container(objects)["args"]
+    assert args[args.index("--bind") + 1] == "0.0.0.0:10443"
+    assert "hostNetwork" not in pod_spec(render())
+
+
+def test_the_pod_security_context_is_a_value_and_the_container_stays_hardened() -> None:
+    # Helm merges a map value into the default: keys given win, a key set to null goes.
+    context = {"runAsUser": 1000, "fsGroup": 2000, "seccompProfile": None}
+    objects = render({"podSecurityContext": context})
+    assert pod_spec(objects)["securityContext"] == {
+        "runAsNonRoot": True,
+        "runAsUser": 1000,
+        "runAsGroup": 65532,
+        "fsGroup": 2000,
+    }
+    assert container(objects)["securityContext"]["readOnlyRootFilesystem"] is True
+    assert pod_spec(render())["securityContext"]["runAsUser"] == 65532
+
+
+@pytest.mark.parametrize(
+    ("values", "image"),
+    [
+        ({}, "placement-webhooks:0.1.0"),
+        ({"image": {"tag": "0.2.0"}}, "placement-webhooks:0.2.0"),
+        ({"image": {"digest": DIGEST, "tag": "0.2.0"}}, f"placement-webhooks@{DIGEST}"),
+        ({"image": {"registry": "registry.example"}}, "registry.example/placement-webhooks:0.1.0"),
+        (
+            {"global": {"imageRegistry": "mirror.example/"}, "image": {"registry": "r.example"}},
+            "mirror.example/placement-webhooks:0.1.0",
+        ),
+    ],
+    ids=[
+        "by default the chart's appVersion",
+        "a tag",
+        "a digest wins over the tag",
+        "a registry goes before the repository",
+        "the global registry wins over the image's",
+    ],
+)
+def test_the_image_reference(values: dict[str, Any], image: str) -> None:
+    objects = render({**values, "audit": {"enabled": True}})
+    assert container(objects)["image"] == image
+    cronjob = one(objects, "CronJob")
+    [audit] = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    assert audit["image"] == image
+
+
+@pytest.mark.parametrize(
+    ("values", "named"),
+    [
+        ({"image": {"digest": "sha256:abc"}}, "digest"),
+        ({"image": {"digest": "latest"}}, "digest"),
+        ({"extraArgs": [""]}, "extraArgs"),
+        ({"extraEnv": [{"value": "x"}]}, "name"),
+        ({"hostNetwork": "yes"}, "hostNetwork"),
+        ({"priorityClassQuota": {"pods": "lots"}}, "pods"),
+    ],
+    ids=[
+        "a short digest is refused",
+        "a tag given as digest is refused",
+        "an empty extra argument is refused",
+        "an environment variable without a name is refused",
+        "hostNetwork must be a boolean",
+        "a quota that is not a quantity is refused",
+    ],
+)
+def test_bad_knobs_are_refused(values: dict[str, Any], named: str) -> None:
+    with pytest.raises(helm.HelmError) as caught:
+        render(values)
+    assert named in str(caught.value)

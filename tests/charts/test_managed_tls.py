@@ -1,0 +1,114 @@
+"""tls.mode managed: the render holds no certificate (stable for GitOps), the pods' sidecar
+fills an empty Secret and the caBundle, with access to exactly those objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.charts.render import NAMESPACE, RELEASE, is_hook, of_kind, one, released, render
+from webhooks.cli.certs import certs as certs_command
+from webhooks.cli.serve import serve
+
+MANAGED = {"tls": {"mode": "managed"}}
+MUTATING = "MutatingWebhookConfiguration"
+VALIDATING = "ValidatingWebhookConfiguration"
+
+
+def configurations(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [o for o in objects if o["kind"] in (MUTATING, VALIDATING)]
+
+
+def granted(role: dict[str, Any]) -> set[tuple[str, str, str, str]]:
+    return {
+        (group, resource, name, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for name in rule.get("resourceNames", ["*"])
+        for verb in rule["verbs"]
+    }
+
+
+def test_two_template_runs_render_identical_objects() -> None:
+    # The GitOps point: nothing in a managed render is generated, so re-rendering changes nothing.
+    assert render(MANAGED) == render(MANAGED)
+    assert configurations(render(MANAGED, upgrade=True)) == configurations(
+        render(MANAGED, upgrade=True)
+    )
+
+
+def test_the_default_generate_mode_is_not_render_stable_and_says_so() -> None:
+    # Kept as the default for now: docs/operations.md ("TLS modes") says why, and what proof
+    # on a real control plane makes managed the default.
+    assert configurations(render()) != configurations(render())
+
+
+def test_no_ca_bundle_and_an_empty_secret_are_rendered() -> None:
+    objects = render(MANAGED)
+    for config in configurations(objects):
+        assert all("caBundle" not in hook["clientConfig"] for hook in config["webhooks"])
+        assert "cert-manager.io/inject-ca-from" not in config["metadata"]["annotations"]
+    secret = one(objects, "Secret")
+    assert secret["metadata"]["name"] == f"{RELEASE}-certs"
+    assert secret["type"] == "Opaque"
+    assert "data" not in secret and "stringData" not in secret
+
+
+def test_the_sidecar_fills_the_cert_dir_the_server_reads_before_it_starts() -> None:
+    pod = one(render(MANAGED), "Deployment")["spec"]["template"]["spec"]
+    [sidecar] = pod["initContainers"]
+    [server] = pod["containers"]
+    assert sidecar["restartPolicy"] == "Always"
+    assert sidecar["startupProbe"]["exec"]["command"] == [
+        "placement-webhooks",
+        "certs",
+        "inspect",
+        "/etc/placement-webhooks/tls",
+    ]
+    group, command, *args = sidecar["args"]
+    assert (group, command) == ("certs", "manage")
+    manage = certs_command.commands["manage"].make_context("manage", list(args))
+    assert manage.params["secret"] == f"{RELEASE}-certs"
+    assert manage.params["namespace"] == NAMESPACE
+    assert manage.params["service"] == RELEASE
+    assert manage.params["webhook_configuration"] == RELEASE
+    assert (manage.params["days"], manage.params["renew_days"]) == (90, 30)
+    serve_args = serve.make_context("serve", list(server["args"][1:])).params
+    assert manage.params["cert_dir"] == serve_args["cert_dir"]
+    volume = next(v for v in pod["volumes"] if v["name"] == "tls")
+    assert volume == {"name": "tls", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}
+    mounts = {m["name"]: m for m in server["volumeMounts"]}
+    assert mounts["tls"]["readOnly"] is True
+    assert sidecar["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+def test_the_pods_may_touch_exactly_their_secret_and_their_two_configurations() -> None:
+    objects = released(render(MANAGED))
+    role = one(objects, "Role")
+    assert granted(role) == {
+        ("", "secrets", f"{RELEASE}-certs", "get"),
+        ("", "secrets", f"{RELEASE}-certs", "update"),
+    }
+    binding = one(objects, "RoleBinding")
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"][0]["name"] == RELEASE
+    cluster = granted(one(objects, "ClusterRole"))
+    writes = {g for g in cluster if g[0] == "admissionregistration.k8s.io"}
+    assert writes == {
+        ("admissionregistration.k8s.io", resource, RELEASE, verb)
+        for resource in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
+        for verb in ("get", "patch")
+    }
+
+
+def test_other_modes_grant_no_secret_or_configuration_access() -> None:
+    objects = released(render())
+    assert of_kind(objects, "Role") == []
+    cluster = granted(one(objects, "ClusterRole"))
+    assert not {g for g in cluster if g[0] == "admissionregistration.k8s.io"}
+
+
+def test_the_install_hook_waits_for_the_pods_to_publish_the_ca_bundle() -> None:
+    job = one([o for o in render(MANAGED) if is_hook(o)], "Job")
+    args = job["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--wait") + 1] == "240"

@@ -1,0 +1,243 @@
+"""The lifecycle of a CA and serving certificate the server manages itself, as pure decisions.
+
+Why pure: every decision (create, renew the leaf, stage a new CA, promote it) is a function
+of what the Secret holds and the time, so it is tested with a fixed clock, and the code that
+talks to the API server (:mod:`webhooks.managedcerts`) only loads, saves and publishes.
+
+The rules, in the order :func:`plan` applies them:
+
+1. Certificates in the bundle that have expired are dropped. Without a usable signing CA
+   (none, expired, or no key for it) a new one is created.
+2. A staged CA is promoted to signing once it has been in the bundle for ``overlap`` and the
+   webhook configurations are known to carry that bundle: every API server then trusts it
+   before any pod serves a certificate it signed.
+3. A signing CA that expires within ``ca_renew_days`` gets a successor, staged: added to the
+   bundle beside it, not yet signing. Old and new CA are both trusted during the rollover.
+4. A CA that no longer signs stays in the bundle until every leaf it signed has expired
+   (``overlap`` plus ``leaf_days`` after its successor was made), so a pod still serving
+   such a leaf keeps working; then it leaves, long before its own expiry could raise an
+   expiry alert about a CA nothing uses.
+5. The leaf is reissued when it is missing, does not match its key, was not signed by the
+   signing CA, does not name exactly the Service's hosts, or expires within
+   ``leaf_renew_days``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
+
+from webhooks.certs import CLOCK_SKEW, Issued, issue_leaf, new_ca
+
+
+@dataclass(frozen=True, slots=True)
+class Material:
+    """What the shared Secret holds: the trusted bundle, the signing CA, a staged CA, the leaf.
+
+    ``bundle`` is PEM certificates, the signing CA first; the staged CA's certificate is in
+    it too, its key in ``next_key`` and the time it was staged in ``next_since``.
+    """
+
+    bundle: tuple[bytes, ...] = ()
+    signing_key: bytes | None = None
+    next_key: bytes | None = None
+    next_since: dt.datetime | None = None
+    leaf: Issued | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """Lifetimes and the names the leaf must carry; the defaults are the chart's."""
+
+    hosts: tuple[str, ...]
+    ca_days: int = 1825
+    ca_renew_days: int = 365
+    leaf_days: int = 90
+    leaf_renew_days: int = 30
+    overlap: dt.timedelta = field(default=dt.timedelta(hours=1))
+    common_name: str = "placement-webhooks"
+
+    def __post_init__(self) -> None:
+        if not self.hosts:
+            raise ValueError("the leaf needs at least one host name")
+        if not 0 < self.leaf_renew_days < self.leaf_days:
+            raise ValueError("leaf renewal must come after issue and before expiry")
+        if not 0 < self.ca_renew_days < self.ca_days:
+            raise ValueError("CA renewal must come after creation and before expiry")
+        if self.leaf_days >= self.ca_renew_days:
+            raise ValueError("a leaf must be shorter-lived than the CA's renewal window")
+
+
+def plan(
+    material: Material, policy: Policy, now: dt.datetime, *, published: bool
+) -> tuple[Material, list[str]]:
+    """The material after every rule that applies at ``now``, and what changed (in words).
+
+    ``published``: the webhook configurations carry ``material.bundle`` right now (the
+    caller has just written it). An empty list of changes means the Secret stays as it is.
+    """
+    changes: list[str] = []
+    bundle = [pem for pem in _unique(material.bundle) if _cert(pem).not_valid_after_utc > now]
+    if len(bundle) < len(material.bundle):
+        changes.append("dropped expired or repeated certificates from the bundle")
+    signing = _owner(bundle, material.signing_key)
+    next_ca = _owner(bundle, material.next_key)
+    next_key, next_since = material.next_key, material.next_since
+    if material.next_key is not None and (next_ca is None or next_since is None):
+        next_key, next_since = None, None
+        changes.append("forgot a staged CA that is no longer in the bundle")
+    signing_key = material.signing_key
+    if signing is None and next_ca is not None:
+        signing, signing_key = next_ca, next_key
+        next_key, next_since = None, None
+        changes.append("promoted the staged CA early: the signing CA was gone")
+    elif signing is None:
+        created = new_ca(f"{policy.common_name} CA", days=policy.ca_days, now=now)
+        bundle.insert(0, created.cert)
+        signing, signing_key = created.cert, created.key
+        changes.append("created a CA")
+    elif next_key is not None and next_ca is not None and next_since is not None:
+        if published and now - next_since >= policy.overlap:
+            signing, signing_key = next_ca, next_key
+            next_key, next_since = None, None
+            changes.append("promoted the staged CA to signing; the old CA stays trusted")
+    elif _expires_within(signing, now, policy.ca_renew_days):
+        staged = new_ca(f"{policy.common_name} CA", days=policy.ca_days, now=now)
+        bundle.append(staged.cert)
+        next_key, next_since = staged.key, now
+        changes.append("staged a new CA beside the signing one")
+    retire_at = (
+        _cert(signing).not_valid_before_utc
+        + CLOCK_SKEW
+        + policy.overlap
+        + dt.timedelta(days=policy.leaf_days)
+    )
+    keep = {signing, _owner(bundle, next_key)}
+    if now >= retire_at and any(pem not in keep for pem in bundle):
+        bundle = [pem for pem in bundle if pem in keep]
+        changes.append("retired a CA no leaf in use was signed by")
+    bundle = [signing, *[pem for pem in bundle if pem != signing]]
+    signing_ca = Issued(signing, signing_key or b"")
+    leaf = material.leaf
+    reason = _leaf_problem(leaf, signing, policy, now)
+    if reason:
+        leaf = issue_leaf(
+            signing_ca,
+            hosts=policy.hosts,
+            days=policy.leaf_days,
+            now=now,
+            common_name=policy.common_name,
+        )
+        changes.append(f"issued a serving certificate ({reason})")
+    updated = replace(
+        material,
+        bundle=tuple(bundle),
+        signing_key=signing_key,
+        next_key=next_key,
+        next_since=next_since,
+        leaf=leaf,
+    )
+    if updated != material and not changes:
+        changes.append("reordered the bundle")
+    return updated, changes
+
+
+def bundle_pem(material: Material) -> bytes:
+    """The bundle as one PEM file: what ``ca.crt`` and the caBundle hold."""
+    return b"".join(material.bundle)
+
+
+def staged_ca(material: Material) -> bytes | None:
+    """The staged CA's certificate, when one is staged."""
+    return _owner(list(material.bundle), material.next_key)
+
+
+def expiries(material: Material) -> dict[str, dt.datetime]:
+    """When the signing CA and the leaf expire (for logs)."""
+    found: dict[str, dt.datetime] = {}
+    signing = _owner(list(material.bundle), material.signing_key)
+    if signing is not None:
+        found["CA"] = _cert(signing).not_valid_after_utc
+    if material.leaf is not None:
+        found["leaf"] = _cert(material.leaf.cert).not_valid_after_utc
+    return found
+
+
+def _leaf_problem(leaf: Issued | None, signing: bytes, policy: Policy, now: dt.datetime) -> str:
+    if leaf is None:
+        return "there was none"
+    try:
+        cert = _cert(leaf.cert)
+        key = serialization.load_pem_private_key(leaf.key, password=None)
+    except ValueError:
+        return "the old one did not parse"
+    if _spki(cert.public_key()) != _spki(key.public_key()):
+        return "the key did not match"
+    if not _signed_by(cert, _cert(signing)):
+        return "the signing CA changed"
+    if sorted(_names(cert)) != sorted(policy.hosts):
+        return "the Service's names changed"
+    if _expires_within(leaf.cert, now, policy.leaf_renew_days):
+        return f"it expires within {policy.leaf_renew_days} days"
+    return ""
+
+
+def _names(cert: x509.Certificate) -> list[str]:
+    try:
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return []
+    return [str(value) for value in sans.get_values_for_type(x509.DNSName)] + [
+        str(value) for value in sans.get_values_for_type(x509.IPAddress)
+    ]
+
+
+def _expires_within(pem: bytes, now: dt.datetime, days: int) -> bool:
+    return _cert(pem).not_valid_after_utc - now <= dt.timedelta(days=days)
+
+
+def _owner(bundle: Sequence[bytes], key_pem: bytes | None) -> bytes | None:
+    """The certificate in ``bundle`` whose public key is ``key_pem``'s."""
+    if key_pem is None:
+        return None
+    try:
+        key = serialization.load_pem_private_key(key_pem, password=None)
+    except (ValueError, TypeError):
+        return None
+    wanted = _spki(key.public_key())
+    return next((pem for pem in bundle if _spki(_cert(pem).public_key()) == wanted), None)
+
+
+def _signed_by(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
+    try:
+        cert.verify_directly_issued_by(issuer)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
+
+
+def _unique(bundle: Sequence[bytes]) -> list[bytes]:
+    seen: set[bytes] = set()
+    out: list[bytes] = []
+    for pem in bundle:
+        fingerprint = _cert(pem).fingerprint(hashes.SHA256())
+        if fingerprint not in seen:
+            seen.add(fingerprint)
+            out.append(pem)
+    return out
+
+
+def _cert(pem: bytes) -> x509.Certificate:
+    return x509.load_pem_x509_certificate(pem)
+
+
+def _spki(key: PublicKeyTypes) -> bytes:
+    return key.public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
