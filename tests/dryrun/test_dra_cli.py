@@ -106,3 +106,16 @@ def test_a_template_without_a_namespace_goes_with_its_job(namespace: str) -> Non
     code, out = run("mutate", "--config", DEVICE_CLAIMS, "-n", namespace, JOB)
     assert code == 0
     assert GPU_TOLERATION in job_tolerations(out)
+
+
+def test_check_takes_the_comparison_operators_gate(tmp_path: Path) -> None:
+    manifest = tmp_path / "pod.yaml"
+    obj = pod(tolerations=[{"key": "tier", "operator": "Gt", "value": "5", "effect": "NoSchedule"}])
+    manifest.write_text(yaml.safe_dump(obj), encoding="utf-8")
+    assert run("check", str(manifest))[0] == 1
+    gate = "TaintTolerationComparisonOperators=true"
+    assert run("check", "--feature-gates", gate, str(manifest))[0] == 0
+    code, out = run(
+        "check", "--feature-gates", "TaintTolerationComparisonOperators=maybe", str(manifest)
+    )
+    assert code == 2 and "must be set to true or false" in out
