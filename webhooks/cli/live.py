@@ -142,9 +142,9 @@ def read(
         with connect(kubeconfig or "", kube_context or "") as lister:
             for kind in ("Namespace", "RuntimeClass"):
                 found.context.extend(lister.items(KINDS[kind]))
-            for kind in DRA_KINDS:
+            for dra_kind in DRA_KINDS:
                 try:
-                    found.devices.extend(lister.items(KINDS[kind]))
+                    found.devices.extend(lister.items(dra_kind))
                 except ApiError as exc:
                     if exc.status != 404:
                         raise

@@ -160,31 +160,27 @@ KINDS: Mapping[str, Kind] = {
         _grouped("DaemonSet", "daemonsets", "apps", "AppsV1Api", "daemon_set"),
         _grouped("Job", "jobs", "batch", "BatchV1Api", "job"),
         _grouped("CronJob", "cronjobs", "batch", "BatchV1Api", "cron_job"),
-        *(
-            Kind(kind, plural, DRA_GROUP, "v1", False, DRA_API, f"list_{snake}")
-            for kind, plural, snake in (
-                ("DeviceClass", "deviceclasses", "device_class"),
-                ("ResourceSlice", "resourceslices", "resource_slice"),
-                ("DeviceTaintRule", "devicetaintrules", "device_taint_rule"),
-            )
-        ),
-        _grouped("ResourceClaim", "resourceclaims", DRA_GROUP, DRA_API, "resource_claim"),
-        _grouped(
-            "ResourceClaimTemplate",
-            "resourceclaimtemplates",
-            DRA_GROUP,
-            DRA_API,
-            "resource_claim_template",
-        ),
     )
 }
-#: The DRA kinds ``explain`` reads from a cluster, in the order it reads them.
-DRA_KINDS = (
-    "DeviceClass",
-    "ResourceSlice",
-    "DeviceTaintRule",
-    "ResourceClaim",
-    "ResourceClaimTemplate",
+#: The DRA kinds ``explain`` reads from a cluster (not the audit: it admits objects), in
+#: the order it reads them.
+DRA_KINDS: tuple[Kind, ...] = (
+    *(
+        Kind(kind, plural, DRA_GROUP, "v1", False, DRA_API, f"list_{snake}")
+        for kind, plural, snake in (
+            ("DeviceClass", "deviceclasses", "device_class"),
+            ("ResourceSlice", "resourceslices", "resource_slice"),
+            ("DeviceTaintRule", "devicetaintrules", "device_taint_rule"),
+        )
+    ),
+    _grouped("ResourceClaim", "resourceclaims", DRA_GROUP, DRA_API, "resource_claim"),
+    _grouped(
+        "ResourceClaimTemplate",
+        "resourceclaimtemplates",
+        DRA_GROUP,
+        DRA_API,
+        "resource_claim_template",
+    ),
 )
 
 
