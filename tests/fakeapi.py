@@ -4,8 +4,11 @@ Why one fake: the cluster source and ``webhook-config --inject`` both go through
 ``kubernetes`` client (kubeconfig loading, bearer token, content types, query parameters),
 and the only way to see what they put on the wire is to be the server.
 
-It serves RuntimeClasses (``node.k8s.io/v1``), Namespaces (``v1``) and the two webhook
-configurations (``admissionregistration.k8s.io/v1``): paginated lists with
+It serves RuntimeClasses (``node.k8s.io/v1``), Namespaces (``v1``), the two webhook
+configurations (``admissionregistration.k8s.io/v1``) and the DRA objects
+(``resource.k8s.io/v1``: DeviceClasses, ResourceSlices, DeviceTaintRules, and the
+namespaced ResourceClaims and ResourceClaimTemplates; any of them can be made
+:attr:`FakeApiServer.unserved`, answered 404 as by an older API server): paginated lists with
 ``metadata.resourceVersion``, chunked newline-delimited watch streams from a resourceVersion
 (with BOOKMARK events and a 410 ``ERROR`` event for a compacted version), GETs, ``Status``
 objects for errors and 401 for any token but :data:`TOKEN`. A PATCH is a server-side apply
@@ -51,6 +54,7 @@ import yaml
 from tests import crds
 
 ADMISSION = "admissionregistration.k8s.io"
+DRA = "resource.k8s.io"
 
 #: URL prefix → (plural, group, apiVersion, kind) for the collections served.
 COLLECTIONS = {
@@ -74,6 +78,14 @@ COLLECTIONS = {
         "ValidatingWebhookConfiguration",
     ),
     "/api/v1/nodes": ("nodes", "", "v1", "Node"),
+    f"/apis/{DRA}/v1/deviceclasses": ("deviceclasses", DRA, f"{DRA}/v1", "DeviceClass"),
+    f"/apis/{DRA}/v1/resourceslices": ("resourceslices", DRA, f"{DRA}/v1", "ResourceSlice"),
+    f"/apis/{DRA}/v1/devicetaintrules": (
+        "devicetaintrules",
+        DRA,
+        f"{DRA}/v1",
+        "DeviceTaintRule",
+    ),
     "/apis/openreports.io/v1alpha1/clusterreports": (
         "clusterreports",
         "openreports.io",
@@ -100,6 +112,8 @@ NAMESPACED = {
     "daemonsets": ("/apis/apps/v1", "apps", "apps/v1", "DaemonSet"),
     "jobs": ("/apis/batch/v1", "batch", "batch/v1", "Job"),
     "cronjobs": ("/apis/batch/v1", "batch", "batch/v1", "CronJob"),
+    "resourceclaims": (f"/apis/{DRA}/v1", DRA, f"{DRA}/v1", "ResourceClaim"),
+    "resourceclaimtemplates": (f"/apis/{DRA}/v1", DRA, f"{DRA}/v1", "ResourceClaimTemplate"),
     "reports": (
         "/apis/openreports.io/v1alpha1",
         "openreports.io",
@@ -114,6 +128,8 @@ NAMESPACED = {
     ),
     "secrets": ("/api/v1", "", "v1", "Secret"),
 }
+#: Namespaced kinds whose changes watch streams carry (every namespace's).
+WATCHED_NAMESPACED = frozenset({"resourceclaims", "resourceclaimtemplates"})
 #: The report kinds: written with server-side apply and deleted by ``audit``.
 REPORTS = frozenset({"reports", "clusterreports", "policyreports", "clusterpolicyreports"})
 KINDS = {kind: plural for plural, _, _, kind in COLLECTIONS.values()}
@@ -326,7 +342,7 @@ class _Handler(BaseHTTPRequestHandler):
         if auth != f"Bearer {TOKEN}":
             self._json(401, status(401, "Unauthorized", "Unauthorized"))
             return None
-        if plural is None:
+        if plural is None or plural in fake.unserved:
             message = "the server could not find the requested resource"
             self._json(404, status(404, "NotFound", message))
             return None
@@ -455,6 +471,8 @@ class FakeApiServer:
         self.requests: list[Request] = []
         self.fail_lists: set[str] = set()
         self.fail_gets: set[str] = set()
+        #: Resources answered with 404 as an API server that does not serve them answers.
+        self.unserved: set[str] = set()
         self.stall = threading.Event()
         self.released = threading.Event()
         self.silent_watches = False
@@ -562,7 +580,8 @@ class FakeApiServer:
                 _created(stored)
             kind = "MODIFIED" if (plural, key) in self.objects else "ADDED"
             self.objects[plural, key] = stored
-            if announce and plural not in NAMESPACED:  # namespaced kinds are never watched
+            # Of the namespaced kinds only the claims are watched (across all namespaces).
+            if announce and (plural not in NAMESPACED or plural in WATCHED_NAMESPACED):
                 self.history[plural].append((self.rv, {"type": kind, "object": stored}))
             self.lock.notify_all()
         return stored

@@ -1043,3 +1043,37 @@ def test_an_incomplete_existing_secret_is_replaced_by_a_new_chain(tmp_path: Path
     data, bundles = _tls(objects)
     assert data["ca.crt"] != previous["ca.crt"]
     assert bundles == {base64.b64encode(data["ca.crt"]).decode()}
+
+
+@pytest.mark.parametrize(
+    ("settings", "granted"),
+    [
+        ({}, False),
+        ({"deviceClaims": True}, True),
+        ({"enforce": True}, True),
+        ({"enabled": False, "deviceClaims": True}, False),
+    ],
+    ids=[
+        "the defaults read no DRA objects",
+        "deviceClaims may read classes, claims and templates",
+        "enforce may too, to judge claimed pods",
+        "a disabled plugin needs none",
+    ],
+)
+def test_rbac_grants_dra_reads_only_when_a_setting_needs_them(
+    settings: dict[str, Any], granted: bool
+) -> None:
+    objects = render({"plugins": {"extended-resource-toleration": settings}})
+    rules = one(objects, "ClusterRole")["rules"]
+    dra = [r for r in rules if r["apiGroups"] == ["resource.k8s.io"]]
+    expected = [
+        {
+            "apiGroups": ["resource.k8s.io"],
+            "resources": ["deviceclasses", "resourceclaims", "resourceclaimtemplates"],
+            "verbs": ["get", "list", "watch"],
+        }
+    ]
+    assert dra == (expected if granted else [])
+    config = yaml.safe_load(one(objects, "ConfigMap")["data"]["config.yaml"])
+    section = config["plugins"]["extended-resource-toleration"]
+    assert section.get("deviceClaims", False) is settings.get("deviceClaims", False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from tests import dra
 from tests.audit import cluster
 from tests.fakeapi import FakeApiServer, refused_port, running, write_kubeconfig
 from webhooks.cli import main
@@ -157,3 +159,30 @@ def test_a_cluster_without_nodes_is_refused(tmp_path: Path) -> None:
         result = CliRunner().invoke(main, ["explain", "--kubeconfig", str(kubeconfig)])
     assert result.exit_code == 2
     assert result.stderr == "placement-webhooks: the cluster has no Node objects\n"
+
+
+def test_dra_objects_come_from_the_cluster(api: FakeApiServer, tmp_path: Path) -> None:
+    api.put(dra.device_class(extended=dra.GPU))
+    api.put(dra.resource_slice("gpu-1-slice", dra.device("gpu-0"), node="gpu-1"))
+    kubeconfig = api.kubeconfig(tmp_path / "kubeconfig")
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        (
+            Path(__file__).parent.parent / "fixtures" / "dra" / "extended-resource-job.yaml"
+        ).read_text(),
+        encoding="utf-8",
+    )
+    argv = ["explain", "--kubeconfig", str(kubeconfig), "-o", "json", str(job)]
+    pod = json.loads(CliRunner().invoke(main, argv).stdout)["pods"][0]
+    gpu = next(n for n in pod["nodes"] if n["node"] == "gpu-1")
+    # The slice's device is there; only the node's dedicated taint keeps the pod off.
+    assert [u["rule"] for u in gpu["unmet"]] == ["taint"]
+    worker = next(n for n in pod["nodes"] if n["node"] == "worker-1")
+    assert [u["rule"] for u in worker["unmet"]] == ["devices"]
+
+
+def test_a_cluster_without_dra_is_read_as_having_none(api: FakeApiServer, tmp_path: Path) -> None:
+    api.unserved.update({"deviceclasses", "resourceslices"})
+    kubeconfig = api.kubeconfig(tmp_path / "kubeconfig")
+    result = CliRunner().invoke(main, ["explain", "--kubeconfig", str(kubeconfig)])
+    assert result.exit_code == 0, result.output

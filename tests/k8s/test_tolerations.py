@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.reviews import tol
-from webhooks.k8s.tolerations import is_superset, merge
+from webhooks.k8s.tolerations import is_superset, merge, tolerates
 
 # Upstream's named tolerations (pkg/util/tolerations tests).
 NAMED: dict[str, dict[str, Any]] = {
@@ -287,3 +287,73 @@ def test_every_input_toleration_is_covered_by_the_merge(
     result = merge(first, second)
     for toleration in (*first, *second):
         assert any(is_superset(kept, toleration) for kept in result)
+
+
+def taint(key: str, value: str) -> dict[str, Any]:
+    return {"key": key, "value": value, "effect": "NoSchedule"}
+
+
+COMPARISONS: list[tuple[str, dict[str, Any], dict[str, Any], bool, bool]] = [
+    # (toleration, taint, with the gate, without it)
+    (
+        "Gt tolerates a greater value",
+        tol("tier", "Gt", "5", "NoSchedule"),
+        taint("tier", "7"),
+        True,
+        False,
+    ),
+    (
+        "Gt does not tolerate an equal value",
+        tol("tier", "Gt", "5", "NoSchedule"),
+        taint("tier", "5"),
+        False,
+        False,
+    ),
+    (
+        "Lt tolerates a smaller value",
+        tol("tier", "Lt", "5", "NoSchedule"),
+        taint("tier", "-2"),
+        True,
+        False,
+    ),
+    (
+        "a taint value that is not an integer never matches",
+        tol("tier", "Gt", "5", "NoSchedule"),
+        taint("tier", "high"),
+        False,
+        False,
+    ),
+    (
+        "a value with a leading zero is not canonical",
+        tol("tier", "Lt", "10", "NoSchedule"),
+        taint("tier", "07"),
+        False,
+        False,
+    ),
+    (
+        "a value past int64 never matches",
+        tol("tier", "Lt", "10", "NoSchedule"),
+        taint("tier", "-9223372036854775809"),
+        False,
+        False,
+    ),
+    (
+        "an empty key compares every key",
+        tol("", "Gt", "0", "NoSchedule"),
+        taint("any", "1"),
+        True,
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("toleration", "node_taint", "gated", "plain"),
+    [c[1:] for c in COMPARISONS],
+    ids=[c[0] for c in COMPARISONS],
+)
+def test_gt_and_lt_compare_integers_only_with_the_gate(
+    toleration: dict[str, Any], node_taint: dict[str, Any], gated: bool, plain: bool
+) -> None:
+    assert tolerates(toleration, node_taint, comparisons=True) is gated
+    assert tolerates(toleration, node_taint) is plain

@@ -193,8 +193,9 @@ def test_enforce_message_names_the_toleration_and_the_missing_request() -> None:
     (violation,) = validate(request(obj), obj, Context(ENFORCED))
     assert violation.message == (
         "toleration nvidia.com/gpu:NoSchedule (Exists) lets this pod onto nodes reserved for "
-        "nvidia.com/gpu, but no container requests nvidia.com/gpu: request it in "
-        "resources.requests or limits, or remove the toleration"
+        "nvidia.com/gpu, but no container requests nvidia.com/gpu and no claim of the pod is "
+        "for a device class of nvidia.com/gpu: request it in resources.requests or limits, "
+        "claim such a device, or remove the toleration"
     )
     assert violation.field == "spec.tolerations[1].key"
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -9,7 +11,9 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
+from tests import dra
 from tests.fakeapi import FakeApiServer, runtime_class
+from tests.reviews import pod, review
 from tests.waiting import eventually
 from webhooks.certs import generate
 from webhooks.cli import main
@@ -151,3 +155,29 @@ def test_a_reload_with_an_unusable_kubeconfig_keeps_the_workers(tmp_path: Path) 
     assert errors[0].startswith(
         f"SIGHUP: config reload refused, keeping workers: cluster: kubeconfig {missing}: "
     )
+
+
+def test_device_claims_make_the_server_cache_and_resolve_claims(
+    fake: FakeApiServer, tmp_path: Path, cert_dir: Path, states: list[ServerState]
+) -> None:
+    fake.put(dra.device_class(extended=dra.GPU))
+    fake.put(dra.claim_template("one-gpu", namespace="default"))
+    path = fake.cluster_config(tmp_path)
+    settings = {"plugins": {"extended-resource-toleration": {"deviceClaims": True}}}
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text[:-1] + ", " + json.dumps(settings)[1:], encoding="utf-8")
+    state = build_state(ServeOptions(cert_dir=cert_dir, config_path=str(path)))
+    states.append(state)
+    cluster = state.admission.cluster
+    assert isinstance(cluster, ApiCluster)
+    assert {"deviceclasses", "resourceclaims", "resourceclaimtemplates"} <= set(cluster.informers)
+    client = create_app(state).test_client()
+    eventually(lambda: client.get("/readyz").status_code == 200, "readiness")
+    obj = pod(resourceClaims=dra.pod_claims(("gpu", "template", "one-gpu")))
+    answer = client.post("/mutate", json=review(obj)).get_json()["response"]
+    assert answer["allowed"]
+    patch = json.loads(base64.b64decode(answer["patch"]))
+    added = [op["value"] for op in patch if op["path"].startswith("/spec/tolerations/")]
+    assert {"key": dra.GPU, "operator": "Exists", "effect": "NoSchedule"} in added
+    metrics = client.get("/metrics").text
+    assert 'placement_webhooks_cluster_cache_objects{resource="deviceclasses"} 1' in metrics

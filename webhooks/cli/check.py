@@ -19,9 +19,12 @@ import click
 from webhooks.cli.common import (
     dry_run_inputs,
     fail,
+    feature_gates_option,
     load_config,
     manifest_inputs,
+    parse_feature_gates,
     report_problems,
+    with_gates,
 )
 from webhooks.dryrun import formats
 from webhooks.dryrun.engine import SchemaCheck
@@ -106,6 +109,7 @@ def output_option(formats_help: str) -> Callable[[Any], Any]:
     metavar="MAJOR.MINOR",
     help="Kubernetes version of the --schema schemas [default: the newest known].",
 )
+@feature_gates_option
 @click.option(
     "--color",
     type=click.Choice(["auto", "always", "never"]),
@@ -124,6 +128,7 @@ def check(
     enforce_all: bool,
     use_schema: bool,
     kubernetes_version: str | None,
+    feature_gates: tuple[str, ...],
     color: str,
 ) -> None:
     """Dry-run admission over manifests: report violations and what admission would change.
@@ -144,7 +149,8 @@ def check(
             schema = KubernetesSchema(kubernetes_version)
         except SchemaUnavailable as exc:
             fail(str(exc))
-    config = load_config(config_path)
+    gates = parse_feature_gates(feature_gates)
+    config = with_gates(load_config(config_path), gates)
     if enforce_all:
         config = config.enforcing()
     report, _ = dry_run_inputs(paths, config, objects, namespace, stdin_name, schema=schema)

@@ -7,8 +7,9 @@ PATH must mean the same in every command that takes them.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NoReturn
 
 import click
@@ -69,6 +70,60 @@ def load_config(path: str | None) -> Config:
         return read_config(path)
     except ConfigError as exc:
         fail(f"config: {exc}")
+
+
+#: The feature gates ``--feature-gates`` knows, with the default of the release built on.
+COMPARISON_OPERATORS = "TaintTolerationComparisonOperators"
+FEATURE_GATES: Mapping[str, bool] = {COMPARISON_OPERATORS: False}
+
+feature_gates_option = click.option(
+    "--feature-gates",
+    "feature_gates",
+    multiple=True,
+    metavar="GATE=true|false[,...]",
+    help="Kubernetes feature gates the cluster runs with, as kube-apiserver and "
+    f"kube-scheduler take them; known: {', '.join(FEATURE_GATES)} (the Gt/Lt toleration "
+    "operators: accepted by taint-toleration-rules, matched by the scheduler).",
+)
+
+
+def parse_feature_gates(values: Iterable[str]) -> dict[str, bool]:
+    """``--feature-gates`` values (``A=true,B=false``, repeatable) as a dict; exits 2 naming
+    an unknown gate or a value that is not a boolean.
+
+    Why unknown gates are refused: a misspelt gate would silently leave the feature off,
+    which is exactly what the flag was given to change (the Kubernetes components refuse
+    them too).
+    """
+    gates: dict[str, bool] = {}
+    for value in values:
+        for part in value.split(","):
+            if not part.strip():
+                continue
+            name, sep, raw = part.strip().partition("=")
+            if name not in FEATURE_GATES:
+                known = ", ".join(FEATURE_GATES)
+                fail(f"--feature-gates: unknown feature gate {name!r} (known: {known})")
+            if not sep or raw.lower() not in ("true", "false"):
+                fail(f"--feature-gates: {name} must be set to true or false, got {part.strip()!r}")
+            gates[name] = raw.lower() == "true"
+    return gates
+
+
+def with_gates(config: Config, gates: Mapping[str, bool]) -> Config:
+    """``config`` as the cluster's gates make it: ``TaintTolerationComparisonOperators``
+    sets ``taint-toleration-rules``' ``comparisonOperators``.
+
+    Why the flag wins over the file: the gate is a fact about the cluster, and the setting
+    only models it.
+    """
+    if COMPARISON_OPERATORS not in gates:
+        return config
+    name = "taint-toleration-rules"
+    rules = config.plugins[name]
+    settings = dataclasses.replace(rules.settings, comparison_operators=gates[COMPARISON_OPERATORS])
+    plugins = {**config.plugins, name: dataclasses.replace(rules, settings=settings)}
+    return dataclasses.replace(config, plugins=plugins)
 
 
 def load_objects(paths: Iterable[str]) -> StaticCluster:

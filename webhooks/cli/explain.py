@@ -10,27 +10,34 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import click
 
 from webhooks.cli import live
 from webhooks.cli.common import (
+    COMPARISON_OPERATORS,
     USAGE_ERROR,
     dry_run_inputs,
     fail,
+    feature_gates_option,
     load_config,
     manifest_inputs,
+    parse_feature_gates,
     read_manifests,
     report_problems,
+    with_gates,
 )
 from webhooks.explain import render as explain_format
+from webhooks.explain.devices import DeviceInventory
 from webhooks.explain.explanation import explain as explain_all
 from webhooks.explain.failure import Rates, parse_duration
-from webhooks.explain.inventory import nodes_from, templates_from
+from webhooks.explain.inventory import devices_from, nodes_from, templates_from, with_devices
 from webhooks.explain.nodes import FailAs, Node
 from webhooks.explain.pods import PodView
 from webhooks.explain.templates import Template
-from webhooks.manifests.reader import STDIN
+from webhooks.k8s import cel
+from webhooks.manifests.reader import STDIN, Document, load
 
 HELP = """Where each pod can run on the nodes in --nodes, on nodes an autoscaler can add
 (--node-templates), and what happens when nodes fail.
@@ -46,9 +53,25 @@ evicted (--node-monitor-grace-period plus the tolerationSeconds of its not-ready
 unreachable tolerations, or never). A pod that fits no node is reported with the closest
 node and what that node lacks.
 
---node-templates takes Karpenter karpenter.sh/v1 NodePools and Node objects standing for
-cluster-autoscaler node groups (scale-from-zero templates); documents of other kinds (the
-EC2NodeClass beside a NodePool) are skipped with a note. For a pod that fits no node it
+DRA (resource.k8s.io/v1): ResourceSlices and DeviceTaintRules in --nodes (or from the
+cluster), DeviceClasses, ResourceClaims and ResourceClaimTemplates in PATH, --nodes or
+--objects. A pod's claims fit a node only when the devices its slices publish there can be
+allocated as the scheduler allocates them: each request's DeviceClass and CEL selectors
+(the cel-python library, `pip install 'placement-webhooks[explain]'`), count or All, first
+available alternative, matchAttribute constraints, devices not in use by a given claim,
+and every NoSchedule and NoExecute device taint (from the slice or a DeviceTaintRule)
+tolerated by the request. An extended resource a DeviceClass serves (extendedResourceName,
+or deviceclass.resource.kubernetes.io/<class>) counts as capacity on nodes with such
+devices when their allocatable does not list it. A NoExecute device taint on a device the
+pod holds (an allocated claim) or would hold shows as an eviction in the failover view.
+
+--node-templates takes Karpenter karpenter.sh/v1 NodePools, Node objects standing for
+cluster-autoscaler node groups (scale-from-zero templates) and Kueue ResourceFlavors
+(kueue.x-k8s.io/v1beta1 or v1beta2: a pod fits one when its tolerations and the flavor's
+tolerate the flavor's nodeTaints and its selectors, reduced to the flavor's label keys,
+match nodeLabels; the nodes it then fits, with the flavor's selector and tolerations, are
+listed); documents of other kinds (the EC2NodeClass beside a NodePool) are skipped with a
+note. For a pod that fits no node it
 says which templates can add a node for it and why the others cannot: a taint it does not
 tolerate (startup taints are ignored, as the autoscalers do), a nodeSelector or node
 affinity term that conflicts with a NodePool requirement (named), a resource above the
@@ -74,8 +97,14 @@ kube-controller-manager's flags, with its defaults (--node-monitor-grace-period 
 since Kubernetes v1.32, 40s before); when evictions stop, the report says so and names the
 flag to change.
 
+--feature-gates TaintTolerationComparisonOperators=true matches Gt and Lt tolerations
+numerically, as the scheduler does with that gate (and lets admission accept them).
+
 \b
-Simplified: capacity ignores pods already running; inter-pod affinity, topology spread,
+Simplified: capacity ignores pods already running (devices held by a given allocated
+ResourceClaim do count); DRA claims are not checked on node templates (a node's devices are
+published once it exists); shared counters, consumable capacity and binding conditions of
+devices are not modelled; inter-pod affinity, topology spread,
 volumes and host ports are not modelled; a pod is assumed to possibly run on any failed
 node it fits; all nodes fail at t=0 and are noticed together one grace period later (a
 node failing while its zone is still Normal is tainted at the normal rate before later
@@ -91,12 +120,19 @@ denies it; 2 unusable input.
 """
 
 
-def _nodes(paths: Sequence[str], stdin_name: str, failed: set[str], fail_as: FailAs) -> list[Node]:
+def _nodes(
+    paths: Sequence[str],
+    stdin_name: str,
+    failed: set[str],
+    fail_as: FailAs,
+    found: list[Document],
+) -> list[Node]:
     if not paths:
         if failed:
             fail("--fail needs --nodes")
         return []
     manifests = read_manifests(paths, stdin_name, what="--nodes")
+    found.extend(manifests.documents)
     inventory = nodes_from(manifests.documents, failed, fail_as)
     problems = [*manifests.problems, *inventory.problems]
     if problems:
@@ -132,12 +168,33 @@ def _pods(
     objects: Sequence[str],
     namespace: str | None,
     stdin_name: str,
+    gates: dict[str, bool],
+    found: list[Document],
 ) -> list[PodView]:
     if not paths:
         return []
-    config = load_config(config_path)
-    report, _ = dry_run_inputs(paths, config, objects, namespace, stdin_name)
+    config = with_gates(load_config(config_path), gates)
+    report, manifests = dry_run_inputs(paths, config, objects, namespace, stdin_name)
+    found.extend(manifests.documents)
     return live.pods_or_exit(report)
+
+
+def _devices(
+    documents: Sequence[Document], objects: Sequence[str], more: Sequence[Any]
+) -> DeviceInventory:
+    """The DRA objects of every input: --nodes, PATH, --objects and a cluster.
+
+    Exits 2 when a selector needs the CEL library and it is missing: no answer that
+    depends on a selector could be given.
+    """
+    extra = load([o for o in objects if o != STDIN]).documents if objects else []
+    devices = devices_from([*(d.obj for d in (*documents, *extra)), *more])
+    if devices.selectors() and not cel.available():
+        fail(
+            "the DeviceClasses and claims carry CEL selectors, and evaluating them needs "
+            f"the cel-python library: {cel.EXTRA_HINT}"
+        )
+    return devices
 
 
 def _fail_names(values: Sequence[str]) -> set[str]:
@@ -229,6 +286,7 @@ _DEFAULT_RATES = Rates()
     default="text",
     show_default=True,
 )
+@feature_gates_option
 @manifest_inputs
 def explain(
     paths: tuple[str, ...],
@@ -244,12 +302,14 @@ def explain(
     large_cluster_size_threshold: int,
     grace_period: str,
     output: str,
+    feature_gates: tuple[str, ...],
     config_path: str | None,
     objects: tuple[str, ...],
     namespace: str | None,
     stdin_name: str,
 ) -> None:
     """Load, admit, place, simulate, render; the help text is :data:`HELP`."""
+    gates = parse_feature_gates(feature_gates)
     readers = [
         name
         for name, given in (
@@ -273,12 +333,16 @@ def explain(
         grace = parse_duration(grace_period)
     except ValueError as exc:
         fail(f"--node-monitor-grace-period: {exc}")
+    documents: list[Document] = []
     if cluster is not None:
         nodes = cluster.inventory(_fail_names(fail_nodes), fail_as)
-        pods = cluster.placed(paths, config_path, objects, namespace, stdin_name)
+        pods = cluster.placed(paths, config_path, objects, namespace, stdin_name, gates)
+        documents.extend(cluster.pods)
     else:
-        nodes = _nodes(node_paths, stdin_name, _fail_names(fail_nodes), fail_as)
-        pods = _pods(paths, config_path, objects, namespace, stdin_name)
+        nodes = _nodes(node_paths, stdin_name, _fail_names(fail_nodes), fail_as, documents)
+        pods = _pods(paths, config_path, objects, namespace, stdin_name, gates, documents)
+    devices = _devices(documents, objects, cluster.devices if cluster is not None else ())
+    nodes, pods = with_devices(nodes, pods, devices, gates.get(COMPARISON_OPERATORS, False))
     templates = _templates(template_paths, stdin_name)
     rates = Rates(
         node_eviction_rate=node_eviction_rate,

@@ -9,13 +9,20 @@ and the cluster. The ``kubernetes`` client is loaded only when a flag asks for a
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import click
 
-from webhooks.cli.common import USAGE_ERROR, fail, load_config, load_objects, read_manifests
+from webhooks.cli.common import (
+    USAGE_ERROR,
+    fail,
+    load_config,
+    load_objects,
+    read_manifests,
+    with_gates,
+)
 from webhooks.cli.common import report_problems as _report
 from webhooks.dryrun.engine import Report
 from webhooks.dryrun.run import dry_run
@@ -63,6 +70,7 @@ class Cluster:
     nodes: list[Document] = field(default_factory=list)
     pods: list[Document] = field(default_factory=list)
     context: list[dict[str, Any]] = field(default_factory=list)
+    devices: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def inventory(self, failed: set[str], fail_as: FailAs) -> list[Node]:
@@ -85,21 +93,23 @@ class Cluster:
         objects: Sequence[str],
         namespace: str | None,
         stdin_name: str,
+        gates: Mapping[str, bool] | None = None,
     ) -> list[PodView]:
-        """PATH's pods, or else the cluster's, admitted with the cluster's Namespaces and
-        RuntimeClasses (and ``--objects``) as the context."""
+        """PATH's pods, or else the cluster's, admitted with the cluster's Namespaces,
+        RuntimeClasses and DRA objects (and ``--objects``) as the context."""
         for note in self.notes:
             click.echo(note, err=True)
         if not paths and not self.pods:
             return []
-        config = load_config(config_path)
+        config = with_gates(load_config(config_path), gates or {})
         cluster = load_objects(objects)
-        for obj in self.context:
+        for obj in (*self.context, *self.devices):
             cluster.add(obj)
         documents, problems, files = self.pods, [], 0
         if paths:
             manifests = read_manifests(paths, stdin_name)
             documents, problems, files = manifests.documents, manifests.problems, manifests.files
+            self.pods = list(documents)  # what explain reads DRA objects from, too
         report = dry_run(
             documents,
             config,
@@ -125,13 +135,20 @@ def read(
     if node_paths:
         fail("--nodes and --kubeconfig/--context both give the nodes; give one of them")
     from webhooks.audit.live import pods_to_place
-    from webhooks.cluster.listing import KINDS, ApiError, ClusterError, connect
+    from webhooks.cluster.listing import DRA_KINDS, KINDS, ApiError, ClusterError, connect
 
     found = Cluster()
     try:
         with connect(kubeconfig or "", kube_context or "") as lister:
             for kind in ("Namespace", "RuntimeClass"):
                 found.context.extend(lister.items(KINDS[kind]))
+            for dra_kind in DRA_KINDS:
+                try:
+                    found.devices.extend(lister.items(dra_kind))
+                except ApiError as exc:
+                    if exc.status != 404:
+                        raise
+                    break  # a cluster that does not serve resource.k8s.io/v1 has none
             found.nodes = [
                 api_document(node, f"api:nodes/{node['metadata'].get('name', '')}")
                 for node in lister.items(KINDS["Node"])

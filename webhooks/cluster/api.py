@@ -1,10 +1,12 @@
-"""RuntimeClasses and Namespaces from the API server: a watch-backed cache and live GETs.
+"""Cluster objects from the API server: a watch-backed cache and live GETs.
 
 Why behind the same small interface as the files (:class:`~webhooks.core.plugin.ClusterView`):
 plugins stay pure and the CLI answers exactly as the server would, given the same objects.
 
 Serving, :func:`open_cluster` starts an :class:`ApiCluster`: one list+watch cache per resource
-(:mod:`.informer`), and a live GET when the cache misses (upstream's admission plugins do
+(:mod:`.informer`): RuntimeClasses and Namespaces always, DeviceClasses, ResourceClaims and
+ResourceClaimTemplates only when a setting reads them (``Config.lookups``; a lookup of one
+not cached is a live GET); and a live GET when the cache misses (upstream's admission plugins do
 the same, since a just-created object may not have reached the cache); the credentials come
 from :mod:`.kubeconfig`. The ``kubernetes`` client is imported only by :func:`open_cluster`
 and what it starts, so the offline CLI and a server with ``source: none`` never load it.
@@ -32,7 +34,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -41,13 +43,18 @@ import orjson
 from webhooks.cluster.failures import describe as _describe
 from webhooks.cluster.failures import http_status as _http_status
 from webhooks.cluster.informer import (
+    DEVICE_CLASSES,
     NAMESPACES,
+    OPTIONAL,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_CLAIMS,
     RUNTIME_CLASSES,
     Informer,
     Resource,
     Timing,
     name_of,
-    with_kind,
+    shown,
+    stored,
 )
 from webhooks.cluster.kubeconfig import (
     ClusterError,
@@ -71,17 +78,22 @@ class ApiCluster:
     prevents an answer raises :class:`~webhooks.core.plugin.LookupFailure`.
     """
 
-    def __init__(self, configuration: Any, timing: Timing | None = None) -> None:
+    def __init__(
+        self, configuration: Any, timing: Timing | None = None, cached: Iterable[str] = ()
+    ) -> None:
         from kubernetes import client
 
         self.timing = timing or Timing()
+        unknown = sorted(set(cached) - set(OPTIONAL))
+        if unknown:
+            raise ValueError(f"cannot cache {', '.join(unknown)}")
+        watched = [RUNTIME_CLASSES, NAMESPACES, *(OPTIONAL[p] for p in sorted(set(cached)))]
         self.informers: dict[str, Informer] = {
-            r.plural: Informer(r, client.ApiClient(configuration), self.timing)
-            for r in (RUNTIME_CLASSES, NAMESPACES)
+            r.plural: Informer(r, client.ApiClient(configuration), self.timing) for r in watched
         }
         self._lookup_client: Any = client.ApiClient(configuration)
         self._reads: dict[str, Callable[..., Any]] = {}
-        for r in (RUNTIME_CLASSES, NAMESPACES):
+        for r in (RUNTIME_CLASSES, NAMESPACES, *OPTIONAL.values()):
             api = getattr(client, r.api_class)(self._lookup_client)
             self._reads[r.plural] = getattr(api, r.read_call)
         self._counts_lock = threading.Lock()
@@ -135,6 +147,26 @@ class ApiCluster:
         """
         return self._lookup(NAMESPACES, name)
 
+    def device_class(self, name: str) -> dict[str, Any] | None:
+        """The DeviceClass called ``name``: cache (when a setting keeps one), then a GET."""
+        return self._lookup(DEVICE_CLASSES, name)
+
+    def resource_claim(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The ResourceClaim ``namespace/name``: cache, then a bounded live GET.
+
+        Why the GET: a claim created just before the pod that uses it may not have
+        reached the cache yet.
+        """
+        return self._lookup(RESOURCE_CLAIMS, name, namespace)
+
+    def resource_claim_template(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The ResourceClaimTemplate ``namespace/name``: cache, then a bounded live GET.
+
+        Why the GET: a Job and its template are often applied together, the template a
+        moment before the Job's first pod.
+        """
+        return self._lookup(RESOURCE_CLAIM_TEMPLATES, name, namespace)
+
     def lookup_counts(self) -> dict[tuple[str, str], int]:
         """Lookups so far by (resource, result).
 
@@ -148,28 +180,34 @@ class ApiCluster:
         with self._counts_lock:
             self._lookups[key] = self._lookups.get(key, 0) + 1
 
-    def _lookup(self, resource: Resource, name: str) -> dict[str, Any] | None:
-        if not name:  # no object has an empty name, and GET .../<empty> would be a list
-            return None
-        obj = self.informers[resource.plural].get(name)
+    def _lookup(self, resource: Resource, name: str, namespace: str = "") -> dict[str, Any] | None:
+        if not name or (resource.namespaced and not namespace):
+            return None  # no object has an empty name, and GET .../<empty> would be a list
+        informer = self.informers.get(resource.plural)
+        key = f"{namespace}/{name}" if resource.namespaced else name
+        obj = informer.get(key) if informer is not None else None
         if obj is not None:
             self._count(resource, "hit")
             return obj
+        if informer is not None and not informer.served:
+            self._count(resource, "not_found")
+            return None  # the API server does not serve the resource at all
         try:
-            obj = self._get(resource, name)
+            obj = self._get(resource, name, namespace)
         except LookupFailure:
             self._count(resource, "error")
             raise
         self._count(resource, "found" if obj is not None else "not_found")
         return obj
 
-    def _get(self, resource: Resource, name: str) -> dict[str, Any] | None:
+    def _get(self, resource: Resource, name: str, namespace: str = "") -> dict[str, Any] | None:
         bound = self.timing.lookup
         deadline = time.monotonic() + bound
-        what = f"get {resource.plural}/{name}"
+        what = f"get {resource.plural}/{namespace + '/' if namespace else ''}{name}"
+        args = (name, namespace) if resource.namespaced else (name,)
         try:
             response = self._reads[resource.plural](
-                name, _preload_content=False, _request_timeout=bound
+                *args, _preload_content=False, _request_timeout=bound
             )
         except Exception as exc:
             if _http_status(exc) == 404:
@@ -187,7 +225,8 @@ class ApiCluster:
             raise LookupFailure(f"{what}: the answer is not JSON") from None
         if name_of(obj) != name:
             raise LookupFailure(f"{what}: the answer is not a {resource.kind}")
-        return with_kind(obj, resource)
+        key = f"{namespace}/{name}" if resource.namespaced else name
+        return shown(key, stored(obj, resource), resource)
 
 
 def read_within(
@@ -220,8 +259,10 @@ def open_cluster(
     settings: ClusterSettings,
     environ: Mapping[str, str] | None = None,
     timing: Timing | None = None,
+    cached: Iterable[str] = (),
 ) -> ApiCluster | None:
-    """Start the API source ``settings`` selects, or return ``None`` when it selects none.
+    """Start the API source ``settings`` selects, or return ``None`` when it selects none;
+    ``cached`` names the resources beyond RuntimeClasses and Namespaces to keep in cache.
 
     Why a function and not import-time setup: the ``kubernetes`` package is imported here
     and only here, so the offline CLI and a server without a cluster never load it, and a
@@ -232,4 +273,5 @@ def open_cluster(
         return None
     configuration = client_configuration(settings, source)
     base = timing or Timing()
-    return ApiCluster(configuration, replace(base, lookup=settings.lookup_timeout_seconds)).start()
+    timing = replace(base, lookup=settings.lookup_timeout_seconds)
+    return ApiCluster(configuration, timing, cached).start()

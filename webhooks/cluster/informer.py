@@ -1,18 +1,26 @@
-"""The watch-backed cache of one cluster-scoped resource (an informer), kept current by a
-daemon thread.
+"""The watch-backed cache of one resource (an informer), kept current by a daemon thread.
 
 Why apart from the lookups: the cache is the part that runs on its own, with its own
 timeouts, backoff and failure states; :class:`~webhooks.cluster.api.ApiCluster` only reads
 it and decides when a miss is worth a live GET. The cache keeps its last contents while the
 API server is away (RuntimeClasses and Namespaces change rarely, and stale beats failing
 every review), and counts as synced from its first complete list onwards.
+
+Namespaced resources (ResourceClaims, ResourceClaimTemplates) are listed and watched across
+all namespaces and keyed ``namespace/name``. A resource may keep only what the webhooks
+read of each object (:attr:`Resource.keep`): a cluster has one ResourceClaim per pod that
+uses DRA, and their status (allocation results, reservations, managed fields) is most of
+their size. A resource the API server does not serve (HTTP 404 on the list: a cluster
+older than ``resource.k8s.io/v1``) counts as synced and empty, and is listed again after
+the longest backoff: no object of it can exist, so no review should wait for it.
 """
 
 from __future__ import annotations
 
 import random
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +54,13 @@ class Timing:
 
 @dataclass(frozen=True, slots=True)
 class Resource:
-    """A cluster-scoped resource the webhooks consult, and the typed client calls for it."""
+    """A resource the webhooks consult, and the typed client calls for it.
+
+    ``list_call`` lists across all namespaces for a namespaced resource; ``read_call``
+    then takes the namespace too. ``store``, when set, turns each object into the form the
+    cache keeps, so the cache holds what plugins read only, and ``load`` turns that form
+    (with its key) back into an object when one is read; a live GET answers the same way.
+    """
 
     plural: str
     kind: str
@@ -54,6 +68,9 @@ class Resource:
     api_class: str
     list_call: str
     read_call: str
+    namespaced: bool = False
+    store: Callable[[dict[str, Any]], Any] | None = None
+    load: Callable[[str, Any], dict[str, Any]] | None = None
 
 
 RUNTIME_CLASSES = Resource(
@@ -69,8 +86,129 @@ NAMESPACES = Resource(
 )
 
 
+def _string(value: Any) -> Any:
+    # Names repeat across thousands of claims (the same few classes): share one copy.
+    return sys.intern(value) if isinstance(value, str) else value
+
+
+def _class_names(spec: Any) -> tuple[str, ...]:
+    """The device class names of a ResourceClaimSpec's requests, alternatives included."""
+    devices = spec.get("devices") if isinstance(spec, dict) else None
+    raw = devices.get("requests") if isinstance(devices, dict) else None
+    names: list[str] = []
+    for request in raw if isinstance(raw, list) else []:
+        if not isinstance(request, dict):
+            continue
+        exactly = request.get("exactly")
+        found = [exactly] if isinstance(exactly, dict) else [request]  # v1beta1: flat
+        first = request.get("firstAvailable")
+        if isinstance(first, list):
+            found = [sub for sub in first if isinstance(sub, dict)]
+        names.extend(n for f in found if isinstance(n := f.get("deviceClassName"), str))
+    return tuple(_string(n) for n in dict.fromkeys(names))
+
+
+def store_claim(obj: dict[str, Any]) -> tuple[str, ...]:
+    """A ResourceClaim as the cache stores it: the device classes its requests name.
+
+    Why so little: a cluster has one claim per pod that uses DRA, and the plugins read
+    nothing else of it (how many devices, selectors and status are the scheduler's).
+    """
+    return _class_names(obj.get("spec"))
+
+
+def store_claim_template(obj: dict[str, Any]) -> tuple[str, ...]:
+    """A ResourceClaimTemplate as the cache stores it (the same, one level down)."""
+    spec = obj.get("spec")
+    return _class_names(spec.get("spec") if isinstance(spec, dict) else None)
+
+
+def _spec_of(classes: tuple[str, ...]) -> dict[str, Any]:
+    requests = [
+        {"name": f"request-{i}", "exactly": {"deviceClassName": name}}
+        for i, name in enumerate(classes)
+    ]
+    return {"devices": {"requests": requests}}
+
+
+def _identity(key: str) -> dict[str, str]:
+    namespace, _, name = key.rpartition("/")
+    return {"name": name, "namespace": namespace} if namespace else {"name": name}
+
+
+def load_claim(key: str, classes: tuple[str, ...]) -> dict[str, Any]:
+    """The stored form as a ResourceClaim object: one exact request per device class."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": _identity(key),
+        "spec": _spec_of(classes),
+    }
+
+
+def load_claim_template(key: str, classes: tuple[str, ...]) -> dict[str, Any]:
+    """The stored form as a ResourceClaimTemplate object."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": _identity(key),
+        "spec": {"spec": _spec_of(classes)},
+    }
+
+
+def store_device_class(obj: dict[str, Any]) -> dict[str, Any]:
+    """A DeviceClass as the cache stores it: identity and the extended resource it serves."""
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    spec = obj.get("spec")
+    name = spec.get("extendedResourceName") if isinstance(spec, dict) else None
+    return {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "metadata": {k: meta[k] for k in ("name", "creationTimestamp") if k in meta},
+        "spec": {} if name is None else {"extendedResourceName": _string(name)},
+    }
+
+
+_DRA = ("resource.k8s.io/v1", "ResourceV1Api")
+DEVICE_CLASSES = Resource(
+    "deviceclasses",
+    "DeviceClass",
+    *_DRA,
+    "list_device_class",
+    "read_device_class",
+    store=store_device_class,
+)
+RESOURCE_CLAIMS = Resource(
+    "resourceclaims",
+    "ResourceClaim",
+    *_DRA,
+    "list_resource_claim_for_all_namespaces",
+    "read_namespaced_resource_claim",
+    namespaced=True,
+    store=store_claim,
+    load=load_claim,
+)
+RESOURCE_CLAIM_TEMPLATES = Resource(
+    "resourceclaimtemplates",
+    "ResourceClaimTemplate",
+    *_DRA,
+    "list_resource_claim_template_for_all_namespaces",
+    "read_namespaced_resource_claim_template",
+    namespaced=True,
+    store=store_claim_template,
+    load=load_claim_template,
+)
+#: The resources a setting may ask to have cached, by plural.
+OPTIONAL = {r.plural: r for r in (DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES)}
+
+
 class _Expired(Exception):
     """The resource version we watch from is gone (410 Gone): relist."""
+
+
+class _NotServed(Exception):
+    """The API server does not serve the resource (404 on the list)."""
 
 
 class _Broken(Exception):
@@ -86,6 +224,28 @@ def with_kind(obj: dict[str, Any], resource: Resource) -> dict[str, Any]:
     obj.setdefault("kind", resource.kind)
     obj.setdefault("apiVersion", resource.api_version)
     return obj
+
+
+def stored(obj: dict[str, Any], resource: Resource) -> Any:
+    """``obj`` (kind filled in) in the form the resource's cache keeps."""
+    obj = with_kind(obj, resource)
+    return resource.store(obj) if resource.store is not None else obj
+
+
+def shown(key: str, value: Any, resource: Resource) -> dict[str, Any]:
+    """A cached value as the object plugins read; why: stored forms may be compact."""
+    return resource.load(key, value) if resource.load is not None else value
+
+
+def key_of(obj: Any, resource: Resource) -> str | None:
+    """The cache key of a decoded object: its name, or ``namespace/name`` when namespaced;
+    ``None`` when it has no name."""
+    name = name_of(obj)
+    if name is None or not resource.namespaced:
+        return name
+    meta = obj.get("metadata")
+    namespace = meta.get("namespace") if isinstance(meta, dict) else None
+    return f"{namespace}/{name}" if isinstance(namespace, str) else None
 
 
 def name_of(obj: Any) -> str | None:
@@ -121,7 +281,7 @@ class Informer:
         self.timing = timing
         self._api_client = api_client
         self._list = getattr(getattr(client, resource.api_class)(api_client), resource.list_call)
-        self._items: dict[str, dict[str, Any]] = {}
+        self._items: dict[str, Any] = {}
         self._stop = threading.Event()
         self._synced = threading.Event()
         self._stream: Any = None
@@ -130,6 +290,7 @@ class Informer:
         self.resource_version = ""
         self._progress = False
         self.watching = False
+        self.served = True
         self.last_error = ""
         self.counts: dict[str, int] = {
             "list_ok": 0,
@@ -142,12 +303,14 @@ class Informer:
     # -- reading ---------------------------------------------------------------------------
 
     def get(self, name: str) -> dict[str, Any] | None:
-        """The cached object called ``name``, or ``None`` when the cache does not hold it.
+        """The cached object called ``name`` (``namespace/name`` when namespaced), or
+        ``None`` when the cache does not hold it.
 
         Why no live GET here: the informer only mirrors the server; :class:`ApiCluster`
         decides when a miss is worth a request. Objects are shared: treat them as read-only.
         """
-        return self._items.get(name)
+        value = self._items.get(name)
+        return None if value is None else shown(name, value, self.resource)
 
     def names(self) -> list[str]:
         """Names currently cached, sorted. Why: tests and debugging look at the whole cache."""
@@ -210,6 +373,15 @@ class Informer:
                 if self._progress:  # an old watch expiring is routine: relist at once
                     failures = 0
                     continue
+            except _NotServed:
+                # Nothing of it can exist: synced and empty; look again now and then.
+                self._items = {}
+                self.served = False
+                self.last_error = ""
+                self._synced.set()
+                relist = True
+                self._stop.wait(self.timing.backoff_cap)
+                continue
             except Exception as exc:
                 if self._stop.is_set():
                     break
@@ -221,7 +393,7 @@ class Informer:
             self._stop.wait(delay * random.uniform(0.5, 1.0))
 
     def _relist(self) -> None:
-        items: dict[str, dict[str, Any]] = {}
+        items: dict[str, Any] = {}
         token: str | None = None
         timeout = (self.timing.connect, self.timing.list_read)
         while True:
@@ -241,15 +413,17 @@ class Informer:
                 if token is not None and _http_status(exc) == 410:
                     items, token = {}, None  # the continue token expired: start over
                     continue
+                if token is None and _http_status(exc) == 404:
+                    raise _NotServed from exc
                 reason = _describe(exc, timeout[1])
                 raise _Broken(f"list {self.resource.plural}: {reason}") from exc
             if not isinstance(body, dict) or not isinstance(body.get("items"), list):
                 self.counts["list_error"] += 1
                 raise _Broken(f"list {self.resource.plural}: not a {self.resource.kind}List")
             for item in body["items"]:
-                name = name_of(item)
-                if name is not None:
-                    items[name] = with_kind(item, self.resource)
+                key = key_of(item, self.resource)
+                if key is not None:
+                    items[key] = stored(item, self.resource)
             meta = body.get("metadata") or {}
             token = meta.get("continue") or None
             if token is None:
@@ -257,6 +431,7 @@ class Informer:
         self._items = items  # one assignment: readers see the old or the new list, whole
         self.resource_version = str(meta.get("resourceVersion") or "")
         self.counts["list_ok"] += 1
+        self.served = True
         self.last_error = ""
         self._synced.set()
 
@@ -320,13 +495,13 @@ class Informer:
             raise _Broken(f"watch {self.resource.plural}: error event: {message}")
         rv = _resource_version(obj)
         if kind in ("ADDED", "MODIFIED", "DELETED"):
-            name = name_of(obj)
-            if name is None or not isinstance(obj, dict):
+            key = key_of(obj, self.resource)
+            if key is None or not isinstance(obj, dict):
                 return
             if kind == "DELETED":
-                self._items.pop(name, None)
+                self._items.pop(key, None)
             else:
-                self._items[name] = with_kind(obj, self.resource)
+                self._items[key] = stored(obj, self.resource)
         if rv and kind in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):
             self.resource_version = rv
             self._progress = True

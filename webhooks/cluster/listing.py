@@ -60,7 +60,14 @@ RETRIED_STATUSES: Final = frozenset({429, 500, 502, 503, 504})
 
 
 class ApiError(Exception):
-    """A request that could not be completed; the message is one line naming the resource."""
+    """A request that could not be completed; the message is one line naming the resource.
+
+    ``status`` is the HTTP status when the server answered (404: it does not serve it).
+    """
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +102,10 @@ class Kind:
     def custom(self) -> bool:
         """Whether the generic custom-object calls reach it."""
         return self.api == "CustomObjectsApi"
+
+
+DRA_GROUP = "resource.k8s.io"
+DRA_API = "ResourceV1Api"
 
 
 def _core(kind: str, plural: str, snake: str, namespaced: bool = True) -> Kind:
@@ -151,6 +162,26 @@ KINDS: Mapping[str, Kind] = {
         _grouped("CronJob", "cronjobs", "batch", "BatchV1Api", "cron_job"),
     )
 }
+#: The DRA kinds ``explain`` reads from a cluster (not the audit: it admits objects), in
+#: the order it reads them.
+DRA_KINDS: tuple[Kind, ...] = (
+    *(
+        Kind(kind, plural, DRA_GROUP, "v1", False, DRA_API, f"list_{snake}")
+        for kind, plural, snake in (
+            ("DeviceClass", "deviceclasses", "device_class"),
+            ("ResourceSlice", "resourceslices", "resource_slice"),
+            ("DeviceTaintRule", "devicetaintrules", "device_taint_rule"),
+        )
+    ),
+    _grouped("ResourceClaim", "resourceclaims", DRA_GROUP, DRA_API, "resource_claim"),
+    _grouped(
+        "ResourceClaimTemplate",
+        "resourceclaimtemplates",
+        DRA_GROUP,
+        DRA_API,
+        "resource_claim_template",
+    ),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -432,7 +463,7 @@ class Lister:
                 if not retried or attempt >= paging.attempts:
                     reason = describe(exc, paging.read)
                     tries = f" ({attempt} attempts)" if attempt > 1 else ""
-                    raise ApiError(f"{what}: {reason}{tries}") from None
+                    raise ApiError(f"{what}: {reason}{tries}", status) from None
             self._sleep(min(paging.backoff_cap, paging.backoff * 2 ** (attempt - 1)))
 
 

@@ -100,6 +100,18 @@ class Config:
         }
         return dataclasses.replace(self, plugins=plugins)
 
+    def lookups(self, registry: Registry) -> frozenset[str]:
+        """The cluster resources the enabled plugins' settings need cached (plurals).
+
+        Why from the config: a DeviceClass or ResourceClaim cache costs memory and RBAC, so
+        the server keeps one only when some enabled setting reads those objects.
+        """
+        needed: set[str] = set()
+        for plugin in self.chain(registry):
+            if plugin.lookups is not None:
+                needed |= plugin.lookups(self.plugins[plugin.name].settings)
+        return frozenset(needed)
+
     def chain(self, registry: Registry, only: str | None = None) -> list[Plugin]:
         """The plugins to run, in chain order: the enabled ones, or just ``only``.
 

@@ -54,6 +54,15 @@ class ClusterView(Protocol):
     def namespace(self, name: str) -> dict[str, Any] | None:
         """The Namespace called ``name``, or ``None`` when it does not exist."""
 
+    def device_class(self, name: str) -> dict[str, Any] | None:
+        """The DeviceClass (``resource.k8s.io``) called ``name``, or ``None``."""
+
+    def resource_claim(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The ResourceClaim ``namespace/name``, or ``None``."""
+
+    def resource_claim_template(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The ResourceClaimTemplate ``namespace/name``, or ``None``."""
+
 
 class NoCluster:
     """A cluster with no objects; why: plugins that need none must still run offline."""
@@ -65,6 +74,25 @@ class NoCluster:
     def namespace(self, name: str) -> dict[str, Any] | None:
         """Always ``None``."""
         return None
+
+    def device_class(self, name: str) -> dict[str, Any] | None:
+        """Always ``None``."""
+        return None
+
+    def resource_claim(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """Always ``None``."""
+        return None
+
+    def resource_claim_template(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """Always ``None``."""
+        return None
+
+
+#: Cluster resources a plugin's settings may need kept in the server's cache (plurals);
+#: RuntimeClasses and Namespaces are always cached.
+DEVICE_CLASSES = "deviceclasses"
+RESOURCE_CLAIMS = "resourceclaims"
+RESOURCE_CLAIM_TEMPLATES = "resourceclaimtemplates"
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +155,10 @@ class Plugin:
     the chain treats a change by one of ours as the API server treats a webhook's change
     (see :mod:`webhooks.core.chain`). ``exempt_namespaces``, when not ``None``, offers the
     ``exemptNamespaces`` setting with this default: namespaces whose objects the plugin's
-    validation skips, as an exception (:mod:`webhooks.core.policy`) would.
+    validation skips, as an exception (:mod:`webhooks.core.policy`) would. ``lookups``
+    says which cluster resources (plurals) the plugin's settings make it consult, beyond
+    RuntimeClasses and Namespaces, so the server caches those only when a setting needs
+    them.
     """
 
     name: str
@@ -140,6 +171,7 @@ class Plugin:
     moved_settings: Mapping[str, str] = field(default_factory=dict)
     upstream: str = ""
     exempt_namespaces: tuple[str, ...] | None = None
+    lookups: Callable[[Any], frozenset[str]] | None = None
 
     def half(self, phase: Phase) -> Half | None:
         """The half for ``phase``."""

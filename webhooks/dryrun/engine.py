@@ -41,7 +41,7 @@ from webhooks.manifests.reader import Document, Problem
 from webhooks.manifests.tree import copy_tree
 
 FindingType = Literal[
-    "violation", "mutation", "convergence", "schema", "excepted", "expired", "monitored"
+    "violation", "mutation", "convergence", "schema", "excepted", "expired", "monitored", "warning"
 ]
 #: Findings that are information, never a failure: what an exception skipped, what a plugin
 #: in monitor mode would have changed.
@@ -62,12 +62,14 @@ class Finding:
     """One thing ``check`` reports about an object.
 
     ``rule`` is the plugin name, ``schema`` / ``convergence``, or for ``excepted`` and
-    ``expired`` the exception's name; ``field`` is the path in the manifest (a Pod path
-    already mapped onto the template); ``target`` says whether the object itself or the Pods
-    its controller creates were admitted. A mutation lists the plugins that changed the
-    object, one summary each, and the JSON Patch of the chain. ``action`` is what a
-    violation does: ``enforce`` fails the run, ``warn`` and ``audit`` are warnings; an
-    expired exception is a warning too.
+    ``expired`` the exception's name; a ``warning`` is what a plugin told the user without
+    refusing (the review's ``warnings``: a claim it could not resolve, say). ``field`` is
+    the path in the manifest (a Pod path already mapped onto the template); ``target``
+    says whether the object itself or the Pods its controller creates were admitted. A
+    mutation lists the plugins that changed the object, one summary each, and the JSON
+    Patch of the chain. ``action`` is what a violation does: ``enforce`` fails the run,
+    ``warn`` and ``audit`` are warnings; an expired exception and a plugin's warning are
+    warnings too.
     """
 
     type: FindingType
@@ -89,7 +91,7 @@ class Finding:
         """
         if self.type in ("mutation", *INFORMATION):
             return "note"
-        if self.type == "expired" or self.action != "enforce":
+        if self.type in ("expired", "warning") or self.action != "enforce":
             return "warning"
         return "error"
 
@@ -373,6 +375,7 @@ class Engine:
         if mutation.advisories:
             self._violations(checked, target, mutation.advisories)
         self._policy_notes(checked, target, mutation)
+        self._warnings(checked, target, mutation)
         patch, stored = mutation.patch, mutation.obj
         if patch and stored is not None:
             checked.patches[target.role] = patch
@@ -464,6 +467,21 @@ class Engine:
                 checked.findings.append(
                     Finding(kind, rule, message, line, target=target.role, plugins=plugins)
                 )
+
+    def _warnings(self, checked: Checked, target: Target, outcome: Outcome) -> None:
+        """The plugins' warnings (``plugin: text``), once per object; those that only repeat
+        a violation admitted under ``warn`` are left out: that violation is reported."""
+        advised = {f"{v.plugin}: {v.message}" for v, action in outcome.advisories}
+        seen = {(f.rule, f.message) for f in checked.findings if f.type == "warning"}
+        for text in outcome.warnings:
+            if text in advised:
+                continue
+            rule, _, message = text.partition(": ")
+            if (rule, message) in seen:
+                continue
+            seen.add((rule, message))
+            line = self._template_line(checked) if target.role == "pod" else checked.document.line
+            checked.findings.append(Finding("warning", rule, message, line, target=target.role))
 
     def _violations(
         self, checked: Checked, target: Target, violations: Sequence[tuple[Violation, str]]

@@ -50,7 +50,9 @@ KINDS: Mapping[str, KindInfo] = {
 }
 
 #: Kinds that only supply cluster context (what plugins look up), never admitted here.
-CONTEXT_KINDS = frozenset({"Namespace", "RuntimeClass"})
+CONTEXT_KINDS = frozenset(
+    {"Namespace", "RuntimeClass", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate"}
+)
 
 _SYSTEM_SA = "system:serviceaccount:kube-system:"
 #: Who creates a workload's Pods, as kube-controller-manager's service accounts; why: a

@@ -139,10 +139,13 @@ def coverage(
                 )
             )
     for template in templates:
+        if template.kind == "ResourceFlavor":
+            continue  # a flavor is no node of its own: its nodes are listed as nodes
+        kind: TargetKind = "NodePool" if template.kind == "NodePool" else "NodeGroup"
         out.append(
             Coverage(
                 template.title,
-                template.kind,
+                kind,
                 tuple(str(t) for t in template.taints)
                 + tuple(f"{t} (startup)" for t in template.startup_taints),
                 tuple(daemon_runs(d, template) for d in daemons),

@@ -90,13 +90,15 @@ def explain(
     have, as both autoscalers count it.
     """
     daemons = [p for p in pods if p.daemon and not p.denied]
-    overheads = {t.title: daemon_overhead(daemons, t) for t in templates}
+    overheads = {
+        t.title: daemon_overhead(daemons, t) for t in templates if t.kind != "ResourceFlavor"
+    }
     answers = []
     for pod in pods:
         placement = place(pod, nodes)
         up = None
         if templates and not placement.nodes and not pod.daemon and not pod.denied:
-            up = scale_up(pod, templates, overheads)
+            up = scale_up(pod, templates, overheads, nodes)
         answers.append(PodAnswer(placement, failover(pod, rates.node_monitor_grace_period), up))
     found = coverage(daemons, nodes, templates)
     return Explanation(

@@ -55,7 +55,7 @@ from typing import Final, Literal
 from webhooks.explain.fit import NoExecuteVerdict, fit, no_execute
 from webhooks.explain.nodes import EXCLUDE_DISRUPTION, NOT_READY, UNREACHABLE, Node, Taint
 from webhooks.explain.pods import PodView, toleration_seconds
-from webhooks.k8s.tolerations import NO_EXECUTE, describe, tolerates
+from webhooks.k8s.tolerations import NO_EXECUTE, describe
 
 ZoneState = Literal["Normal", "PartialDisruption", "FullDisruption"]
 
@@ -135,7 +135,7 @@ def failover(pod: PodView, grace: float) -> tuple[Failover, ...]:
     out = []
     for key in (NOT_READY, UNREACHABLE):
         taint = Taint(key, "", NO_EXECUTE)
-        match = next((t for t in pod.tolerations if tolerates(t, taint.as_dict())), None)
+        match = pod.tolerating(taint.as_dict())
         if match is None:
             out.append(Failover(str(taint), "at-once", grace, grace, None))
             continue
@@ -357,7 +357,7 @@ def _evictions(
             if pod.node_name != node.name and not (not pod.node_name and fit(pod, healthy).fits):
                 continue
             taints = [*healthy.taints, event.taint]
-            verdict = no_execute(pod.tolerations, taints)
+            verdict = no_execute(pod.tolerations, taints, pod.comparisons)
             if event.removed:
                 reason = "the controller removes the taint: every zone is FullDisruption"
                 out.append(Eviction(pod.subject, node.name, None, verdict, reason, pod.daemon))

@@ -50,16 +50,23 @@ gates are not modelled.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Literal
 
+from webhooks.explain.allocation import (
+    NO_DEVICES,
+    Chosen,
+    DeviceEvictionNote,
+    DeviceFit,
+    device_fit,
+)
 from webhooks.explain.nodes import Node, Taint
 from webhooks.explain.pods import PodView, pod_requests, show_quantity, toleration_seconds
 from webhooks.explain.reasons import Unmet
 from webhooks.explain.requirements import conflicts, constraints, contradicts, pod_alternatives
 from webhooks.explain.templates import Template
-from webhooks.k8s.affinity import affinity_failures, selector_failures
+from webhooks.k8s.affinity import affinity_failures, required_terms, selector_failures
 from webhooks.k8s.names import is_extended_resource_name
 from webhooks.k8s.tolerations import (
     NO_EXECUTE,
@@ -77,11 +84,13 @@ Target = Node | Template
 
 @dataclass(frozen=True, slots=True)
 class Tolerated:
-    """A NoSchedule or NoExecute taint the pod tolerates, and the toleration that does it."""
+    """A NoSchedule or NoExecute taint the pod tolerates, and the toleration that does it:
+    added by admission, or (``kueue``) one a ResourceFlavor gives the pods Kueue admits."""
 
     taint: str
     toleration: str
     added: bool
+    kueue: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +106,7 @@ class NoExecuteVerdict:
 
 
 def no_execute(
-    tolerations: Sequence[Mapping[str, Any]], taints: Iterable[Taint]
+    tolerations: Sequence[Mapping[str, Any]], taints: Iterable[Taint], comparisons: bool = False
 ) -> NoExecuteVerdict:
     """When the taint eviction controller evicts a pod from a node with ``taints``.
 
@@ -109,7 +118,10 @@ def no_execute(
     for taint in taints:
         if taint.effect != NO_EXECUTE:
             continue
-        match = next((t for t in tolerations if tolerates(t, taint.as_dict())), None)
+        match = next(
+            (t for t in tolerations if tolerates(t, taint.as_dict(), comparisons=comparisons)),
+            None,
+        )
         if match is None:
             return NoExecuteVerdict("at-once", 0, f"{taint} is not tolerated")
         used.append((taint, match))
@@ -139,7 +151,10 @@ class Fit:
     is bound to); ``startup_ignored`` a template's startup taints the pod does not tolerate;
     ``overhead`` what the DaemonSets on a template's nodes request; ``no_execute`` what the
     node's NoExecute taints mean for the pod running there (``none`` on a template: nothing
-    runs on a node that does not exist yet). Why one shape for nodes and templates: the
+    runs on a node that does not exist yet); ``devices`` the DRA devices the pod's claims
+    get on the node, and ``device_evictions`` what NoExecute device taints do to it
+    there; ``admitted_nodes`` (a ResourceFlavor) the nodes the pod fits once Kueue has
+    admitted it there. Why one shape for nodes and templates: the
     renderers and coverage read both, and must read them the same way.
     """
 
@@ -151,6 +166,9 @@ class Fit:
     startup_ignored: tuple[str, ...] = ()
     no_execute: NoExecuteVerdict = NoExecuteVerdict("none")
     overhead: Mapping[str, Decimal] = field(default_factory=dict)
+    devices: tuple[Chosen, ...] = ()
+    device_evictions: tuple[DeviceEvictionNote, ...] = ()
+    admitted_nodes: tuple[str, ...] | None = None
 
     @property
     def fits(self) -> bool:
@@ -178,14 +196,20 @@ class TaintFit:
     ignored: tuple[str, ...] = ()
 
 
-def taint_fit(pod: PodView, taints: Iterable[Taint], bound: bool = False) -> TaintFit:
+def taint_fit(
+    pod: PodView,
+    taints: Iterable[Taint],
+    bound: bool = False,
+    extra: Sequence[Mapping[str, Any]] = (),
+) -> TaintFit:
     """Judge ``taints`` against the pod's tolerations as the scheduler's TaintToleration
     plugin does; ``bound``: the pod's ``spec.nodeName`` names the node that has them.
 
     Only NoSchedule and NoExecute taints can refuse a pod, PreferNoSchedule only scores,
     and a taint with any other effect is skipped: upstream's filter looks for an
-    untolerated taint among NoSchedule and NoExecute ones alone. Why one function: nodes,
-    node groups, NodePools and DaemonSet coverage must all read a taint the same way.
+    untolerated taint among NoSchedule and NoExecute ones alone. ``extra`` tolerations
+    count after the pod's own (a ResourceFlavor's, which Kueue adds). Why one function:
+    nodes, node groups, NodePools and DaemonSet coverage must all read a taint the same way.
     """
     unmet: list[Unmet] = []
     tolerated: list[Tolerated] = []
@@ -194,10 +218,12 @@ def taint_fit(pod: PodView, taints: Iterable[Taint], bound: bool = False) -> Tai
     for taint in taints:
         if taint.effect not in (NO_SCHEDULE, NO_EXECUTE, PREFER_NO_SCHEDULE):
             continue  # neither filtered nor scored by the scheduler
-        match = next((t for t in pod.tolerations if tolerates(t, taint.as_dict())), None)
+        match = pod.tolerating(taint.as_dict(), extra)
         if match is not None:
             if taint.effect != PREFER_NO_SCHEDULE:
-                tolerated.append(Tolerated(str(taint), describe(match), pod.was_added(match)))
+                own = any(match is t for t in pod.tolerations)
+                shown = Tolerated(str(taint), describe(match), pod.was_added(match), not own)
+                tolerated.append(shown)
         elif taint.effect == PREFER_NO_SCHEDULE:
             prefer.append(f"{taint}{_source(taint)}")
         elif taint.effect == NO_SCHEDULE and bound:
@@ -213,11 +239,7 @@ def startup_untolerated(pod: PodView, template: Template) -> list[str]:
     Why they are listed though ignored: a DaemonSet that does not tolerate one waits for
     whatever removes it, which the coverage report says.
     """
-    return [
-        str(t)
-        for t in template.startup_taints
-        if not any(tolerates(tol, t.as_dict()) for tol in pod.tolerations)
-    ]
+    return [str(t) for t in template.startup_taints if pod.tolerating(t.as_dict()) is None]
 
 
 def requirement_unmet(pod: PodView, template: Template) -> list[Unmet]:
@@ -254,6 +276,8 @@ def selector_unmet(pod: PodView, target: Target) -> list[Unmet]:
     """
     if isinstance(target, Template) and target.kind == "NodePool":
         return requirement_unmet(pod, target)
+    if isinstance(target, Template) and target.kind == "ResourceFlavor":
+        return flavor_unmet(pod, target)
     labels = target.labels
     unmet = [Unmet("nodeSelector", m) for m in selector_failures(labels, pod.spec)]
     terms = affinity_failures(labels, pod.spec, target.name)
@@ -265,6 +289,53 @@ def selector_unmet(pod: PodView, target: Target) -> list[Unmet]:
             prefix = "" if len(terms) == 1 else f"term {best} of {len(terms)} (closest): "
             unmet.extend(Unmet("nodeAffinity", prefix + m) for m in terms[best])
     return unmet
+
+
+def flavor_spec(spec: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
+    """The pod's nodeSelector and required node affinity reduced to label ``keys``, as
+    Kueue reduces them before matching a flavor's labels (``flavorSelector``): other keys
+    are dropped, and a term left empty makes the affinity match anything."""
+    wanted = set(keys)
+    out: dict[str, Any] = {}
+    selector = spec.get("nodeSelector")
+    if isinstance(selector, Mapping):
+        out["nodeSelector"] = {k: v for k, v in selector.items() if k in wanted}
+    terms = required_terms(spec)
+    kept: list[dict[str, Any]] = []
+    for term in terms or []:
+        raw = term.get("matchExpressions") if isinstance(term, Mapping) else None
+        expressions = [e for e in raw or [] if isinstance(e, Mapping) and e.get("key") in wanted]
+        if not expressions:
+            kept = []
+            break
+        kept.append({"matchExpressions": expressions})
+    if kept:
+        required = {"nodeSelectorTerms": kept}
+        out["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}
+        }
+    return out
+
+
+def flavor_unmet(pod: PodView, flavor: Template) -> list[Unmet]:
+    """Why Kueue would not give the pod's pod set this ResourceFlavor for its labels."""
+    spec = flavor_spec(pod.spec, flavor.labels)
+    unmet = [Unmet("nodeSelector", m) for m in selector_failures(flavor.labels, spec)]
+    terms = affinity_failures(flavor.labels, spec, "")
+    if terms and not any(not failures for failures in terms):
+        best = min(range(len(terms)), key=lambda i: len(terms[i]))
+        unmet.extend(Unmet("nodeAffinity", m) for m in terms[best])
+    return [Unmet(u.rule, f"{flavor.title}'s nodeLabels: {u.message}") for u in unmet]
+
+
+def admitted(pod: PodView, flavor: Template) -> PodView:
+    """The pod as Kueue starts it on ``flavor``: the flavor's labels in its nodeSelector
+    (keys it does not set) and the flavor's tolerations after its own."""
+    spec = dict(pod.spec)
+    selector = spec.get("nodeSelector")
+    spec["nodeSelector"] = {**flavor.labels, **(selector if isinstance(selector, Mapping) else {})}
+    spec["tolerations"] = [*pod.tolerations, *flavor.tolerations]
+    return replace(pod, spec=spec)
 
 
 def _with_overhead(name: str, amount: Decimal, overhead: Mapping[str, Decimal]) -> str:
@@ -349,12 +420,49 @@ def resource_unmet(
     room, and refusing would turn every such node into a false "does not fit".
     """
     extra = overhead or {}
+    if isinstance(target, Template) and target.kind == "ResourceFlavor":
+        return []  # the ClusterQueue's quota decides, which is Kueue's to say
     requests = {n: a for n, a in pod_requests(pod.spec).items() if a > 0}
     if isinstance(target, Node):
+        for name in delegated(pod, target):
+            requests.pop(name, None)  # the node's devices serve it (KEP-5004)
         return _allocatable_unmet(requests, target.allocatable, extra, "the node has")
     if target.kind == "NodeGroup":
         return _allocatable_unmet(requests, target.allocatable, extra, "the group's nodes have")
     return _pool_unmet(requests, target, extra)
+
+
+def delegated(pod: PodView, node: Node) -> dict[str, tuple[str, int]]:
+    """The pod's extended resources a DeviceClass serves and the node's allocatable does
+    not list: the scheduler asks the node's DRA devices for them (resource → class, count).
+
+    Why the allocatable decides: a node whose device plugin advertises the resource
+    serves it the old way, and one that does not may still have the devices in a slice.
+    """
+    out = {}
+    for need in pod.extended:
+        have = node.allocatable.get(need.resource) if node.allocatable is not None else None
+        if not have:
+            out[need.resource] = (need.device_class, need.count)
+    return out
+
+
+def _device_fit(pod: PodView, node: Node) -> DeviceFit:
+    """What the node's DRA devices make of the pod; nothing at all for a pod without DRA."""
+    if not pod.claims and not pod.extended:
+        return NO_DEVICES
+    extended = [(r, c, n) for r, (c, n) in delegated(pod, node).items()]
+    if not pod.claims and not extended:
+        return NO_DEVICES
+    return device_fit(
+        pod.claims,
+        extended,
+        node.devices,
+        pod.classes,
+        node.name,
+        node.labels,
+        node.device_problems,
+    )
 
 
 def _template_unmet(pod: PodView, template: Template) -> list[Unmet]:
@@ -388,7 +496,7 @@ def fit(pod: PodView, target: Target, overhead: Mapping[str, Decimal] | None = N
     matters to it.
     """
     if isinstance(target, Node):
-        verdict = no_execute(pod.tolerations, target.taints)
+        verdict = no_execute(pod.tolerations, target.taints, pod.comparisons)
         pinned = pod.node_name
         if pinned and pinned != target.name:
             other = Unmet("nodeName", f"spec.nodeName is {pinned}, so the pod runs only there")
@@ -397,6 +505,12 @@ def fit(pod: PodView, target: Target, overhead: Mapping[str, Decimal] | None = N
         taints = taint_fit(pod, target.taints, bound=bool(pinned))
         startup: list[str] = []
         extra: Mapping[str, Decimal] = {}
+    elif target.kind == "ResourceFlavor":
+        verdict = NoExecuteVerdict("none")
+        unmet = []
+        blocking = [t for t in target.taints if t.effect != PREFER_NO_SCHEDULE]
+        taints = taint_fit(pod, blocking, extra=target.tolerations)
+        startup, extra = [], {}
     else:
         verdict = NoExecuteVerdict("none")
         unmet = _template_unmet(pod, target)
@@ -406,6 +520,8 @@ def fit(pod: PodView, target: Target, overhead: Mapping[str, Decimal] | None = N
     unmet.extend(taints.unmet)
     unmet.extend(selector_unmet(pod, target))
     unmet.extend(resource_unmet(pod, target, extra))
+    devices = _device_fit(pod, target) if isinstance(target, Node) else NO_DEVICES
+    unmet.extend(Unmet("devices", m) for m in devices.unmet)
     return Fit(
         target,
         tuple(unmet),
@@ -415,6 +531,8 @@ def fit(pod: PodView, target: Target, overhead: Mapping[str, Decimal] | None = N
         tuple(startup),
         verdict,
         extra,
+        devices.chosen,
+        devices.evictions,
     )
 
 
@@ -434,15 +552,15 @@ class Placement:
     def closest(self) -> Fit | None:
         """The node with the fewest unmet requirements, when no node fits.
 
-        On a tie, the node with fewer resource shortfalls wins, then the first listed. Why:
-        a missing toleration or label is fixed in the manifest, while a node without the
-        GPUs or memory asked for cannot be made to fit by editing the pod.
+        On a tie, the node with fewer resource and device shortfalls wins, then the first
+        listed. Why: a missing toleration or label is fixed in the manifest, while a node
+        without the GPUs or memory asked for cannot be made to fit by editing the pod.
         """
         if not self.fits or self.nodes:
             return None
         return min(
             self.fits,
-            key=lambda f: (len(f.unmet), sum(u.rule == "resources" for u in f.unmet)),
+            key=lambda f: (len(f.unmet), sum(u.rule in ("resources", "devices") for u in f.unmet)),
         )
 
 
@@ -477,8 +595,29 @@ def _scale_up_order(found: Fit) -> tuple[bool, int]:
 
 
 def scale_up(
-    pod: PodView, templates: Sequence[Template], overheads: Mapping[str, Mapping[str, Decimal]]
+    pod: PodView,
+    templates: Sequence[Template],
+    overheads: Mapping[str, Mapping[str, Decimal]],
+    nodes: Sequence[Node] = (),
 ) -> ScaleUp:
     """Check ``pod`` against every template; ``overheads`` maps a template title to the
-    DaemonSet requests on its nodes. Why input order: ties and reports stay predictable."""
-    return ScaleUp(pod, tuple(fit(pod, t, overheads.get(t.title)) for t in templates))
+    DaemonSet requests on its nodes. Why input order: ties and reports stay predictable.
+
+    A ResourceFlavor Kueue would give the pod is also tried on ``nodes``, with what Kueue
+    adds: when there are nodes and the admitted pod fits none of them, it cannot host it.
+    """
+    found = []
+    for template in templates:
+        result = fit(pod, template, overheads.get(template.title))
+        if template.kind == "ResourceFlavor" and result.fits and nodes:
+            placed = place(admitted(pod, template), nodes).nodes
+            result = replace(result, admitted_nodes=tuple(placed))
+            if not placed:
+                why = Unmet(
+                    "kueue",
+                    f"with {template.title}'s nodeSelector and tolerations the pod fits no node "
+                    "in --nodes",
+                )
+                result = replace(result, unmet=(why,))
+        found.append(result)
+    return ScaleUp(pod, tuple(found))

@@ -6,11 +6,12 @@ documents, and neither should need a command line to do it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from webhooks.dryrun.engine import Report
+from webhooks.explain.devices import DeviceInventory, is_device_object
 from webhooks.explain.nodes import FailAs, InventoryError, Node, parse_node
 from webhooks.explain.pods import PodView, pod_view
 from webhooks.explain.templates import TEMPLATE_KINDS, Template, parse_template
@@ -58,7 +59,9 @@ class Inventory:
 
 
 def nodes_from(documents: Iterable[Document], failed: set[str], fail_as: FailAs) -> Inventory:
-    """Parse Node documents; those named in ``failed`` fail as ``fail_as``.
+    """Parse Node documents; those named in ``failed`` fail as ``fail_as``. DRA objects
+    (ResourceSlices and the rest, as ``kubectl get nodes,resourceslices`` writes them) are
+    left for :func:`devices_from`.
 
     Why a name listed twice is a problem: the simulation keys nodes by name, and two
     different descriptions of one node would make its answer depend on input order.
@@ -70,7 +73,7 @@ def nodes_from(documents: Iterable[Document], failed: set[str], fail_as: FailAs)
 
     inventory = Inventory()
     _parse_unique(
-        documents,
+        [d for d in documents if not is_device_object(d.obj)],
         parse,
         lambda node: f"node {node.name}",
         inventory.nodes,
@@ -129,3 +132,43 @@ def pods_from(report: Report) -> tuple[list[PodView], list[str]]:
         if pod is not None:
             pods.append(pod)
     return pods, notes
+
+
+def devices_from(objects: Iterable[Any]) -> DeviceInventory:
+    """The DRA objects among ``objects`` (documents' objects or API objects), indexed.
+
+    Why from everywhere: slices come with the nodes, classes and claim templates with the
+    workloads or ``--objects``, and a cluster gives all of them.
+    """
+    found = DeviceInventory()
+    for obj in objects:
+        if isinstance(obj, Mapping):
+            found.add(obj)
+    return found
+
+
+def with_devices(
+    nodes: Sequence[Node], pods: Sequence[PodView], devices: DeviceInventory, comparisons: bool
+) -> tuple[list[Node], list[PodView]]:
+    """The nodes with the devices their slices publish, and the pods with their claims
+    resolved and the cluster's TaintTolerationComparisonOperators gate.
+
+    Why after admission: the claims are those of the pod admission stores.
+    """
+    if devices:
+        placed = []
+        for node in nodes:
+            found, problems = devices.devices_for(node.name, node.labels)
+            placed.append(replace(node, devices=tuple(found), device_problems=tuple(problems)))
+        nodes = placed
+    ready = [
+        replace(
+            pod,
+            comparisons=comparisons,
+            claims=devices.resolve(pod.spec, pod.namespace),
+            extended=devices.extended(pod.spec),
+            classes=devices.classes,
+        )
+        for pod in pods
+    ]
+    return list(nodes), ready

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any, Final, Literal
 
+from webhooks.explain.devices import Device
 from webhooks.k8s.quantity import QuantityError, parse_resource_list
 from webhooks.k8s.tolerations import NO_EXECUTE, NO_SCHEDULE
 from webhooks.manifests.errors import show
@@ -76,7 +77,11 @@ class Taint:
 
 @dataclass(frozen=True, slots=True)
 class Node:
-    """One node of the inventory, as the scheduler and the node lifecycle controller see it."""
+    """One node of the inventory, as the scheduler and the node lifecycle controller see it.
+
+    ``devices`` are the DRA devices its ResourceSlices publish for it (:mod:`.devices`), and
+    ``device_problems`` why some pools that reach it cannot be used.
+    """
 
     name: str
     labels: Mapping[str, str]
@@ -87,6 +92,8 @@ class Node:
     excluded: bool = False
     allocatable: Mapping[str, Decimal] | None = None
     where: str = ""
+    devices: tuple[Device, ...] = ()
+    device_problems: tuple[str, ...] = ()
 
     @property
     def control_plane(self) -> bool:

@@ -9,15 +9,16 @@ scheduler reserves for it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from webhooks.dryrun.engine import Checked
+from webhooks.explain.devices import ExtendedDevices, ResolvedClaim
 from webhooks.k8s.podspec import POD_SPEC_PATHS, get_path
 from webhooks.k8s.quantity import QuantityError, parse_resource_list
-from webhooks.k8s.tolerations import identity
+from webhooks.k8s.tolerations import identity, tolerates
 
 
 def toleration_seconds(toleration: Mapping[str, Any]) -> int | None:
@@ -36,7 +37,13 @@ def _toleration_key(t: Mapping[str, Any]) -> tuple[tuple[str, str, str, str], in
 
 @dataclass(frozen=True, slots=True)
 class PodView:
-    """A pod as admission stores it, and what admission did to it."""
+    """A pod as admission stores it, and what admission did to it.
+
+    ``comparisons`` is the TaintTolerationComparisonOperators gate the cluster runs with
+    (``Gt``/``Lt`` tolerations match only with it). ``claims`` are the pod's DRA claims
+    resolved, ``extended`` the extended resources a DeviceClass can serve, and ``classes``
+    the DeviceClasses by name (:mod:`.devices`); all empty for a pod without DRA.
+    """
 
     subject: str
     spec: Mapping[str, Any]
@@ -45,6 +52,28 @@ class PodView:
     admission: tuple[str, ...] = ()
     denied: tuple[str, ...] = ()
     daemon: bool = False
+    namespace: str = ""
+    comparisons: bool = False
+    claims: tuple[ResolvedClaim, ...] = ()
+    extended: tuple[ExtendedDevices, ...] = ()
+    classes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def tolerating(
+        self, taint: Mapping[str, Any], extra: Sequence[Mapping[str, Any]] = ()
+    ) -> Mapping[str, Any] | None:
+        """The first of the pod's tolerations (then ``extra``) that tolerates ``taint``.
+
+        Why here: whether ``Gt``/``Lt`` match depends on the cluster's gate, which every
+        question about taints must honour alike.
+        """
+        return next(
+            (
+                t
+                for t in (*self.tolerations, *extra)
+                if tolerates(t, taint, comparisons=self.comparisons)
+            ),
+            None,
+        )
 
     @property
     def tolerations(self) -> list[Mapping[str, Any]]:
@@ -115,6 +144,7 @@ def pod_view(checked: Checked) -> PodView | None:
         admission=tuple(dict.fromkeys(admission)),
         denied=tuple(dict.fromkeys(denied)),
         daemon=kind == "DaemonSet",
+        namespace=checked.namespace,
     )
 
 

@@ -16,10 +16,12 @@ Rule = Literal[
     "nodeSelector",
     "nodeAffinity",
     "resources",
+    "devices",
     "requirement",
     "limits",
     "static",
     "notReady",
+    "kueue",
 ]
 
 

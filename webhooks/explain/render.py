@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from webhooks.explain.allocation import Chosen, DeviceEvictionNote
 from webhooks.explain.coverage import Coverage
 from webhooks.explain.explanation import Explanation, PodAnswer
 from webhooks.explain.failure import Failover, Simulation, Zone
@@ -19,6 +20,7 @@ from webhooks.explain.fit import Fit, NoExecuteVerdict, ScaleUp
 from webhooks.explain.nodes import Node
 from webhooks.explain.pods import show_quantity
 from webhooks.explain.templates import Template
+from webhooks.k8s.tolerations import describe
 
 UNLABELLED = "(unlabelled)"
 
@@ -67,9 +69,15 @@ def _fit_lines(fit: Fit) -> tuple[str, ...]:
     """
     lines = [f"- {u.message}" for u in fit.unmet]
     lines.extend(
-        f"- tolerates {t.taint} with {t.toleration}" + (", added by admission" if t.added else "")
+        f"- tolerates {t.taint} with {t.toleration}"
+        + (", added by Kueue" if t.kueue else ", added by admission" if t.added else "")
         for t in fit.tolerated
     )
+    if fit.admitted_nodes:
+        lines.append(
+            "- Kueue admits it here; with the flavor's nodeSelector and tolerations it fits "
+            + ", ".join(fit.admitted_nodes)
+        )
     lines.extend(f"- ignores {t}: spec.nodeName bypasses the scheduler" for t in fit.ignored)
     lines.extend(
         f"- a poor choice: PreferNoSchedule taint {t} is not tolerated"
@@ -80,6 +88,7 @@ def _fit_lines(fit: Fit) -> tuple[str, ...]:
             f"- startup taint {t} is not tolerated and is ignored: it is expected to be removed"
             for t in fit.startup_ignored
         )
+        lines.extend(f"- {_allocated(c)}" for c in fit.devices)
         shown = ", ".join(
             f"{k} {show_quantity(k, v)}" for k, v in sorted(fit.overhead.items()) if v > 0
         )
@@ -90,7 +99,28 @@ def _fit_lines(fit: Fit) -> tuple[str, ...]:
     verdict = no_execute_text(fit.no_execute)
     if verdict:
         lines.append(f"- {verdict}")
+    lines.extend(f"- NoExecute: {e}" for e in fit.device_evictions)
     return tuple(lines)
+
+
+def _allocated(chosen: Chosen) -> str:
+    request = f", request {chosen.request}" if chosen.request else ""
+    return f"device {chosen.device} for {chosen.claim}{request}"
+
+
+def _device_text(node: Node) -> Iterator[str]:
+    if not node.devices:
+        return
+    names = ", ".join(
+        d.name + (f" (in use by {d.in_use})" if d.in_use else "") for d in node.devices
+    )
+    yield f"    devices: {names}"
+    for device in node.devices:
+        for taint in device.taints:
+            source = "" if taint.source == "ResourceSlice" else f" (from {taint.source})"
+            yield f"    device {device.name} taint {taint}{source}"
+    for problem in node.device_problems:
+        yield f"    {problem}"
 
 
 def _node_text(node: Node) -> Iterator[str]:
@@ -109,6 +139,7 @@ def _node_text(node: Node) -> Iterator[str]:
         yield f"    taint {taint}{source}{effect}"
     if node.allocatable is None:
         yield "    allocatable unknown: resource requests are not checked"
+    yield from _device_text(node)
 
 
 def _failover_line(item: Failover) -> str:
@@ -130,6 +161,9 @@ def _failover_text(answer: PodAnswer) -> Iterator[str]:
     yield "  failover (--node-monitor-grace-period + tolerationSeconds):"
     for item in answer.failover:
         yield f"    {_failover_line(item)}"
+    for fit in answer.placement.fits:
+        for eviction in fit.device_evictions:
+            yield f"    device taint on {fit.name}: {eviction}"
 
 
 def _scale_up_text(up: ScaleUp) -> Iterator[str]:
@@ -249,7 +283,11 @@ def _template_text(template: Template) -> Iterator[str]:
         yield f"    label {key}={value}"
     for req in template.requirements:
         yield f"    {req}"
-    if template.kind == "NodeGroup":
+    for toleration in template.tolerations:
+        yield f"    toleration {describe(toleration)}: Kueue adds it to the pods it admits"
+    if template.kind == "ResourceFlavor":
+        yield "    quota is the ClusterQueue's: resources are not checked here"
+    elif template.kind == "NodeGroup":
         if template.allocatable is None:
             yield "    allocatable unknown: resource requests are not checked"
         else:
@@ -357,7 +395,12 @@ def _fit(fit: Fit) -> dict[str, Any]:
         "fits": fit.fits,
         "unmet": [{"rule": u.rule, "message": u.message} for u in fit.unmet],
         "tolerated": [
-            {"taint": t.taint, "toleration": t.toleration, "addedByAdmission": t.added}
+            {
+                "taint": t.taint,
+                "toleration": t.toleration,
+                "addedByAdmission": t.added,
+                "addedByKueue": t.kueue,
+            }
             for t in fit.tolerated
         ],
         "preferNoSchedule": list(fit.prefer_no_schedule),
@@ -371,12 +414,35 @@ def _fit(fit: Fit) -> dict[str, Any]:
             **body,
             "startupTaintsIgnored": list(fit.startup_ignored),
             "daemonSetRequests": _resource_map(fit.overhead),
+            "admittedFitsNodes": None if fit.admitted_nodes is None else list(fit.admitted_nodes),
         }
     return {
         "node": target.name,
         **body,
         "ignoredBecauseOfNodeName": list(fit.ignored),
         "noExecute": _verdict(fit.no_execute),
+        "devices": [
+            {
+                "claim": c.claim,
+                "request": c.request,
+                "driver": c.device.driver,
+                "pool": c.device.pool,
+                "device": c.device.name,
+            }
+            for c in fit.devices
+        ],
+        "deviceEvictions": [_device_eviction(e) for e in fit.device_evictions],
+    }
+
+
+def _device_eviction(item: DeviceEvictionNote) -> dict[str, Any]:
+    return {
+        "device": item.device,
+        "taint": str(item.taint),
+        "source": item.taint.source,
+        "outcome": item.outcome,
+        "seconds": item.seconds,
+        "reason": item.why,
     }
 
 
@@ -421,6 +487,7 @@ def _template(template: Template) -> dict[str, Any]:
         "replicas": template.replicas,
         "weight": template.weight,
         "notReady": template.not_ready or None,
+        "tolerations": [dict(t) for t in template.tolerations],
     }
 
 

@@ -18,6 +18,15 @@ Two kinds of template:
   Karpenter's validation (an operator, a value count, ``minValues``, a taint effect) is
   refused here too: it is never created. ``spec.replicas`` makes a pool static and a
   Ready condition that is not True makes Karpenter ignore it.
+* **Kueue ResourceFlavors** (``kueue.x-k8s.io/v1beta1`` and ``v1beta2``): not nodes but
+  the set of nodes Kueue assigns a workload to when it admits it. Kueue admits a pod set
+  to a flavor when its tolerations, together with the flavor's ``tolerations``, tolerate
+  each NoSchedule and NoExecute taint in ``nodeTaints`` (PreferNoSchedule is ignored),
+  and its nodeSelector and required node affinity, reduced to the label keys of the
+  flavor's ``nodeLabels``, match those labels (``flavorassigner``). The admitted pods then
+  carry the flavor's ``nodeLabels`` in their nodeSelector (keys they do not set already)
+  and its ``tolerations``; which existing nodes they fit is answered with those added.
+  Quota (the ClusterQueue's) is not read: whether there is room is Kueue's to say.
 * **cluster-autoscaler node groups**: a Node object standing for the group's nodes (a
   scale-from-zero template): its labels, taints and ``status.allocatable``. Taints whose
   keys start with the autoscaler's ``startup-taint``, ``status-taint`` and
@@ -54,6 +63,7 @@ from webhooks.k8s.tolerations import (
 from webhooks.manifests.errors import show
 
 KARPENTER_API: Final = "karpenter.sh/v1"
+KUEUE_APIS: Final = ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1")
 #: Labels Karpenter itself sets on a pool's nodes once they join, which DaemonSets may select.
 _LIFECYCLE_LABELS: Final = ("karpenter.sh/registered", "karpenter.sh/initialized")
 #: Taint key prefixes the cluster-autoscaler ignores in a node group's template.
@@ -68,9 +78,10 @@ AUTOSCALER_REMOVAL_TAINTS: Final = (
     "DeletionCandidateOfClusterAutoscaler",
 )
 
-TemplateKind = Literal["NodePool", "NodeGroup"]
-#: The kinds ``--node-templates`` reads: NodePools, and Nodes that stand for node groups.
-TEMPLATE_KINDS: Final = ("NodePool", "Node")
+TemplateKind = Literal["NodePool", "NodeGroup", "ResourceFlavor"]
+#: The kinds ``--node-templates`` reads: NodePools, Nodes that stand for node groups, and
+#: Kueue ResourceFlavors.
+TEMPLATE_KINDS: Final = ("NodePool", "Node", "ResourceFlavor")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,11 +103,15 @@ class Template:
     replicas: int | None = None
     weight: int = 0
     not_ready: str = ""
+    tolerations: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def title(self) -> str:
-        """``NodePool gpu`` or ``node group gpu-workers``; why: every message names it so."""
-        return f"NodePool {self.name}" if self.kind == "NodePool" else f"node group {self.name}"
+        """``NodePool gpu``, ``node group gpu-workers`` or ``ResourceFlavor a100``; why:
+        every message names it so."""
+        if self.kind == "NodeGroup":
+            return f"node group {self.name}"
+        return f"{self.kind} {self.name}"
 
     @property
     def remaining(self) -> dict[str, Decimal]:
@@ -328,6 +343,38 @@ def parse_node_group(obj: Mapping[str, Any], where: str = "") -> Template:
     )
 
 
+def parse_flavor(obj: Mapping[str, Any], where: str = "") -> Template:
+    """A :class:`Template` from a Kueue ResourceFlavor (see the module docstring).
+
+    Why taints are checked as Kueue's webhook checks them: a flavor it refuses is never
+    stored, so an answer about it would mislead.
+    """
+    if obj.get("apiVersion") not in KUEUE_APIS:
+        raise InventoryError(
+            f"ResourceFlavor apiVersion {show(obj.get('apiVersion'))}: --node-templates reads "
+            f"{' and '.join(KUEUE_APIS)} ResourceFlavors"
+        )
+    meta = _mapping(obj.get("metadata"), "metadata")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise InventoryError("a ResourceFlavor without metadata.name")
+    spec = _mapping(obj.get("spec"), "spec")
+    labels = _mapping(spec.get("nodeLabels"), "spec.nodeLabels")
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+        raise InventoryError("spec.nodeLabels must map label keys to string values")
+    raw = spec.get("tolerations") or []
+    if not isinstance(raw, list) or not all(isinstance(t, Mapping) for t in raw):
+        raise InventoryError("spec.tolerations must be a list of tolerations")
+    return Template(
+        kind="ResourceFlavor",
+        name=name,
+        where=where,
+        labels=dict(labels),
+        taints=_taints(spec.get("nodeTaints"), "spec.nodeTaints"),
+        tolerations=tuple(raw),
+    )
+
+
 def parse_template(obj: Any, where: str = "") -> Template:
     """A NodePool or a node group's Node, from one document of ``--node-templates``.
 
@@ -339,7 +386,10 @@ def parse_template(obj: Any, where: str = "") -> Template:
         return parse_nodepool(obj, where)
     if kind == "Node":
         return parse_node_group(obj, where)
+    if kind == "ResourceFlavor":
+        return parse_flavor(obj, where)
     raise InventoryError(
         f"not a node template (kind {show(kind)}); --node-templates takes {KARPENTER_API} "
-        "NodePools and Node objects that stand for cluster-autoscaler node groups"
+        "NodePools, Node objects that stand for cluster-autoscaler node groups and Kueue "
+        "ResourceFlavors"
     )

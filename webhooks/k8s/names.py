@@ -163,6 +163,14 @@ def is_valid_label_value(value: str) -> bool:
     return not label_value_errors(value)
 
 
+def is_dns_subdomain(value: str) -> bool:
+    """Whether ``value`` is a lowercase RFC 1123 subdomain of at most 253 characters.
+
+    Why: the names of cluster-scoped objects such as DeviceClasses must be one.
+    """
+    return len(value) <= DNS1123_SUBDOMAIN_MAX_LENGTH and _SUBDOMAIN_RE.fullmatch(value) is not None
+
+
 def is_native_resource_name(name: str) -> bool:
     """Return True for names upstream treats as native: no "/", or "kubernetes.io/" anywhere.
 

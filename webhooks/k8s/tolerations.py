@@ -7,6 +7,7 @@ Tolerations are plain dicts as on the wire; an absent field equals its zero valu
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,6 +19,8 @@ PREFER_NO_SCHEDULE = "PreferNoSchedule"
 EFFECTS = (NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE)
 EXISTS = "Exists"
 EQUAL = "Equal"
+LESS_THAN = "Lt"
+GREATER_THAN = "Gt"
 FIELDS = ("key", "operator", "value", "effect", "tolerationSeconds")
 
 
@@ -119,9 +122,33 @@ def merge(
     return kept
 
 
-def tolerates(toleration: Toleration, taint: Mapping[str, Any]) -> bool:
+#: A decimal integer in canonical form (upstream ``IsDecimalInteger``): no ``+``, no leading
+#: zeros, no ``-0``.
+_CANONICAL_INTEGER = re.compile(r"0|-?[1-9][0-9]{0,18}")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _int64(value: str) -> int | None:
+    """``value`` as a signed 64-bit integer when it is one in canonical form, else ``None``.
+
+    Why so strict: the scheduler parses both sides with ``IsDecimalInteger`` and
+    ``ParseInt``, and a value either refuses (``0700``, ``+5``, a word) matches nothing.
+    """
+    if _CANONICAL_INTEGER.fullmatch(value) is None:
+        return None
+    number = int(value)
+    return number if _INT64_MIN <= number <= _INT64_MAX else None
+
+
+def tolerates(
+    toleration: Toleration, taint: Mapping[str, Any], *, comparisons: bool = False
+) -> bool:
     """Scheduler matching (§1d): does ``toleration`` tolerate ``taint``?
 
+    ``comparisons`` is the TaintTolerationComparisonOperators gate (alpha since v1.35):
+    with it, ``Gt`` tolerates a taint whose value is a greater integer than the
+    toleration's and ``Lt`` one whose value is smaller; both values must be canonical
+    decimal integers, or nothing matches. Without it those operators tolerate nothing.
     Why here: the dedicated-node policy and ``explain`` must agree with the scheduler, not
     with any of the admission identities above.
     """
@@ -134,6 +161,11 @@ def tolerates(toleration: Toleration, taint: Mapping[str, Any]) -> bool:
         return True
     if t_op in ("", EQUAL):
         return t_value == _s(taint, "value")
+    if t_op in (LESS_THAN, GREATER_THAN) and comparisons:
+        bound, value = _int64(t_value), _int64(_s(taint, "value"))
+        if bound is None or value is None:
+            return False
+        return value < bound if t_op == LESS_THAN else value > bound
     return False
 
 

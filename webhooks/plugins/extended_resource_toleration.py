@@ -11,18 +11,60 @@ containers requests, outside ``exemptNamespaces`` (default ``kube-system``). GPU
 stay free for GPU pods. Wildcard tolerations have an empty key and are left to
 dedicated-nodes' enforcement. On UPDATE only tolerations the old pod lacked are judged, so
 existing pods can still be relabelled or finalised; mirror pods of static pods are skipped.
+
+Pods that get their devices through Dynamic Resource Allocation (``spec.resourceClaims``)
+request no extended resource, so upstream gives them nothing. Two settings, beyond
+upstream and off by default, make such a pod count as requesting the resource its devices
+stand for:
+
+* ``deviceClaims: true``: each claim is resolved (the ResourceClaim, or the
+  ResourceClaimTemplate it will be made from, in the pod's namespace), then the
+  DeviceClass of every request (every ``firstAvailable`` alternative, since any may be
+  picked), then the extended resource name the class declares
+  (``spec.extendedResourceName``), or ``deviceClassTaints[class]`` for a class that
+  declares none. A container request for a class's implicit name
+  ``deviceclass.resource.kubernetes.io/<class>`` resolves through the same class. The pod
+  gets the toleration it would get for a request of that name, in the same byte-wise
+  order.
+* ``deviceClassTaints: {<device class>: <taint key>}``: the key for classes that declare
+  no extended resource name (the taint the nodes with those devices carry).
+
+With ``enforce`` on, the names the pod's claims resolve to count as requested whether or
+not ``deviceClaims`` adds tolerations, so a DRA GPU pod that tolerates its nodes' taint by
+hand is never refused for it. A claim, template or class that cannot be found (or looked
+up) gives no toleration, a warning and the notice ``unresolved_claim``; it never refuses
+a pod, and while some claim of the pod is unresolved, ``enforce`` refuses none of its
+extended-resource tolerations: it cannot tell which of them the claim would justify.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
 
 from webhooks.core.patch import Editor
-from webhooks.core.plugin import PODS, Context, Mutator, Plugin, Validator
+from webhooks.core.plugin import (
+    DEVICE_CLASSES,
+    PODS,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_CLAIMS,
+    Context,
+    LookupFailure,
+    Mutator,
+    Plugin,
+    Validator,
+)
 from webhooks.core.result import UNCHANGED, Result, Violation
 from webhooks.core.review import AdmissionRequest
-from webhooks.k8s.names import is_extended_resource_name
+from webhooks.k8s.claims import (
+    claim_spec,
+    class_names,
+    extended_resource_name,
+    implicit_class,
+    pod_claims,
+)
+from webhooks.k8s.names import is_dns_subdomain, is_extended_resource_name, qualified_name_errors
 from webhooks.k8s.podspec import is_mirror_pod, resource_names
 from webhooks.k8s.tolerations import (
     NO_SCHEDULE,
@@ -33,49 +75,165 @@ from webhooks.k8s.tolerations import (
     tolerations_of,
 )
 
+#: The notice counted for each request with a claim, template or class not resolved.
+UNRESOLVED: Final = "unresolved_claim"
+
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Upstream has no settings; ``enforce`` switches the validating half's check on.
+    """Upstream has no settings; ``enforce`` switches the validating half's check on, and
+    ``deviceClaims`` / ``deviceClassTaints`` extend the plugin to DRA claims (module doc).
 
     ``exemptNamespaces`` (default ``[kube-system]``) is an exception for the validating
     half, handled by the chain like every exception.
     """
 
     enforce: bool = False
+    device_claims: bool = False
+    device_class_taints: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name, key in self.device_class_taints.items():
+            if not is_dns_subdomain(name):
+                raise ValueError(
+                    f"deviceClassTaints: {name!r} is not a device class name (a lowercase "
+                    "RFC 1123 subdomain)"
+                )
+            errors = qualified_name_errors(key)
+            if errors:
+                raise ValueError(f"deviceClassTaints.{name}: taint key {key!r}: {errors[0]}")
+
+    @property
+    def resolves_claims(self) -> bool:
+        """Whether a pod's claims are resolved at all: to add tolerations, or to judge them."""
+        return self.device_claims or self.enforce
 
 
-def wanted_tolerations(spec: dict[str, Any]) -> list[dict[str, Any]]:
-    """One Exists/NoSchedule toleration per extended resource requested, sorted byte-wise.
+def lookups(settings: Settings) -> frozenset[str]:
+    """The objects the server must cache for these settings: claims, templates and classes
+    when claims are resolved, nothing otherwise (the default costs no memory)."""
+    if not settings.resolves_claims:
+        return frozenset()
+    return frozenset({DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES})
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """What a pod's claims (and implicit class requests) stand for: resource names, and a
+    one-line problem for each claim, template or class that could not be resolved."""
+
+    names: frozenset[str] = frozenset()
+    problems: tuple[str, ...] = ()
+
+
+NOTHING_CLAIMED = Claimed()
+
+
+def _pod_namespace(request: AdmissionRequest, pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata")
+    own = meta.get("namespace") if isinstance(meta, dict) else None
+    return request.namespace or (own if isinstance(own, str) else "")
+
+
+def _lookup(find: Any, *args: str) -> tuple[dict[str, Any] | None, str]:
+    try:
+        return find(*args), ""
+    except LookupFailure as exc:
+        return None, f"cannot be looked up ({exc})"
+
+
+def claimed(
+    request: AdmissionRequest, pod: Mapping[str, Any], settings: Settings, ctx: Context
+) -> Claimed:
+    """Resolve the pod's claims and implicit class requests to resource names (module doc).
+
+    Why lookups that fail are problems, not errors: this goes beyond upstream, and a pod
+    must never be refused because an opt-in extra could not read the cluster.
+    """
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return NOTHING_CLAIMED
+    references = pod_claims(spec)
+    implicit = [c for n in resource_names(spec) if (c := implicit_class(n))]
+    if not references and not implicit:
+        return NOTHING_CLAIMED
+    namespace = _pod_namespace(request, pod)
+    problems: list[str] = []
+    classes: list[str] = []
+    for reference in references:
+        if reference.claim:
+            found, why = _lookup(ctx.cluster.resource_claim, namespace, reference.claim)
+        else:
+            found, why = _lookup(ctx.cluster.resource_claim_template, namespace, reference.template)
+        if found is None:
+            problems.append(f"{reference} in namespace {namespace} {why or 'not found'}")
+            continue
+        classes.extend(class_names(claim_spec(found)))
+    classes.extend(implicit)
+    names: set[str] = set()
+    for name in dict.fromkeys(classes):
+        device_class, why = _lookup(ctx.cluster.device_class, name)
+        if device_class is None:
+            problems.append(f"DeviceClass {name} {why or 'not found'}")
+            continue
+        declared = extended_resource_name(device_class)
+        if is_extended_resource_name(declared):
+            names.add(declared)
+        elif name in settings.device_class_taints:
+            names.add(settings.device_class_taints[name])
+    return Claimed(frozenset(names), tuple(problems))
+
+
+def _unresolved_warning(problem: str) -> str:
+    return (
+        f"{PLUGIN.name}: {problem}: no toleration for its devices' nodes is added and none "
+        "is refused"
+    )
+
+
+def wanted_tolerations(
+    spec: dict[str, Any], extra: frozenset[str] = frozenset()
+) -> list[dict[str, Any]]:
+    """One Exists/NoSchedule toleration per extended resource requested, plus one per name
+    in ``extra`` (what the pod's claims stand for), sorted byte-wise.
 
     Limits count as requests (API defaulting, spec §0); quantities are irrelevant.
     """
-    names = sorted(
-        (n for n in resource_names(spec) if is_extended_resource_name(n)),
-        key=lambda n: n.encode(),
-    )
+    requested = {n for n in resource_names(spec) if is_extended_resource_name(n)}
+    names = sorted(requested | extra, key=lambda n: n.encode())
     return [{"key": n, "operator": "Exists", "effect": NO_SCHEDULE} for n in names]
 
 
 def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Result:
-    """Add or update each wanted toleration with AddOrUpdateTolerationInPodSpec (§1b)."""
+    """Add or update each wanted toleration with AddOrUpdateTolerationInPodSpec (§1b).
+
+    With claims resolved (``deviceClaims`` or ``enforce``), a claim that cannot be resolved
+    is a warning here, once per request, whichever setting asked for it.
+    """
     spec = pod.get("spec")
     if not isinstance(spec, dict):
         return UNCHANGED
-    wanted = wanted_tolerations(spec)
+    settings: Settings = ctx.settings
+    found = NOTHING_CLAIMED
+    if settings.resolves_claims and not is_mirror_pod(pod):
+        found = claimed(request, pod, settings, ctx)
+    warnings = tuple(_unresolved_warning(p) for p in found.problems)
+    notices = (UNRESOLVED,) if found.problems else ()
+    wanted = wanted_tolerations(spec, found.names if settings.device_claims else frozenset())
     tolerations = tolerations_of(spec)
+    quiet = Result(warnings=warnings, notices=notices) if warnings else UNCHANGED
     if not wanted or tolerations is None:
-        return UNCHANGED
+        return quiet
     result = tolerations
     for toleration in wanted:
         result = add_or_update(result, toleration)
     editor = Editor(pod)
     editor.set(("spec", "tolerations"), result)
     if not editor.changed:
-        return UNCHANGED
+        return quiet
     added = [t for t in wanted if t not in tolerations]
     summary = "added " + ", ".join(describe(t) for t in added)
-    return Result(editor.obj, editor.patch, audit={PLUGIN.name: summary})
+    return Result(editor.obj, editor.patch, warnings, audit={PLUGIN.name: summary}, notices=notices)
 
 
 def validate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> list[Violation]:
@@ -92,7 +250,10 @@ def validate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> li
     if not isinstance(spec, dict) or is_mirror_pod(pod):
         return []
     tolerations = tolerations_of(spec) or []
-    requested = resource_names(spec)
+    found = claimed(request, pod, settings, ctx)
+    if found.problems:
+        return []  # warned by the mutating half: what the claims justify is unknown
+    requested = resource_names(spec) | found.names
     old = previous_identities(request.operation, request.old_object)
     violations = []
     for index, toleration in enumerate(tolerations):
@@ -103,8 +264,9 @@ def validate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> li
             violations.append(
                 Violation(
                     f"toleration {describe(toleration)} lets this pod onto nodes reserved for "
-                    f"{key}, but no container requests {key}: request it in "
-                    "resources.requests or limits, or remove the toleration",
+                    f"{key}, but no container requests {key} and no claim of the pod is for "
+                    f"a device class of {key}: request it in resources.requests or limits, "
+                    "claim such a device, or remove the toleration",
                     f"spec.tolerations[{index}].key",
                 )
             )
@@ -131,4 +293,5 @@ PLUGIN = Plugin(
     wrong_kind="expected *core.Pod but got {kind}",
     upstream="ExtendedResourceToleration",
     exempt_namespaces=("kube-system",),
+    lookups=lookups,
 )

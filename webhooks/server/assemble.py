@@ -29,7 +29,7 @@ def build_state(options: ServeOptions) -> ServerState:
     connections belong to the worker that uses them.
     """
     config = options.config if options.config is not None else read_config(options.config_path)
-    cluster = open_cluster(config.cluster)
+    cluster = open_cluster(config.cluster, cached=config.lookups(REGISTRY))
     admission = Admission(REGISTRY, config, cluster)
     metrics = Metrics()
     state = ServerState(

@@ -1,0 +1,306 @@
+"""extended-resource-toleration with DRA claims: ``deviceClaims``, ``deviceClassTaints`` and
+what ``enforce`` makes of a pod whose devices come through ``spec.resourceClaims``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests import dra
+from tests.plugins.namespaces import Unreachable, decide_alone
+from tests.reviews import container, pod, tol
+from webhooks.cluster.files import StaticCluster
+from webhooks.core.config import ConfigError, load_config
+from webhooks.core.plugin import LookupFailure
+from webhooks.plugins import REGISTRY
+from webhooks.plugins.extended_resource_toleration import UNRESOLVED
+
+NAME = "extended-resource-toleration"
+GPU = dra.GPU
+IMPLICIT = "deviceclass.resource.kubernetes.io/" + dra.GPU_CLASS
+
+
+def T(name: str) -> dict[str, Any]:
+    return tol(name, "Exists", effect="NoSchedule")
+
+
+def gpu_pod(*claims: tuple[str, str, str], **kw: Any) -> dict[str, Any]:
+    return pod(resourceClaims=dra.pod_claims(*claims), **kw)
+
+
+CLUSTER = [
+    dra.device_class(extended=GPU),
+    dra.device_class("plain.example.com"),
+    dra.device_class("fpga.example.com", extended="example.com/fpga"),
+    dra.claim_template("gpu-claim"),
+    dra.claim_template("plain-claim", dra.exactly("dev", "plain.example.com")),
+    dra.claim_template(
+        "either",
+        dra.first_available("accel", ("big", dra.GPU_CLASS), ("small", "fpga.example.com")),
+    ),
+    dra.claim_template("ghost-class", dra.exactly("dev", "missing.example.com")),
+    dra.resource_claim("shared-gpu", namespace="default"),
+    dra.resource_claim("other-ns", namespace="team-b"),
+]
+
+
+def decide(obj: dict[str, Any], settings: dict[str, Any], cluster: Any = None) -> Any:
+    view = cluster if cluster is not None else StaticCluster(CLUSTER)
+    return decide_alone(NAME, obj, settings=settings, cluster=view)
+
+
+def tolerations_after(outcome: Any, obj: dict[str, Any]) -> list[dict[str, Any]]:
+    stored = outcome.obj if outcome.obj is not None else obj
+    return list(stored["spec"].get("tolerations", []))
+
+
+ON = {"deviceClaims": True}
+
+ADDED: list[tuple[str, dict[str, Any], dict[str, Any], list[dict[str, Any]]]] = [
+    (
+        "a claim template of a class with an extended resource name tolerates that name",
+        gpu_pod(("gpu", "template", "gpu-claim")),
+        ON,
+        [T(GPU)],
+    ),
+    (
+        "a ResourceClaim by name resolves the same way",
+        gpu_pod(("gpu", "claim", "shared-gpu")),
+        ON,
+        [T(GPU)],
+    ),
+    (
+        "with the setting off the pod is unchanged, as upstream",
+        gpu_pod(("gpu", "template", "gpu-claim")),
+        {},
+        [],
+    ),
+    (
+        "every firstAvailable alternative counts, sorted byte-wise",
+        gpu_pod(("accel", "template", "either")),
+        ON,
+        [T("example.com/fpga"), T(GPU)],
+    ),
+    (
+        "a class without a name gets nothing without deviceClassTaints",
+        gpu_pod(("dev", "template", "plain-claim")),
+        ON,
+        [],
+    ),
+    (
+        "deviceClassTaints names the taint of a class that declares no name",
+        gpu_pod(("dev", "template", "plain-claim")),
+        {**ON, "deviceClassTaints": {"plain.example.com": "dedicated.example.com/plain"}},
+        [T("dedicated.example.com/plain")],
+    ),
+    (
+        "a declared name wins over deviceClassTaints",
+        gpu_pod(("gpu", "template", "gpu-claim")),
+        {**ON, "deviceClassTaints": {dra.GPU_CLASS: "other.example.com/x"}},
+        [T(GPU)],
+    ),
+    (
+        "an implicit deviceclass.resource.kubernetes.io request resolves through its class",
+        pod(containers=[container(requests={IMPLICIT: "1"})]),
+        ON,
+        [T(GPU)],
+    ),
+    (
+        "an implicit request is ignored with the setting off, as upstream",
+        pod(containers=[container(requests={IMPLICIT: "1"})]),
+        {},
+        [],
+    ),
+    (
+        "a claimed name and a requested one give one toleration each, in byte order",
+        gpu_pod(
+            ("gpu", "template", "gpu-claim"),
+            containers=[container(requests={"example.com/a": "1"})],
+        ),
+        ON,
+        [T("example.com/a"), T(GPU)],
+    ),
+    (
+        "the same name claimed and requested gives one toleration",
+        gpu_pod(("gpu", "template", "gpu-claim"), containers=[container(requests={GPU: "1"})]),
+        ON,
+        [T(GPU)],
+    ),
+    (
+        "an existing exact toleration is kept in place",
+        gpu_pod(("gpu", "template", "gpu-claim"), tolerations=[T(GPU)]),
+        ON,
+        [T(GPU)],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("obj", "settings", "after"), [c[1:] for c in ADDED], ids=[c[0] for c in ADDED]
+)
+def test_device_claims_add_the_toleration_of_what_they_claim(
+    obj: dict[str, Any], settings: dict[str, Any], after: list[dict[str, Any]]
+) -> None:
+    outcome = decide(obj, settings)
+    assert outcome.allowed
+    assert tolerations_after(outcome, obj) == after
+    assert not outcome.warnings
+
+
+UNRESOLVED_CASES: list[tuple[str, dict[str, Any], str]] = [
+    (
+        "a template that does not exist",
+        gpu_pod(("gpu", "template", "nope")),
+        "ResourceClaimTemplate nope in namespace default not found",
+    ),
+    (
+        "a claim in another namespace",
+        gpu_pod(("gpu", "claim", "other-ns")),
+        "ResourceClaim other-ns in namespace default not found",
+    ),
+    (
+        "a class that does not exist",
+        gpu_pod(("dev", "template", "ghost-class")),
+        "DeviceClass missing.example.com not found",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("obj", "problem"), [c[1:] for c in UNRESOLVED_CASES], ids=[c[0] for c in UNRESOLVED_CASES]
+)
+def test_what_cannot_be_resolved_warns_and_adds_nothing(obj: dict[str, Any], problem: str) -> None:
+    outcome = decide(obj, ON)
+    assert outcome.allowed
+    assert tolerations_after(outcome, obj) == []
+    assert len(outcome.warnings) == 1
+    assert problem in outcome.warnings[0]
+    assert (NAME, UNRESOLVED) in outcome.decisions
+
+
+def test_a_lookup_that_fails_warns_and_never_refuses() -> None:
+    class Broken(Unreachable):
+        def resource_claim_template(self, namespace: str, name: str) -> None:
+            raise LookupFailure("get resourceclaimtemplates/default/gpu-claim: no answer")
+
+    outcome = decide(gpu_pod(("gpu", "template", "gpu-claim")), {**ON, "enforce": True}, Broken())
+    assert outcome.allowed
+    assert "cannot be looked up (get resourceclaimtemplates" in outcome.warnings[0]
+
+
+TOLERATING = [T(GPU)]
+
+ENFORCED: list[tuple[str, dict[str, Any], dict[str, Any], bool]] = [
+    (
+        "a DRA GPU pod tolerating its resource is admitted with deviceClaims off",
+        gpu_pod(("gpu", "template", "gpu-claim"), tolerations=TOLERATING),
+        {"enforce": True},
+        True,
+    ),
+    (
+        "a DRA GPU pod tolerating its resource is admitted with deviceClaims on",
+        gpu_pod(("gpu", "template", "gpu-claim"), tolerations=TOLERATING),
+        {"enforce": True, **ON},
+        True,
+    ),
+    (
+        "a pod with the toleration, no claim and no request is still refused",
+        pod(tolerations=TOLERATING),
+        {"enforce": True},
+        False,
+    ),
+    (
+        "a claim for another resource does not justify the toleration",
+        gpu_pod(("dev", "template", "plain-claim"), tolerations=TOLERATING),
+        {"enforce": True},
+        False,
+    ),
+    (
+        "deviceClassTaints justifies the toleration of its key",
+        gpu_pod(
+            ("dev", "template", "plain-claim"),
+            tolerations=[T("dedicated.example.com/plain")],
+        ),
+        {
+            "enforce": True,
+            "deviceClassTaints": {"plain.example.com": "dedicated.example.com/plain"},
+        },
+        True,
+    ),
+    (
+        "an unresolved claim refuses nothing",
+        gpu_pod(("gpu", "template", "nope"), tolerations=TOLERATING),
+        {"enforce": True},
+        True,
+    ),
+    (
+        "an implicit class request justifies its class's resource",
+        pod(containers=[container(requests={IMPLICIT: "1"})], tolerations=TOLERATING),
+        {"enforce": True},
+        True,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("obj", "settings", "allowed"), [c[1:] for c in ENFORCED], ids=[c[0] for c in ENFORCED]
+)
+def test_enforce_counts_what_the_claims_stand_for(
+    obj: dict[str, Any], settings: dict[str, Any], allowed: bool
+) -> None:
+    assert decide(obj, settings).allowed is allowed
+
+
+def test_the_default_settings_consult_no_device_objects() -> None:
+    class Nothing(Unreachable):
+        pass  # every DRA lookup would raise AttributeError
+
+    outcome = decide(gpu_pod(("gpu", "template", "gpu-claim")), {}, Nothing())
+    assert outcome.allowed and not outcome.warnings and outcome.patch == []
+
+
+@pytest.mark.parametrize(
+    ("settings", "needed"),
+    [
+        ({}, set()),
+        ({"deviceClaims": True}, {"deviceclasses", "resourceclaims", "resourceclaimtemplates"}),
+        ({"enforce": True}, {"deviceclasses", "resourceclaims", "resourceclaimtemplates"}),
+        ({"enabled": False, "deviceClaims": True}, set()),
+    ],
+    ids=[
+        "the defaults cache nothing more",
+        "deviceClaims caches classes, claims and templates",
+        "enforce caches them too, to judge claimed pods",
+        "a disabled plugin caches nothing",
+    ],
+)
+def test_the_settings_say_which_objects_the_server_caches(
+    settings: dict[str, Any], needed: set[str]
+) -> None:
+    config = load_config({"plugins": {NAME: settings}}, REGISTRY)
+    assert config.lookups(REGISTRY) == needed
+
+
+@pytest.mark.parametrize(
+    ("taints", "message"),
+    [
+        ({"GPU": "example.com/gpu"}, "deviceClassTaints: 'GPU' is not a device class name"),
+        ({"gpu.example.com": "a/b/c"}, "deviceClassTaints.gpu.example.com: taint key 'a/b/c'"),
+        ({"gpu.example.com": 3}, "deviceClassTaints.gpu.example.com: must be a string"),
+    ],
+    ids=["an upper-case class name", "a taint key with two slashes", "a key that is no string"],
+)
+def test_bad_device_class_taints_are_refused_naming_the_key(
+    taints: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.").replace("'", "'")):
+        load_config({"plugins": {NAME: {"deviceClassTaints": taints}}}, REGISTRY)
+
+
+def test_a_second_pass_changes_nothing() -> None:
+    obj = gpu_pod(("accel", "template", "either"))
+    first = decide(obj, ON)
+    assert first.obj is not None
+    again = decide(first.obj, ON)
+    assert again.patch == []
