@@ -13,6 +13,7 @@ from webhooks.explain.failure import Rates, failover, parse_duration, simulate, 
 from webhooks.explain.fit import fit, no_execute, place
 from webhooks.explain.nodes import NOT_READY, UNREACHABLE, InventoryError, Node, parse_node, zone_of
 from webhooks.explain.pods import PodView, pod_requests, show_quantity
+from webhooks.explain.templates import parse_template
 
 ZONE = "topology.kubernetes.io/zone"
 
@@ -514,6 +515,30 @@ def test_resources_are_compared_with_allocatable() -> None:
     )
     assert fit(p, node("gpu", allocatable={"cpu": "4", "nvidia.com/gpu": "2"})).fits
     assert fit(p, node("unknown")).fits  # no status.allocatable: not checked
+
+
+@pytest.mark.parametrize(
+    ("allocatable", "unmet"),
+    [
+        ({"cpu": "4", "pods": "0"}, ["requests pods 1, the node has 0 allocatable"]),
+        ({"cpu": "4", "pods": "1"}, []),
+        ({"cpu": "4"}, []),
+    ],
+    ids=[
+        "a node that allows no pods fits none, whatever else it has",
+        "a node with room for one pod fits it",
+        "an inventory that does not list pods leaves the count unchecked",
+    ],
+)
+def test_the_pod_takes_one_of_the_nodes_allocatable_pods(
+    allocatable: dict[str, str], unmet: list[str]
+) -> None:
+    p = pod(containers=[{"name": "c"}])
+    assert [u.message for u in fit(p, node("n", allocatable=allocatable)).unmet] == unmet
+    group = parse_template(node_obj("ng", allocatable=allocatable))
+    assert [u.message for u in fit(p, group).unmet] == [
+        m.replace("the node has", "the group's nodes have") for m in unmet
+    ]
 
 
 def test_effective_requests_count_init_containers_sidecars_and_overhead() -> None:

@@ -16,7 +16,8 @@ On an existing node, as the scheduler's filters decide (spec §1d):
   ``spec.nodeName`` the scheduler is bypassed: the pod runs only on that node, where
   NoSchedule taints do not stop it (the kubelet checks NoExecute only).
 * **Labels** — the nodeSelector and required node affinity (terms ORed, expressions ANDed).
-* **Resources** — requests against the node's allocatable.
+* **Resources** — requests against the node's allocatable, and the pod's own place against its
+  allocatable ``pods``.
 * **NoExecute** (the taint eviction controller) — for every NoExecute taint on the node the
   *first* toleration in the pod's list that tolerates it is the one used; a taint none
   tolerates means eviction at once; otherwise the smallest ``tolerationSeconds`` of the
@@ -426,10 +427,26 @@ def resource_unmet(
     if isinstance(target, Node):
         for name in delegated(pod, target):
             requests.pop(name, None)  # the node's devices serve it (KEP-5004)
+        requests.update(pod_slot(target.allocatable))
         return _allocatable_unmet(requests, target.allocatable, extra, "the node has")
     if target.kind == "NodeGroup":
+        requests.update(pod_slot(target.allocatable))
         return _allocatable_unmet(requests, target.allocatable, extra, "the group's nodes have")
     return _pool_unmet(requests, target, extra)
+
+
+def pod_slot(allocatable: Mapping[str, Decimal] | None) -> dict[str, Decimal]:
+    """The one ``pods`` the pod itself takes on a node whose allocatable lists ``pods``.
+
+    Why: the scheduler refuses a node whose pods would exceed its allocatable ``pods``
+    ("Too many pods"), the new pod counted, so a node that allows none fits nothing even
+    when every other node in the inventory is empty. An allocatable without ``pods`` (a
+    hand-written inventory) leaves the count unchecked, as it leaves every unlisted
+    extended resource to the other rules: a kubelet always reports it.
+    """
+    if allocatable is None or "pods" not in allocatable:
+        return {}
+    return {"pods": Decimal(1)}
 
 
 def delegated(pod: PodView, node: Node) -> dict[str, tuple[str, int]]:
