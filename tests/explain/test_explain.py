@@ -558,6 +558,45 @@ def test_effective_requests_count_init_containers_sidecars_and_overhead() -> Non
 
 
 @pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        (
+            {
+                "resources": {"requests": {"cpu": "3"}},
+                "containers": [{"resources": {"requests": {"cpu": "10m", "memory": "1Gi"}}}],
+            },
+            {"cpu": Decimal(3), "memory": Decimal(2**30)},
+        ),
+        (
+            {
+                "resources": {"requests": {"memory": "6Gi", "hugepages-2Mi": "4Mi"}},
+                "containers": [{"resources": {"requests": {"memory": "1Mi"}}}],
+                "overhead": {"memory": "64Mi"},
+            },
+            {"memory": Decimal(6 * 2**30 + 64 * 2**20), "hugepages-2Mi": Decimal(4 * 2**20)},
+        ),
+        (
+            {
+                "resources": {"requests": {"cpu": "2"}},
+                "initContainers": [{"resources": {"requests": {"cpu": "3"}}}],
+                "containers": [{"resources": {"requests": {"nvidia.com/gpu": "1"}}}],
+            },
+            {"cpu": Decimal(2), "nvidia.com/gpu": Decimal(1)},
+        ),
+    ],
+    ids=[
+        "a pod-level CPU request replaces the containers' CPU, their memory stays",
+        "pod-level memory and huge pages, then the overhead on top",
+        "the pod level outranks an init container; an extended resource stays the containers'",
+    ],
+)
+def test_pod_level_requests_replace_the_containers_for_what_they_name(
+    spec: dict[str, Any], expected: dict[str, Decimal]
+) -> None:
+    assert pod_requests(spec) == expected
+
+
+@pytest.mark.parametrize(
     ("name", "amount", "text"),
     [
         ("cpu", Decimal("0.5"), "500m"),

@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
 from webhooks.dryrun.engine import Checked
 from webhooks.explain.devices import ExtendedDevices, ResolvedClaim
@@ -148,6 +148,10 @@ def pod_view(checked: Checked) -> PodView | None:
     )
 
 
+#: Resources a pod-level request may name besides ``hugepages-<size>``.
+POD_LEVEL: Final = frozenset({"cpu", "memory"})
+
+
 def _requests(container: Mapping[str, Any]) -> dict[str, Decimal]:
     resources = container.get("resources")
     raw = resources.get("requests") if isinstance(resources, Mapping) else None
@@ -162,13 +166,23 @@ def _add(total: dict[str, Decimal], more: Mapping[str, Decimal]) -> None:
         total[name] = total.get(name, Decimal(0)) + amount
 
 
+def _pod_level(spec: Mapping[str, Any]) -> dict[str, Decimal]:
+    """The pod-level requests the scheduler honours (``PodLevelResources``, on by default
+    since v1.34): CPU, memory and ``hugepages-*``; other names there are ignored."""
+    found = _requests(spec)  # spec.resources.requests, read as a container's are
+    return {n: a for n, a in found.items() if n in POD_LEVEL or n.startswith("hugepages-")}
+
+
 def pod_requests(spec: Mapping[str, Any]) -> dict[str, Decimal]:
     """What the scheduler reserves for a pod: its effective requests, overhead included.
 
     App containers and sidecars (init containers with ``restartPolicy: Always``) add up; an
     ordinary init container runs alone with the sidecars started before it, so the result
-    is the larger of the two, per resource, plus ``spec.overhead``. Why not only the app
-    containers: an init container asking for more decides where the pod fits.
+    is the larger of the two, per resource. Pod-level requests (``spec.resources``, for the
+    resources it supports: CPU, memory and huge pages) replace that sum, since the
+    containers share them; then ``spec.overhead`` is added. Why not only the app
+    containers: an init container asking for more decides where the pod fits, and so does
+    a pod-level request larger than its containers'.
     """
     running: dict[str, Decimal] = {}
     for container in spec.get("containers") or []:
@@ -187,6 +201,7 @@ def pod_requests(spec: Mapping[str, Any]) -> dict[str, Decimal]:
             peak[name] = max(peak.get(name, Decimal(0)), amount + sidecars.get(name, Decimal(0)))
     _add(running, sidecars)
     result = {n: max(running.get(n, Decimal(0)), peak.get(n, Decimal(0))) for n in running | peak}
+    result.update(_pod_level(spec))
     overhead = spec.get("overhead")
     with contextlib.suppress(QuantityError, ValueError):
         _add(result, parse_resource_list(overhead if isinstance(overhead, Mapping) else None))
