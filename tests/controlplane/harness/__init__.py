@@ -23,7 +23,12 @@ from tests.controlplane.harness.components import (
 from tests.controlplane.harness.controlplane import ControlPlane, ControlPlaneOptions, running
 from tests.controlplane.harness.modes import apiserver_options
 from tests.controlplane.harness.nodes import LeaseRenewer, node_manifest, write_node
-from tests.controlplane.harness.objects import create_namespace, pod_manifest
+from tests.controlplane.harness.objects import (
+    create_namespace,
+    create_pods,
+    delete_pods,
+    pod_manifest,
+)
 from tests.controlplane.harness.process import ComponentError
 
 __all__ = [
@@ -40,6 +45,8 @@ __all__ = [
     "Untranslatable",
     "apiserver_options",
     "create_namespace",
+    "create_pods",
+    "delete_pods",
     "locate",
     "node_manifest",
     "pod_manifest",

@@ -17,6 +17,9 @@ from typing import Any
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 LEASE_DURATION_SECONDS = 40
+NOT_READY = "node.kubernetes.io/not-ready"
+UNREACHABLE = "node.kubernetes.io/unreachable"
+UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 
 
 def now() -> str:
@@ -38,8 +41,10 @@ def node_manifest(
     pods: str = "110",
     extended: Mapping[str, str] | None = None,
     unschedulable: bool = False,
+    ready: bool = True,
 ) -> dict[str, Any]:
-    """A Ready Node as a kubelet would register it: capacity equal to allocatable.
+    """A Node as a kubelet would register it: capacity equal to allocatable, Ready unless
+    ``ready`` is false (a kubelet that reports itself not ready, and keeps renewing).
 
     The well-known labels (hostname, os, arch) are set because schedulers and our
     ``explain`` both select on them.
@@ -54,7 +59,11 @@ def node_manifest(
             ("PIDPressure", "SufficientPID"),
         )
     ]
-    conditions.append({"type": "Ready", "status": "True", "reason": "KubeletReady"})
+    conditions.append(
+        {"type": "Ready", "status": "True", "reason": "KubeletReady"}
+        if ready
+        else {"type": "Ready", "status": "False", "reason": "KubeletNotReady"}
+    )
     for condition in conditions:
         condition.update(lastHeartbeatTime=stamp, lastTransitionTime=stamp, message="written")
     spec: dict[str, Any] = {}
@@ -116,6 +125,42 @@ def write_node(api_client: Any, manifest: Mapping[str, Any]) -> dict[str, Any]:
         NODE_LEASE_NAMESPACE, lease_manifest(node)
     )
     return node
+
+
+def expected_taints(node: Mapping[str, Any]) -> set[tuple[str, str]]:
+    """The (key, effect) taints the node lifecycle controller keeps on a healthy-lease node.
+
+    A Ready node has no not-ready or unreachable taint (the controller lifts the not-ready
+    taint every new Node gets); a node reporting Ready False has not-ready for NoSchedule
+    and NoExecute; a cordoned node (``spec.unschedulable``) has unschedulable:NoSchedule.
+    """
+    wanted: set[tuple[str, str]] = set()
+    conditions = node.get("status", {}).get("conditions") or []
+    ready = next((c.get("status") for c in conditions if c.get("type") == "Ready"), "Unknown")
+    if ready == "False":
+        wanted |= {(NOT_READY, "NoSchedule"), (NOT_READY, "NoExecute")}
+    if node.get("spec", {}).get("unschedulable"):
+        wanted.add((UNSCHEDULABLE, "NoSchedule"))
+    return wanted
+
+
+def settled(api_client: Any, manifests: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether every Node of ``manifests`` carries exactly the lifecycle taints it should.
+
+    Why wait for it: the scheduler and ``explain`` must read the same Nodes, and for a
+    moment after it is written every Node still has the not-ready taint it was created
+    with, or lacks the one its condition calls for.
+    """
+    from kubernetes import client
+
+    core = client.CoreV1Api(api_client)
+    managed = {NOT_READY, UNREACHABLE, UNSCHEDULABLE}
+    for manifest in manifests:
+        stored = core.read_node(manifest["metadata"]["name"])
+        present = {(t.key, t.effect) for t in stored.spec.taints or [] if t.key in managed}
+        if present != expected_taints(manifest):
+            return False
+    return True
 
 
 class LeaseRenewer:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+from tests.controlplane.harness.process import wait_until
 
 
 def create_namespace(
@@ -49,3 +51,38 @@ def pod_manifest(name: str, **spec: Any) -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}], **spec},
     }
+
+
+def create_pods(
+    api_client: Any, namespace: str, pods: Iterable[Mapping[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """Create the pods in ``namespace``; returns them as stored (admitted), by name.
+
+    Why the stored form: admission changed them (tolerations, overhead, the RuntimeClass's
+    scheduling), and what a test compares is what the scheduler and ``explain`` then read.
+    """
+    from kubernetes import client
+
+    core = client.CoreV1Api(api_client)
+    stored: dict[str, dict[str, Any]] = {}
+    for pod in pods:
+        made = core.create_namespaced_pod(namespace, dict(pod))
+        stored[made.metadata.name] = api_client.sanitize_for_serialization(made)
+    return stored
+
+
+def delete_pods(api_client: Any, namespace: str, *, timeout: float = 60.0) -> None:
+    """Delete every pod of ``namespace`` at once and wait until they are gone.
+
+    Why grace period 0: no kubelet runs, so a graceful deletion of a bound pod would keep it
+    Terminating, holding its node's room in the scheduler's view, forever.
+    """
+    from kubernetes import client
+
+    core = client.CoreV1Api(api_client)
+    core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+    wait_until(
+        lambda: not core.list_namespaced_pod(namespace).items,
+        timeout=timeout,
+        what=f"emptied of pods ({namespace})",
+    )

@@ -1,0 +1,50 @@
+"""The product's command line against a running API server, as an operator runs it.
+
+Why a real subprocess: ``audit`` and ``explain --kubeconfig`` are judged on what a person
+gets from the shell, kubeconfig loading and exit codes included, and a fresh interpreter
+cannot lean on anything a test imported before.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from tests.controlplane.harness.components import ApiServer
+
+TIMEOUT = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One finished command: its exit code and what it printed."""
+
+    args: tuple[str, ...]
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        """stdout decoded as JSON (``-o json``); fails with the command's stderr if not."""
+        try:
+            return json.loads(self.stdout)
+        except ValueError as exc:
+            raise AssertionError(f"{' '.join(self.args)} printed no JSON: {self.stderr}") from exc
+
+
+def placement_webhooks(
+    server: ApiServer, command: str, *args: str, timeout: float = TIMEOUT
+) -> Run:
+    """``placement-webhooks COMMAND --kubeconfig <admin kubeconfig> ARGS...``, waited for."""
+    argv = (command, "--kubeconfig", str(server.kubeconfig), *args)
+    done = subprocess.run(
+        [sys.executable, "-m", "webhooks", *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    return Run(argv, done.returncode, done.stdout, done.stderr)
