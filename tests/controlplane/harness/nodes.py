@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -169,7 +170,8 @@ class LeaseRenewer:
     ``stop_node`` ends one node's heartbeat (its kubelet "dies"); ``close`` ends them all.
     A renewal that fails is retried on the next round: a missed beat is what the node
     lifecycle controller tolerates anyway, and the test, not this thread, decides when a
-    node has failed.
+    node has failed. :meth:`last_renewal` says when a node's Lease was last renewed, the
+    moment a failover test counts from.
     """
 
     def __init__(self, api_client: Any, interval: float = 1.0) -> None:
@@ -179,6 +181,7 @@ class LeaseRenewer:
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self.errors: list[str] = []
+        self._renewed: dict[str, float] = {}
         self._thread = threading.Thread(target=self._run, name="lease-renewer", daemon=True)
         self._thread.start()
 
@@ -191,6 +194,15 @@ class LeaseRenewer:
         """Stop renewing ``name``'s Lease: from now on the node is failing."""
         with self._lock:
             self._nodes.discard(name)
+
+    def last_renewal(self, name: str) -> float | None:
+        """``time.monotonic()`` at the end of the last successful renewal of ``name``.
+
+        After :meth:`stop_node`, wait one ``interval`` before reading it: a round that had
+        already picked the node may still renew it once.
+        """
+        with self._lock:
+            return self._renewed.get(name)
 
     def renewing(self) -> set[str]:
         """The nodes whose Leases are being renewed."""
@@ -214,3 +226,6 @@ class LeaseRenewer:
                     )
                 except Exception as exc:  # retried next round; kept for the test
                     self.errors.append(f"{name}: {exc}")
+                    continue
+                with self._lock:
+                    self._renewed[name] = time.monotonic()
