@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 import webhooks.cli.audit as audit_command
-from tests import crds
+from tests import crds, dra
 from tests.audit import cluster
 from tests.fakeapi import FakeApiServer, Request, refused_port, running, write_kubeconfig
 from webhooks.cli import main
@@ -421,3 +421,50 @@ def test_an_audit_reports_a_skip_only_where_something_was_skipped(
     lines = result.stdout.splitlines()
     assert [line.removeprefix(mine) for line in lines if line.startswith(mine)] == results
     assert f"1 object audited (Pod 1): {counts}; " in lines[-1]
+
+
+# --- DRA claims: the audit reads what deviceClaims resolves (issue 22) ------------------------
+
+
+def _claiming_pod() -> dict[str, Any]:
+    claims = [{"name": "gpu", "resourceClaimTemplateName": "gpu-claim"}]
+    return cluster.pod("trainer", "ml", resourceClaims=claims)
+
+
+DRA_READS = ("deviceclasses", "resourceclaimtemplates", "resourceclaims")
+
+
+@pytest.mark.parametrize(
+    ("config", "unserved", "drift", "reads"),
+    [
+        ({ERT: {"deviceClaims": True}}, False, True, True),
+        ({}, False, False, False),
+        ({ERT: {"deviceClaims": True}}, True, False, True),
+    ],
+    ids=[
+        "deviceClaims on: the claimed pod drifts from the toleration it would get",
+        "deviceClaims off: no DRA object is even listed",
+        "a cluster that does not serve resource.k8s.io/v1 has no claims to resolve",
+    ],
+)
+def test_the_audit_resolves_claims_through_the_api_when_a_setting_needs_them(
+    tmp_path: Path, config: dict[str, Any], unserved: bool, drift: bool, reads: bool
+) -> None:
+    (tmp_path / "config.yaml").write_text(json.dumps({"plugins": config}))
+    objects = [
+        cluster.namespace("ml"),
+        dra.device_class(extended=dra.GPU),
+        dra.claim_template("gpu-claim", namespace="ml"),
+        _claiming_pod(),
+    ]
+    with running(*objects) as fake:
+        if unserved:
+            fake.unserved.update(DRA_READS)
+        argv = ["audit", "--kubeconfig", str(fake.kubeconfig(tmp_path / "kc"))]
+        argv += ["--config", str(tmp_path / "config.yaml"), "--page-size", "1"]
+        result = CliRunner().invoke(main, argv)
+        listed = [plural for plural in DRA_READS if fake.count("list", plural)]
+    assert result.exit_code == 0, result.stderr
+    said = f"Pod ml/trainer: {ERT}: drift: added {dra.GPU}:NoSchedule (Exists)"
+    assert (said in result.stdout.splitlines()) is drift, result.stdout
+    assert listed == (list(DRA_READS[:1]) if unserved else list(DRA_READS) if reads else [])

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests import dra
 from tests.audit import cluster
 from tests.audit.cluster import ADDED_DEFAULTS, DEFAULT_TOLERATIONS
 from webhooks.audit.model import Audit, Ref, Result
@@ -436,3 +437,77 @@ def test_owners_are_listed_before_the_objects_they_own() -> None:
     assert kinds.index("Job") < kinds.index("CronJob") < kinds.index("Pod")
     assert kinds[-1] == "Node"
     assert set(kinds) == set(KINDS)
+
+
+# -- DRA claims (extended-resource-toleration deviceClaims) -----------------------------------
+
+ERT = "extended-resource-toleration"
+CLAIMS = f"plugins:\n  {ERT}: {{deviceClaims: true}}\n"
+
+
+def _claiming_pod(name: str, how: str, target: str, **kw: Any) -> dict[str, Any]:
+    return cluster.pod(name, "ml", resourceClaims=dra.pod_claims(("gpu", how, target)), **kw)
+
+
+GPU_OBJECTS = [
+    cluster.namespace("ml"),
+    dra.device_class(extended=dra.GPU),
+    dra.claim_template("gpu-claim", namespace="ml"),
+    dra.resource_claim("shared-gpu", namespace="ml"),
+]
+GPU_TOLERATION = {"key": dra.GPU, "operator": "Exists", "effect": "NoSchedule"}
+
+
+@pytest.mark.parametrize(
+    ("pod", "text", "expected"),
+    [
+        (
+            _claiming_pod("trainer", "template", "gpu-claim"),
+            CLAIMS,
+            [("Pod ml/trainer", ERT, "drift", "warn", f"added {dra.GPU}:NoSchedule (Exists)", 0)],
+        ),
+        (
+            _claiming_pod("shared", "claim", "shared-gpu"),
+            CLAIMS,
+            [("Pod ml/shared", ERT, "drift", "warn", f"added {dra.GPU}:NoSchedule (Exists)", 0)],
+        ),
+        (
+            _claiming_pod(
+                "tolerating",
+                "template",
+                "gpu-claim",
+                tolerations=[*DEFAULT_TOLERATIONS, GPU_TOLERATION],
+            ),
+            CLAIMS,
+            [],
+        ),
+        (_claiming_pod("trainer", "template", "gpu-claim"), "", []),
+    ],
+    ids=[
+        "a pod claiming a GPU through a template drifts from the toleration deviceClaims adds",
+        "so does a pod naming a ResourceClaim",
+        "a pod that has the toleration is clean",
+        "with deviceClaims off nothing is added, so nothing drifts",
+    ],
+)
+def test_claimed_devices_are_resolved_from_the_clusters_dra_objects(
+    pod: dict[str, Any], text: str, expected: list[tuple[str, str, str, str, str, int]]
+) -> None:
+    assert results(audit([*GPU_OBJECTS, pod], text)) == expected
+
+
+def test_dra_objects_are_read_only_when_a_setting_needs_them() -> None:
+    needed, idle = Objects(GPU_OBJECTS), Objects(GPU_OBJECTS)
+    scan(needed, config(CLAIMS), now=lambda: NOW)
+    scan(idle, config(), now=lambda: NOW)
+    dra_kinds = {"DeviceClass", "ResourceClaimTemplate", "ResourceClaim"}
+    assert dra_kinds <= {kind for kind, _ in needed.asked}
+    assert not dra_kinds & {kind for kind, _ in idle.asked}
+
+
+def test_a_namespace_scan_reads_the_claims_of_that_namespace_only() -> None:
+    source = Objects([*GPU_OBJECTS, _claiming_pod("trainer", "template", "gpu-claim")])
+    found = scan(source, config(CLAIMS), ["ml"], now=lambda: NOW)
+    assert ("ResourceClaim", "ml") in source.asked
+    assert ("ResourceClaim", None) not in source.asked
+    assert [r.rule for r in found.ordered()] == ["drift"]

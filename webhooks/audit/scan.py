@@ -17,10 +17,11 @@ Pods are reported on their controller, a ReplicaSet's or a Job's on the Deployme
 CronJob that owns it, with the number of pods; ReplicaSets and Jobs that such an owner
 controls are reported through it rather than admitted again.
 
-Order and memory: Namespaces and RuntimeClasses first (the context plugins look up), then
-per namespace (or once for all) the ReplicaSets and Jobs (kept only as a map of name to
-owner), the other workloads, the Pods, and last the Nodes. Each object is admitted as its
-page arrives and only its results are kept.
+Order and memory: Namespaces and RuntimeClasses first (the context plugins look up), with
+the DeviceClasses, ResourceClaimTemplates and ResourceClaims when a setting resolves claims
+(:func:`read_devices`), then per namespace (or once for all) the ReplicaSets and Jobs (kept
+only as a map of name to owner), the other workloads, the Pods, and last the Nodes. Each
+object is admitted as its page arrives and only its results are kept.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from typing import Any, Final
 from webhooks.audit.live import Source, as_created, controller, skip_reason, subject_of
 from webhooks.audit.model import Audit, Outcome, Ref, Rule
 from webhooks.cluster.files import StaticCluster
-from webhooks.cluster.listing import KINDS
+from webhooks.cluster.informer import OPTIONAL, key_of, shown, stored
+from webhooks.cluster.listing import DRA_KINDS, KINDS, ApiError
 from webhooks.core.chain import utcnow
 from webhooks.core.config import Config
 from webhooks.core.plugin import PHASES, Plugin
@@ -40,6 +42,7 @@ from webhooks.dryrun.engine import Checked, Engine, Report
 from webhooks.dryrun.expand import controller_user
 from webhooks.dryrun.run import admit, engine_for
 from webhooks.manifests.reader import api_document
+from webhooks.plugins import REGISTRY
 
 #: Workloads admitted as objects, after the ReplicaSets and Jobs (whose owners they may be).
 WORKLOADS: Final = (
@@ -89,6 +92,7 @@ def scan(
     unknown = [name for name in namespaces if context.namespace(name) is None]
     if unknown:
         raise ScopeError(f"--namespace {unknown[0]}: no such namespace")
+    read_devices(source, config, context, namespaces)
     scanner = Scanner(engine_for([], config, context, now=now), config, audit)
     for namespace in namespaces or (None,):
         scanner.namespace(source, namespace)
@@ -96,6 +100,38 @@ def scan(
         for obj in source.items(KINDS["Node"]):
             scanner.object(obj)
     return audit
+
+
+def read_devices(
+    source: Source, config: Config, context: StaticCluster, namespaces: Sequence[str] = ()
+) -> None:
+    """Add the DRA objects the enabled settings read to ``context``; nothing if none do.
+
+    Why only then: a cluster has one ResourceClaim per pod that uses DRA, and listing
+    them costs time, memory and RBAC that the defaults never need (``Config.lookups``, as
+    the server's cache decides). Each is kept in the compact form the server's cache keeps
+    (a claim as the device classes it names), so the audit and the webhooks resolve a claim
+    alike. Claims and templates come from the scanned namespaces only: a pod names objects
+    of its own namespace. A cluster that does not serve ``resource.k8s.io/v1`` (404) has
+    none to read.
+    """
+    needed = config.lookups(REGISTRY)
+    for kind in DRA_KINDS:
+        resource = OPTIONAL.get(kind.plural)
+        if resource is None or resource.plural not in needed:
+            continue
+        scopes: Sequence[str | None] = namespaces if kind.namespaced and namespaces else (None,)
+        try:
+            for scope in scopes:
+                for obj in source.items(kind, scope):
+                    compact = stored(obj, resource)
+                    key = key_of(obj, resource)
+                    if key is not None:
+                        context.add(shown(key, compact, resource))
+        except ApiError as exc:
+            if exc.status == 404:
+                return
+            raise
 
 
 class Scanner:

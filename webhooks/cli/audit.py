@@ -24,7 +24,9 @@ HELP = """Audit the objects a cluster holds against the policy, as admission wou
 
 Lists Pods, every workload kind `check` admits, and Nodes, in pages, and admits each with
 the same engine and config as `check` (actions, overrides and exceptions included); the
-cluster's Namespaces and RuntimeClasses are the context plugins look up. Each object is
+cluster's Namespaces and RuntimeClasses are the context plugins look up, and its
+DeviceClasses, ResourceClaimTemplates and ResourceClaims when extended-resource-toleration
+resolves claims (deviceClaims or enforce). Each object is
 admitted as the CREATE admission saw: status, the node binding, server-set metadata and a
 generated name are left out.
 
