@@ -186,6 +186,41 @@ def test_the_role_reads_what_the_audit_scans_and_writes_only_reports(
     assert granted(role) == scanned | written
 
 
+@pytest.mark.parametrize(
+    ("settings", "reads"),
+    [
+        ({"deviceClaims": True}, True),
+        ({"enforce": True}, True),
+        ({"deviceClaims": True, "enabled": False}, False),
+        ({}, False),
+    ],
+    ids=[
+        "deviceClaims: the audit reads classes, claims and templates as the webhooks do",
+        "enforce judges claimed pods, so it reads them too",
+        "a disabled plugin reads nothing",
+        "the defaults read no DRA objects",
+    ],
+)
+def test_the_role_reads_dra_objects_only_when_a_setting_resolves_claims(
+    settings: dict[str, Any], reads: bool
+) -> None:
+    values = {**AUDIT, "plugins": {"extended-resource-toleration": settings}}
+    objects = render(values)
+    (role,) = [
+        o
+        for o in objects
+        if o["kind"] == "ClusterRole"
+        and o["metadata"]["labels"].get("app.kubernetes.io/component") == "audit"
+    ]
+    dra = {(g, r, v) for g, r, v in granted(role) if g == "resource.k8s.io"}
+    expected = {
+        ("resource.k8s.io", plural, verb)
+        for plural in ("deviceclasses", "resourceclaims", "resourceclaimtemplates")
+        for verb in ("get", "list")
+    }
+    assert dra == (expected if reads else set())
+
+
 def test_the_role_is_bound_to_the_cronjobs_own_account_only() -> None:
     objects = audit_objects("on")
     (account,) = [o for o in objects if o["kind"] == "ServiceAccount"]
