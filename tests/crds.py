@@ -58,3 +58,21 @@ def errors(kind: str, obj: Any) -> list[str]:
         f"{'.'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"
         for e in sorted(validator.iter_errors(obj), key=lambda e: list(e.absolute_path))
     ]
+
+
+def undeclared(kind: str, obj: Any) -> list[str]:
+    """The fields of ``obj`` its ``kind``'s schema does not declare, as the API server names
+    them in a server-side apply (``.results[0].colour``), in document order.
+
+    Why apart from :func:`errors`: a real API server refuses these before any validation,
+    while building the typed patch, with HTTP 500 rather than 422.
+    """
+    validator = jsonschema.Draft7Validator(schema(kind))
+    found = []
+    for error in validator.iter_errors(obj):
+        if error.validator != "additionalProperties" or not isinstance(error.instance, dict):
+            continue
+        declared = error.schema.get("properties") or {}
+        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+        found.extend(f"{path}.{key}" for key in error.instance if key not in declared)
+    return found

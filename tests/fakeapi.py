@@ -28,8 +28,9 @@ ReplicationControllers, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs
 CronJobs) listed across all namespaces or in one, in pages whose ``continue`` token is the
 last key returned (so a page stays correct while objects come and go), filtered by an
 equality ``labelSelector``; and the report kinds of OpenReports and wgpolicyk8s, which a
-PATCH server-side applies (created when missing; refused with 422 when the body breaks the
-OpenReports CRD schema under ``fieldValidation=Strict``, as the API server refuses it) and a
+PATCH server-side applies (created when missing; refused when the body breaks the
+OpenReports CRD schema under ``fieldValidation=Strict`` as the API server refuses it: 500 for
+an undeclared field, 422 for the rest) and a
 DELETE removes. :attr:`FakeApiServer.fault` decides per request whether to answer with an
 error status or to drop the connection unanswered. Secrets are read, created (POST: 409
 AlreadyExists when present) and replaced (PUT: 409 Conflict unless the body carries the stored
@@ -776,7 +777,9 @@ class FakeApiServer:
 
         The applied body is checked as the API server checks it: kind and apiVersion of the
         collection, the name (and namespace) of the URL, and, with
-        ``fieldValidation=Strict``, the OpenReports CRD schema (422 with every problem). The
+        ``fieldValidation=Strict``, the OpenReports CRD schema: a field it does not declare
+        is HTTP 500 "failed to create typed patch object" (a real API server builds the typed
+        patch first), any other problem 422 with every problem. The
         applier's fields replace the previous ones (one manager, so the whole object); an
         unchanged object keeps its resourceVersion.
         """
@@ -792,6 +795,14 @@ class FakeApiServer:
             message = "the name or namespace of the object does not match the URL"
             return 400, status(400, "BadRequest", message)
         if query.get("fieldValidation") == "Strict" and kind in crds.FILES:
+            extra = crds.undeclared(kind, body)
+            if extra:  # the real server fails building the typed patch, before validating
+                where = f"{namespace}/{name}" if namespaced else name
+                message = (
+                    f"failed to create typed patch object ({where}; {api_version}, "
+                    f"Kind={kind}): {extra[0]}: field not declared in schema"
+                )
+                return 500, status(500, "InternalError", message)
             problems = crds.errors(kind, body)
             if problems:
                 message = f'{kind}.{group} "{name}" is invalid: ' + "; ".join(problems)

@@ -219,6 +219,27 @@ def test_a_report_the_crd_refuses_is_one_line_naming_it(
     )
 
 
+def test_a_report_naming_a_field_its_crd_lacks_is_refused_once_not_retried(
+    fake: FakeApiServer, lister: Lister
+) -> None:
+    body = {
+        "apiVersion": "openreports.io/v1alpha1",
+        "kind": "Report",
+        "metadata": {"name": "placement-webhooks", "namespace": "shop"},
+        "results": [{"policy": "p", "result": "fail", "colour": "red"}],
+    }
+    with pytest.raises(ApiError) as info:
+        lister.apply(
+            OPENREPORTS.namespaced, "placement-webhooks", body, "placement-webhooks", "shop"
+        )
+    assert str(info.value) == (
+        "apply reports.openreports.io shop/placement-webhooks: HTTP 500: failed to create typed "
+        "patch object (shop/placement-webhooks; openreports.io/v1alpha1, Kind=Report): "
+        ".results[0].colour: field not declared in schema"
+    ), "one line, and no '(4 attempts)': the body is at fault"
+    assert len([r for r in fake.requests if r.kind == "patch"]) == 1
+
+
 # -- connecting -------------------------------------------------------------------------------
 
 

@@ -33,7 +33,7 @@ from typing import Any, Final
 
 import orjson
 
-from webhooks.cluster.failures import describe, http_status
+from webhooks.cluster.failures import describe, http_status, status_message
 from webhooks.cluster.kubeconfig import (
     SERVICE_ACCOUNT_TOKEN,
     ClusterError,
@@ -57,6 +57,9 @@ __all__ = [
 #: Statuses that say "not now" rather than "no": asked again (429 and the 5xx a busy or
 #: restarting API server or its load balancer answers).
 RETRIED_STATUSES: Final = frozenset({429, 500, 502, 503, 504})
+#: How an API server's 500 to a server-side apply begins when the body names a field the
+#: schema does not declare: the body is at fault, so asking again cannot help.
+UNDECLARED_FIELD: Final = "failed to create typed patch object"
 
 
 class ApiError(Exception):
@@ -397,7 +400,7 @@ class Lister:
             finally:
                 response.release_conn()
 
-        self._retrying(what, request)
+        self._retrying(what, request, final=_refused_body)
 
     def delete(self, kind: Kind, name: str, namespace: str = "") -> None:
         """Delete one custom object; one already gone counts as deleted.
@@ -443,11 +446,17 @@ class Lister:
     # -- retries -----------------------------------------------------------------------------
 
     def _retrying(
-        self, what: str, request: Callable[[], bytes], *, expirable: bool = False
+        self,
+        what: str,
+        request: Callable[[], bytes],
+        *,
+        expirable: bool = False,
+        final: Callable[[BaseException], bool] | None = None,
     ) -> bytes:
         """``request()``, asked again while it fails in a way that may pass; else ApiError.
 
-        ``expirable``: a 410 means an expired ``continue`` token (lists only).
+        ``expirable``: a 410 means an expired ``continue`` token (lists only); ``final``
+        picks out failures that a retried status still cannot pass (the request's fault).
         """
         paging = self.paging
         attempt = 0
@@ -460,6 +469,8 @@ class Lister:
                 if status == 410 and expirable:
                     raise _Expired(_continue_of(exc)) from None
                 retried = status in RETRIED_STATUSES if status is not None else _transport(exc)
+                if final is not None and final(exc):
+                    retried = False
                 if not retried or attempt >= paging.attempts:
                     reason = describe(exc, paging.read)
                     tries = f" ({attempt} attempts)" if attempt > 1 else ""
@@ -485,6 +496,17 @@ def _continue_of(exc: BaseException) -> str:
     meta = status.get("metadata") if isinstance(status, dict) else None
     token = meta.get("continue") if isinstance(meta, dict) else None
     return token if isinstance(token, str) else ""
+
+
+def _refused_body(exc: BaseException) -> bool:
+    """Whether an apply failed because the report names a field its CRD does not declare.
+
+    Why a 500 is final here: the API server builds the typed patch before validating and
+    answers a field the schema lacks with an internal error, which no retry will change.
+    """
+    return http_status(exc) == 500 and status_message(getattr(exc, "body", None)).startswith(
+        UNDECLARED_FIELD
+    )
 
 
 def _transport(exc: BaseException) -> bool:
