@@ -101,18 +101,26 @@ class ApiServer:
         """The admin (``system:masters``) kubeconfig."""
         return self.kubeconfigs["admin"]
 
-    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content_type: str = "application/json",
+    ) -> tuple[int, Any]:
         """Send a request as admin with the standard library: probes need no client.
 
-        Returns the status code (0 when nothing answered) and the decoded JSON body
-        (``None`` when not JSON).
+        The body is sent as JSON under ``content_type`` (``application/apply-patch+yaml``
+        for a server-side apply: JSON is YAML). Returns the status code (0 when nothing
+        answered) and the decoded JSON body (``None`` when not JSON).
         """
         context = ssl.create_default_context(cafile=str(self.credentials.serving.ca))
         headers = {"Authorization": f"Bearer {self.credentials.tokens['admin']}"}
         data = None
         if body is not None:
             data = json.dumps(body).encode()
-            headers["Content-Type"] = "application/json"
+            headers["Content-Type"] = content_type
         request = urllib.request.Request(self.url + path, data, headers, method=method)
         return fetch(request, context)
 
