@@ -16,6 +16,7 @@ controller. The policy (``configs/audit.yaml``) turns both on, and DRA claims wi
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,7 @@ import yaml
 from kubernetes import client
 
 from tests import crds, dra
+from tests.charts.render import render
 from tests.controlplane.harness import (
     ControlPlane,
     ControlPlaneOptions,
@@ -35,8 +37,9 @@ from tests.controlplane.harness import (
     running,
 )
 from tests.controlplane.harness.cli import Run, placement_webhooks
+from tests.controlplane.harness.objects import service_account_kubeconfig
 from tests.controlplane.harness.process import wait_until
-from tests.controlplane.harness.resources import install_crds
+from tests.controlplane.harness.resources import apply, install_crds
 from webhooks.audit.model import Audit, Ref
 from webhooks.audit.publish import publish
 from webhooks.audit.reports import MANAGED_BY, NAME, OPENREPORTS, build
@@ -120,8 +123,10 @@ def plane() -> Iterator[ControlPlane]:
         yield started
 
 
-def _audit(plane: ControlPlane, *args: str) -> Run:
-    return placement_webhooks(plane.api, "audit", "--config", str(CONFIG), *args)
+def _audit(plane: ControlPlane, *args: str, kubeconfig: Path | None = None) -> Run:
+    return placement_webhooks(
+        plane.api, "audit", "--config", str(CONFIG), *args, kubeconfig=kubeconfig
+    )
 
 
 def _reports(plane: ControlPlane) -> dict[tuple[str, str], dict[str, Any]]:
@@ -195,6 +200,57 @@ def test_reports_pass_the_crds_and_server_side_apply_and_stale_ones_go(plane: Co
     assert _rows(rewritten["shop", NAME]) == sorted(SHOP), "a second apply replaces the results"
     assert rewritten["shop", NAME]["metadata"]["uid"] == stored["shop", NAME]["metadata"]["uid"]
     assert "deleted" not in again.stderr
+
+
+@pytest.mark.parametrize(
+    ("release", "settings", "allowed"),
+    [
+        ("with-claims", {"deviceClaims": True}, True),
+        ("without", {}, False),
+    ],
+    ids=[
+        "rendered with deviceClaims, the chart's role lets the audit read what it needs",
+        "rendered without, the same audit is refused the DeviceClasses, in one line",
+    ],
+)
+def test_the_charts_audit_role_is_what_the_audit_needs(
+    plane: ControlPlane, tmp_path: Path, release: str, settings: dict[str, Any], allowed: bool
+) -> None:
+    """The audit under the chart's own ServiceAccount, ClusterRole and binding, applied to
+    the real RBAC authorizer: enough to scan and write reports, DRA reads included exactly
+    when the rendered config resolves claims."""
+    objects = render(
+        {"audit": {"enabled": True}, "plugins": {ERT: settings}},
+        name=release,
+        namespace="placement",
+    )
+    mine = [
+        o
+        for o in objects
+        if o["kind"] in ("ClusterRole", "ClusterRoleBinding")
+        and o["metadata"]["labels"].get("app.kubernetes.io/component") == "audit"
+    ]
+    assert len(mine) == 2
+    with plane.api.client() as api:
+        with contextlib.suppress(client.ApiException):
+            create_namespace(api, "placement")
+        for obj in mine:
+            status, body = apply(plane.api, obj, field_manager="helm")
+            assert status in (200, 201), body
+        (binding,) = [o for o in mine if o["kind"] == "ClusterRoleBinding"]
+        (account,) = binding["subjects"]
+        kubeconfig = service_account_kubeconfig(
+            plane.api, api, "placement", account["name"], tmp_path / "audit.kubeconfig"
+        )
+    run = _audit(plane, "--write-reports", "-o", "json", kubeconfig=kubeconfig)
+    if allowed:
+        assert run.code == 1, run.stderr  # findings, as under the admin's identity
+        assert "wrote" in run.stderr
+    else:
+        assert run.code == 2
+        assert run.stderr.startswith(
+            "placement-webhooks: list deviceclasses.resource.k8s.io: HTTP 403:"
+        ), run.stderr
 
 
 def test_pages_of_one_give_the_same_audit_as_one_big_page(plane: ControlPlane) -> None:

@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tests.controlplane.harness.components import ApiServer
@@ -36,10 +37,15 @@ class Run:
 
 
 def placement_webhooks(
-    server: ApiServer, command: str, *args: str, timeout: float = TIMEOUT
+    server: ApiServer,
+    command: str,
+    *args: str,
+    kubeconfig: Path | None = None,
+    timeout: float = TIMEOUT,
 ) -> Run:
-    """``placement-webhooks COMMAND --kubeconfig <admin kubeconfig> ARGS...``, waited for."""
-    argv = (command, "--kubeconfig", str(server.kubeconfig), *args)
+    """``placement-webhooks COMMAND --kubeconfig <kubeconfig> ARGS...``, waited for; the
+    admin's kubeconfig unless another identity's is given."""
+    argv = (command, "--kubeconfig", str(kubeconfig or server.kubeconfig), *args)
     done = subprocess.run(
         [sys.executable, "-m", "webhooks", *argv],
         capture_output=True,

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
+from tests.controlplane.harness.components import ApiServer
+from tests.controlplane.harness.pki import write_kubeconfig
 from tests.controlplane.harness.process import wait_until
 
 
@@ -85,4 +88,30 @@ def delete_pods(api_client: Any, namespace: str, *, timeout: float = 60.0) -> No
         lambda: not core.list_namespaced_pod(namespace).items,
         timeout=timeout,
         what=f"emptied of pods ({namespace})",
+    )
+
+
+def service_account_kubeconfig(
+    server: ApiServer, api_client: Any, namespace: str, name: str, path: Path
+) -> Path:
+    """A kubeconfig for ServiceAccount ``namespace/name`` (created if missing), with a
+    token from the TokenRequest API: exactly the identity a pod of that account has.
+
+    Why: what a chart's RBAC grants is proved only by running the product under it.
+    """
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    core = client.CoreV1Api(api_client)
+    try:
+        core.create_namespaced_service_account(
+            namespace, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}}
+        )
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
+    token = core.create_namespaced_service_account_token(name, namespace, request).status.token
+    return write_kubeconfig(
+        path, server=server.url, ca=server.credentials.serving.ca, token=token, name=name
     )
