@@ -43,6 +43,14 @@ DEFAULT_CONTROLLERS = (
     "pod-garbage-collector-controller",
 )
 
+#: Those, plus what DRA needs without a driver: claims made from ResourceClaimTemplates for
+#: pods, and pods evicted for NoExecute device taints.
+DRA_CONTROLLERS = (
+    *DEFAULT_CONTROLLERS,
+    "resourceclaim-controller",
+    "device-taint-eviction-controller",
+)
+
 
 @dataclass(frozen=True, slots=True)
 class ApiServerOptions:
