@@ -23,12 +23,15 @@ node whose device plugin does.
 from __future__ import annotations
 
 import copy
+import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from click.testing import CliRunner
 from kubernetes import client
 
 from tests import dra
@@ -51,6 +54,8 @@ from tests.controlplane.harness.components import DRA_CONTROLLERS
 from tests.controlplane.harness.nodes import settled
 from tests.controlplane.harness.process import wait_until
 from tests.controlplane.harness.scheduling import decisions
+from tests.controlplane.harness.timeline import Timeline
+from webhooks.cli import main
 
 NAMESPACE = "dra"
 GPU_CLASS, FPGA, NIC, LICENSE = (
@@ -350,3 +355,119 @@ def test_explain_agrees_with_the_scheduler_on_every_dra_pod(
     )
     assert not found, "\n".join(found)
     assert 0 < bound < len(outcomes)
+
+
+# --- a NoExecute device taint: explain's forecast against the device taint eviction controller
+
+EVICT = "evict.example.com"
+DRAIN = "drain"
+HELD = {
+    "now": [],
+    "later": [{"key": DRAIN, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 6}],
+    "never": [{"key": DRAIN, "operator": "Exists", "effect": "NoExecute"}],
+}
+
+
+def test_a_noexecute_device_taint_evicts_when_explain_forecasts(
+    plane: ControlPlane, tmp_path: Path
+) -> None:
+    """Three pods hold devices through ResourceClaims that tolerate a ``drain`` NoExecute
+    taint not at all, for 6 s, and forever. explain is asked what a DeviceTaintRule adding
+    that taint would do (the cluster's objects read into files, the rule added there only);
+    then the rule is created, and the device taint eviction controller's deletions are
+    timed from its creation, each within 2 s of the forecast."""
+    namespace = "evict"
+    with plane.api.client() as api:
+        resource = client.ResourceV1Api(api)
+        resource.create_device_class(
+            dra.device_class(EVICT, selectors=[f'device.driver == "{EVICT}"'])
+        )
+        devices = [dra.device(f"dev-{i}") for i in range(3)]
+        resource.create_resource_slice(
+            dra.resource_slice("plain-evictable", *devices, node="plain", driver=EVICT)
+        )
+        create_namespace(api, namespace)
+        pods = []
+        for name, tolerations in HELD.items():
+            request = dra.exactly("dev", EVICT, tolerations=tolerations or None)
+            claim = dra.resource_claim(f"hold-{name}", request, namespace=namespace)
+            resource.create_namespaced_resource_claim(namespace, claim)
+            pods.append(
+                pod_manifest(
+                    f"ev-{name}",
+                    resourceClaims=[{"name": "dev", "resourceClaimName": f"hold-{name}"}],
+                    terminationGracePeriodSeconds=30,
+                )
+            )
+        create_pods(api, namespace, pods)
+        placed = decisions(api, namespace, [p["metadata"]["name"] for p in pods])
+        assert {o.node for o in placed.values()} == {"plain"}
+
+        rule = dra.device_taint_rule("drain-plain", DRAIN, "NoExecute", driver=EVICT)
+        core = client.CoreV1Api(api)
+        listed = [
+            ("v1", "Node", core.list_node()),
+            (dra.API, "ResourceSlice", resource.list_resource_slice()),
+            (dra.API, "DeviceClass", resource.list_device_class()),
+            (dra.API, "ResourceClaim", resource.list_namespaced_resource_claim(namespace)),
+            (dra.API, "DeviceTaintRule", resource.list_device_taint_rule()),
+            ("v1", "Pod", core.list_namespaced_pod(namespace)),
+        ]
+        # List items come without kind and apiVersion; files must say them.
+        cluster = [
+            {"apiVersion": version, "kind": kind, **api.sanitize_for_serialization(item)}
+            for version, kind, found in listed
+            for item in found.items
+        ]
+        stored = [obj for obj in cluster if obj["kind"] == "Pod"]
+        cluster = [obj for obj in cluster if obj["kind"] != "Pod"] + [rule]
+        inventory = tmp_path / "what-if.yaml"
+        inventory.write_text(yaml.safe_dump_all(cluster))
+        manifests = tmp_path / "pods.yaml"
+        manifests.write_text(yaml.safe_dump_all(stored))
+        answer = CliRunner().invoke(
+            main,
+            ["explain", "--nodes", str(inventory), "-n", namespace, str(manifests), "-o", "json"],
+        )
+        assert answer.exit_code in (0, 1), answer.stderr
+        forecast: dict[str, float | None] = {}
+        for found in json.loads(answer.stdout)["pods"]:
+            name = found["pod"].rsplit("/", 1)[1]
+            (here,) = [f for f in found["nodes"] if f["node"] == "plain"]
+            # A taint the claim tolerates forever is no eviction, and is not listed.
+            evictions = [e for e in here["deviceEvictions"] if e["outcome"] != "never"]
+            forecast[name] = float(evictions[0]["seconds"] or 0) if evictions else None
+            assert len(evictions) <= 1, evictions
+
+        timeline = Timeline(api, namespace)
+        try:
+            time.sleep(1)  # the watch is open before the taint exists
+            resource.create_device_taint_rule(rule)
+            tainted_at = time.monotonic()
+            latest = max((s for s in forecast.values() if s is not None), default=0.0)
+            while time.monotonic() < tainted_at + latest + 5:
+                time.sleep(0.2)
+            seen = {name: timeline.deletion_seen(name) for name in forecast}
+        finally:
+            timeline.close()
+    measured = {n: None if at is None else at - tainted_at for n, at in seen.items()}
+    lines = [
+        f"  {name}: measured {'never' if measured[name] is None else f'{measured[name]:.1f} s'}, "
+        f"forecast {'never' if forecast[name] is None else f'{forecast[name]:.1f} s'}"
+        for name in sorted(forecast)
+    ]
+    FIGURES.append(
+        "NoExecute device taint (times from the DeviceTaintRule's creation):\n" + "\n".join(lines)
+    )
+    assert forecast == {"ev-now": 0.0, "ev-later": 6.0, "ev-never": None}
+    wrong = [
+        line
+        for name, line in zip(sorted(forecast), lines, strict=True)
+        if (measured[name] is None) != (forecast[name] is None)
+        or (
+            measured[name] is not None
+            and forecast[name] is not None
+            and abs(measured[name] - forecast[name]) > 2.0
+        )
+    ]
+    assert not wrong, "\n".join(lines + timeline.errors)
