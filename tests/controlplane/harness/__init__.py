@@ -13,6 +13,7 @@ Leases fresh.
 
 from __future__ import annotations
 
+from tests.controlplane.harness import auditlog
 from tests.controlplane.harness.admission import AdmissionSetup, Untranslatable, setup_for
 from tests.controlplane.harness.binaries import Binaries, NotBuilt, locate
 from tests.controlplane.harness.components import (
@@ -39,6 +40,7 @@ __all__ = [
     "NotBuilt",
     "Untranslatable",
     "apiserver_options",
+    "auditlog",
     "create_namespace",
     "locate",
     "node_manifest",
