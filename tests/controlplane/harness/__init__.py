@@ -13,7 +13,7 @@ Leases fresh.
 
 from __future__ import annotations
 
-from tests.controlplane.harness import auditlog
+from tests.controlplane.harness import auditlog, webhookserver
 from tests.controlplane.harness.admission import AdmissionSetup, Untranslatable, setup_for
 from tests.controlplane.harness.binaries import Binaries, NotBuilt, locate
 from tests.controlplane.harness.components import (
@@ -47,5 +47,6 @@ __all__ = [
     "pod_manifest",
     "running",
     "setup_for",
+    "webhookserver",
     "write_node",
 ]
