@@ -268,3 +268,12 @@ def test_the_chain_on_its_own_output_changes_nothing() -> None:
     first = admit(obj, *objects)
     again = admit(apply(obj, first.patch), *objects)
     assert again.allowed and again.patch == []
+
+
+def test_a_wildcard_daemonset_pod_keeps_the_defaults_the_reinvoked_webhook_appends_again() -> None:
+    # What kube-apiserver stores (tests/controlplane/test_webhooks_managed.py): the second
+    # round's RuntimeClass merge absorbs the appended defaults into the wildcard, the
+    # reinvoked webhook appends them again, and there is no third round.
+    rc = runtime_class("gvisor", nodeSelector={"sandbox": "gvisor"})
+    obj = owned_by(pod(runtimeClassName="gvisor", tolerations=[ANY]))
+    assert stored(obj, namespace("team"), rc, namespace="team") == [ANY, *DAEMON_DEFAULTS]

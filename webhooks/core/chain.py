@@ -1,19 +1,22 @@
-"""Run plugins in chain order: the mutators once each, in order, then validators on the result.
+"""Run plugins in chain order: the mutators in order, then validators on the result.
 
 This is the whole admission decision, transport-free: the HTTP server, ``review``, ``check``
 and the other offline commands all call :func:`run_chain`, so offline answers cannot drift
 from the server's.
 
-Upstream runs every in-tree admission plugin once, in ``AllOrderedPlugins`` order; a later
-plugin's change (an extended-resource toleration appended after a namespace default merged
-everything into a wildcard) is part of the answer, so the mutators run once each too. Our
-own plugins (those with no ``upstream``) come after upstream's and stand where upstream has
-a webhook: when a webhook changes the object, the API server reinvokes the chain, in-tree
-plugins included, and so a change by one of ours runs the mutating chain again on the
-result, until it stops changing (at most :data:`MAX_PASSES`). The DaemonSet defaults, for
-one, can make a pod's own toleration redundant, which the RuntimeClass merge then removes.
-The answer is therefore what the API server would store, and reinvoking the webhook on it
-changes nothing.
+The chain is what kube-apiserver does with the in-tree plugins our plugins reimplement
+(those with an ``upstream``) and our own plugins as a mutating webhook behind them. Upstream
+runs the in-tree plugins once each, in ``AllOrderedPlugins`` order, then the webhooks; a
+change by an in-tree plugin is simply seen by the ones after it. When a webhook changes
+the object, the API server runs the whole mutating chain a second time (``reinvocation.go``
+in k8s.io/apiserver): every in-tree plugin again, then each ``reinvocationPolicy:
+IfNeeded`` webhook whose output was changed since its call, and then it stops, whatever
+that second round changed. So here: one pass of every mutator; if one of ours (no
+``upstream``) changed the object, one more pass of every mutator (ours change nothing on
+their own output, so running them again stands for "reinvoked only if changed"); no third
+pass (:data:`MAX_PASSES`). The DaemonSet defaults, for one, can make a pod's own toleration
+redundant, which the RuntimeClass merge then removes. tests/controlplane's
+``test_webhooks_managed.py`` shows the API server doing exactly this.
 """
 
 from __future__ import annotations
@@ -54,10 +57,9 @@ from webhooks.core.result import (
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.namespaces import labels_of
 
-#: Mutating passes at most; why a bound: a further pass runs only when one of our plugins
-#: changed the object, so still changing after this many is a bug, and the result so far
-#: is sent rather than looping.
-MAX_PASSES = 3
+#: Mutating passes at most: the first, and the one reinvocation the API server makes after
+#: a webhook changed the object (module docstring); it never makes a third.
+MAX_PASSES = 2
 
 #: Exceptions that concern one half (the others need not be looked at per request).
 Excepting = tuple[PolicyException, ...]
@@ -403,10 +405,10 @@ def mutate(
     progress: _Progress,
     judge: _Judge,
 ) -> list[Violation]:
-    """One pass of the mutators, and more while one of ours keeps changing the object.
+    """One pass of the mutators, and one more if one of ours changed the object.
 
-    A further pass that ends where the one before it ended (a namespace default merging
-    away what a later plugin then appends again) leaves nothing in the patch.
+    A second pass that ends where the first ended (a namespace default merging away what a
+    later plugin then appends again) leaves nothing more in the patch.
     """
     violations = _pass(request, scope, steps, progress, judge)
     for _ in range(MAX_PASSES - 1):
