@@ -246,3 +246,25 @@ def test_a_denial_never_puts_the_patch_on_the_wire() -> None:
     outcome = _run([_labeller("a"), _validator("v", "refused")])
     assert outcome.patch and not outcome.allowed
     assert "patch" not in response_dict("uid", outcome)["response"]
+
+
+def test_the_first_upstream_validator_that_refuses_is_the_whole_answer() -> None:
+    """kube-apiserver's validating phase stops at the first in-tree plugin that refuses, and
+    runs the in-tree plugins before any webhook: upstream's refusal comes alone."""
+    plugins = [
+        _validator("ours", "ours refuses"),
+        _upstream(_validator("first", "first refuses")),
+        _upstream(_validator("second", "second refuses")),
+    ]
+    outcome = _run(plugins)
+    assert (outcome.message, outcome.denied_by) == ("first refuses", ("first",))
+
+
+def test_upstream_validators_run_in_upstream_s_order_anti_affinity_first() -> None:
+    runtime = dataclasses.replace(
+        _validator("rc", "runtime class refuses"), upstream="RuntimeClass"
+    )
+    anti = dataclasses.replace(
+        _validator("aa", "anti-affinity refuses"), upstream="LimitPodHardAntiAffinityTopology"
+    )
+    assert _run([runtime, anti]).message == "anti-affinity refuses"

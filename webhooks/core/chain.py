@@ -423,6 +423,30 @@ def mutate(
     return violations
 
 
+#: The in-tree plugins in kube-apiserver's order (``AllOrderedPlugins``): its validating
+#: phase runs them in this order, LimitPodHardAntiAffinityTopology first, before any webhook.
+UPSTREAM_ORDER = (
+    "LimitPodHardAntiAffinityTopology",
+    "PodNodeSelector",
+    "DefaultTolerationSeconds",
+    "PodTolerationRestriction",
+    "ExtendedResourceToleration",
+    "RuntimeClass",
+)
+
+
+def _upstream_first(steps: Sequence[ValidateStep]) -> list[ValidateStep]:
+    """Upstream's validators in upstream's order, then ours in chain order."""
+
+    def rank(step: ValidateStep) -> int:
+        name = step[0].upstream
+        if not name:
+            return len(UPSTREAM_ORDER)
+        return UPSTREAM_ORDER.index(name) if name in UPSTREAM_ORDER else len(UPSTREAM_ORDER) - 1
+
+    return sorted(steps, key=rank)
+
+
 def validate(
     request: AdmissionRequest,
     scope: _Scope,
@@ -430,10 +454,17 @@ def validate(
     progress: _Progress,
     judge: _Judge,
 ) -> list[Violation]:
-    """Run every validator on the final object, so one answer lists every problem."""
+    """Run the validators on the final object: upstream's first, in upstream's order, and
+    the first of them that refuses is the answer; otherwise every one of ours, so one answer
+    lists each of their problems.
+
+    Why: kube-apiserver's validating phase stops at the first in-tree plugin that refuses,
+    before any webhook runs, so a pod two upstream plugins refuse reads only the first's
+    message there (tests/controlplane/differential shows it).
+    """
     obj = progress.obj
     violations: list[Violation] = []
-    for plugin, half, context, rules, excepting in steps:
+    for plugin, half, context, rules, excepting in _upstream_first(steps):
         if not scope.applies(half):
             continue
         if scope.mismatch:
@@ -449,6 +480,8 @@ def validate(
                 violations.extend(judge.enforced(plugin, found, rules, context, progress))
         except Exception as exc:  # a plugin bug must not become an HTTP 500 or a hang
             return [*violations, _failure(plugin, exc)]
+        if violations and plugin.upstream:
+            break  # in tree, the first refusal ends the validating phase
     return violations
 
 
