@@ -14,9 +14,10 @@ IfNeeded`` webhook whose output was changed since its call, and then it stops, w
 that second round changed. So here: one pass of every mutator; if one of ours (no
 ``upstream``) changed the object, one more pass of every mutator (ours change nothing on
 their own output, so running them again stands for "reinvoked only if changed"); no third
-pass (:data:`MAX_PASSES`). The DaemonSet defaults, for one, can make a pod's own toleration
-redundant, which the RuntimeClass merge then removes. tests/controlplane's
-``test_webhooks_managed.py`` shows the API server doing exactly this.
+pass (:data:`MAX_PASSES`). tests/controlplane's ``test_webhooks_managed.py`` shows the API
+server doing exactly this. A mutator that stands for a controller's writes before admission
+(:attr:`Plugin.precedes_admission`: the DaemonSet defaults) runs before all the others and
+asks for no second pass, as nothing reinvokes a controller.
 """
 
 from __future__ import annotations
@@ -99,6 +100,8 @@ def resolve(plugins: Iterable[Plugin], config: Config, cluster: ClusterView | No
     view = cluster if cluster is not None else NoCluster()
     mutators: list[MutateStep] = []
     validators: list[ValidateStep] = []
+    # What a controller writes before admission comes first (Plugin.precedes_admission).
+    plugins = sorted(plugins, key=lambda p: not (p.precedes_admission and p.mutate))
     for plugin in plugins:
         rules = config.plugins[plugin.name]
         context = Context(rules.settings, view)
@@ -387,7 +390,7 @@ def _pass(
                 progress.monitor(plugin.name, result)
             else:
                 progress.take(plugin.name, result)
-                if result.patch and not plugin.upstream:
+                if result.patch and not (plugin.upstream or plugin.precedes_admission):
                     progress.reinvoke = True
             if result.violations:
                 denial = judge.enforced(plugin, result.violations, rules, context, progress)
