@@ -39,6 +39,7 @@ IMAGE = "registry.k8s.io/pause:3.10"
 
 #: The plugins a case can exercise, in chain order: the rows of the summary.
 PLUGINS = (
+    "daemonset-tolerations",
     "pod-node-selector",
     "default-toleration-seconds",
     "pod-toleration-restriction",
