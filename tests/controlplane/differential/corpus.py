@@ -165,11 +165,13 @@ RUNTIME_CLASSES: tuple[dict[str, Any], ...] = (
 )
 RUNTIME_CLASS_NAMES = (*(rc["metadata"]["name"] for rc in RUNTIME_CLASSES), "missing")
 
+#: Topology keys: the one allowed, two wide ones, and one that differs only in case (the
+#: comparison is exact; a capital in the name part is still a valid label key).
 ANTI_AFFINITY_KEYS = (
     "kubernetes.io/hostname",
     "zone",
-    " kubernetes.io/hostname",
-    "Kubernetes.io/hostname",
+    "topology.kubernetes.io/zone",
+    "kubernetes.io/Hostname",
 )
 
 
