@@ -268,3 +268,15 @@ def test_upstream_validators_run_in_upstream_s_order_anti_affinity_first() -> No
         _validator("aa", "anti-affinity refuses"), upstream="LimitPodHardAntiAffinityTopology"
     )
     assert _run([runtime, anti]).message == "anti-affinity refuses"
+
+
+def test_what_a_controller_writes_before_admission_runs_first_and_asks_for_no_second_pass() -> None:
+    """``precedes_admission`` stands for a controller's writes (the DaemonSet defaults): the
+    other mutators see them, as in-tree plugins see a controller's pods, and nothing
+    reinvokes a controller."""
+    made: list[str] = []
+    follower = _counted(_upstream(_follower("x", after="b")), made)
+    early = dataclasses.replace(_counted(_labeller("b"), made), precedes_admission=True)
+    outcome = _run([follower, early])
+    assert made == ["b", "x"]
+    assert outcome.obj["metadata"]["labels"]["seen"] == "bx"
