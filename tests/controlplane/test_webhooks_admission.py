@@ -11,6 +11,7 @@ log: audit annotations never reach a client.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import re
 import time
@@ -97,7 +98,7 @@ def api_client(api: ApiServer) -> Iterator[Any]:
         yield made
 
 
-_count = iter(range(1_000_000))
+_count = itertools.count()
 
 
 def _namespace(api_client: Any, **kw: Any) -> str:
@@ -582,52 +583,136 @@ def test_an_update_is_sent_only_when_it_changes_the_spec(
     assert sent == expected
 
 
+def _template(path: tuple[str, ...]) -> Callable[[dict[str, Any]], None]:
+    """An edit adding a toleration to the pod spec at ``path`` (a template's ``spec``)."""
+
+    def edit(obj: dict[str, Any]) -> None:
+        for key in path:
+            obj = obj[key]
+        obj["tolerations"] = [TOL_X]
+
+    return edit
+
+
+def _relabel(obj: dict[str, Any]) -> None:
+    obj["metadata"].setdefault("labels", {})["tier"] = "changed"
+
+
+TEMPLATE = ("spec", "template", "spec")
+VALIDATE_ONLY = {"/mutate": 0, "/validate": 1}
+#: (API path prefix, plural, manifest maker, edit, calls): every branch of the condition.
 WORKLOAD_UPDATES = [
     pytest.param(
+        "apps/v1",
         "deployments",
         lambda d: d["spec"].update(minReadySeconds=5),
-        {"/mutate": 0, "/validate": 0},
+        NONE,
         id="a Deployment update outside its template is not sent",
     ),
     pytest.param(
+        "apps/v1",
         "deployments",
-        lambda d: d["spec"]["template"]["spec"].update(tolerations=[TOL_X]),
-        {"/mutate": 0, "/validate": 1},
+        _template(TEMPLATE),
+        VALIDATE_ONLY,
         id="a Deployment whose template changes is sent to validation",
     ),
+    pytest.param("apps/v1", "daemonsets", _relabel, NONE, id="a DaemonSet relabelled is not sent"),
     pytest.param(
+        "apps/v1",
         "daemonsets",
-        lambda d: d["metadata"].setdefault("labels", {}).update(tier="agent"),
-        {"/mutate": 0, "/validate": 0},
-        id="a DaemonSet relabelled is not sent",
-    ),
-    pytest.param(
-        "daemonsets",
-        lambda d: d["spec"]["template"]["spec"].update(tolerations=[TOL_X]),
+        _template(TEMPLATE),
         BOTH,
         id="a DaemonSet whose template changes is sent to both phases",
+    ),
+    pytest.param(
+        "apps/v1",
+        "statefulsets",
+        lambda d: d["spec"].update(minReadySeconds=5),
+        NONE,
+        id="a StatefulSet update outside its template is not sent",
+    ),
+    pytest.param(
+        "apps/v1",
+        "statefulsets",
+        _template(TEMPLATE),
+        VALIDATE_ONLY,
+        id="a StatefulSet whose template changes is sent to validation",
+    ),
+    pytest.param(
+        "batch/v1",
+        "cronjobs",
+        lambda c: c["spec"].update(schedule="*/7 * * * *"),
+        NONE,
+        id="a CronJob rescheduled is not sent",
+    ),
+    pytest.param(
+        "batch/v1",
+        "cronjobs",
+        _template(("spec", "jobTemplate", *TEMPLATE)),
+        VALIDATE_ONLY,
+        id="a CronJob whose job template changes is sent to validation",
+    ),
+    pytest.param("v1", "podtemplates", _relabel, NONE, id="a PodTemplate relabelled is not sent"),
+    pytest.param(
+        "v1",
+        "podtemplates",
+        _template(("template", "spec")),
+        VALIDATE_ONLY,
+        id="a PodTemplate whose template changes is sent to validation",
     ),
 ]
 
 
-@pytest.mark.parametrize(("resource", "edit", "expected"), WORKLOAD_UPDATES)
+def _workload(resource: str) -> dict[str, Any]:
+    """A workload of ``resource`` that no controller of this plane acts on (no pods, no
+    ReplicaSets: their creation would count as calls)."""
+    manifest = _daemonset("w")
+    template = manifest["spec"]["template"]
+    if resource == "daemonsets":
+        return manifest
+    if resource == "deployments":
+        manifest = _deployment("w")
+        manifest["spec"].update(replicas=0, paused=True)
+        return manifest
+    if resource == "statefulsets":
+        manifest["kind"] = "StatefulSet"
+        manifest["spec"].update(replicas=0, serviceName="w")
+        return manifest
+    if resource == "cronjobs":
+        template["spec"]["restartPolicy"] = "Never"
+        return {
+            "apiVersion": "batch/v1",
+            "kind": "CronJob",
+            "metadata": {"name": "w"},
+            "spec": {
+                "schedule": "*/5 * * * *",
+                "suspend": True,
+                "jobTemplate": {"spec": {"template": template}},
+            },
+        }
+    return {
+        "apiVersion": "v1",
+        "kind": "PodTemplate",
+        "metadata": {"name": "w"},
+        "template": template,
+    }
+
+
+@pytest.mark.parametrize(("version", "resource", "edit", "expected"), WORKLOAD_UPDATES)
 def test_a_workload_update_is_sent_only_when_its_template_changes(
     plane: ControlPlane,
     api: ApiServer,
     api_client: Any,
+    version: str,
     resource: str,
     edit: Callable[[dict[str, Any]], None],
     expected: dict[str, int],
 ) -> None:
     namespace = _namespace(api_client)
-    path = f"/apis/apps/v1/namespaces/{namespace}/{resource}"
-    if resource == "deployments":
-        # Paused and empty: the controller makes no ReplicaSet whose creation would count.
-        manifest = _deployment("w")
-        manifest["spec"].update(replicas=0, paused=True)
-    else:
-        manifest = _daemonset("w")
-    assert api.call("POST", path, manifest).status == 201
+    group = "/api" if version == "v1" else "/apis"
+    path = f"{group}/{version}/namespaces/{namespace}/{resource}"
+    created = api.call("POST", path, _workload(resource))
+    assert created.status == 201, created.body
     answer, sent = _sent(plane, lambda: _update(api, f"{path}/w", edit))
     assert answer.status == 200, answer.body
     assert sent == expected
