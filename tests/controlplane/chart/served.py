@@ -1,0 +1,96 @@
+"""The chart's release on the real API server, and ``serve`` standing in for its pods.
+
+Shared by the chart proofs: render the chart (Helm's own engine, as ``make test`` does),
+apply what it renders, and run ``serve`` behind the release's Service with the certificate
+and config the chart made, so the API server's calls follow the chart's registration.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from tests.charts.render import render
+from tests.controlplane.harness import ControlPlane, pod_manifest
+from tests.controlplane.harness.servicenet import (
+    ServedService,
+    chart_config,
+    secret_to_dir,
+    serve_behind_service,
+)
+
+WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+
+
+def rendered(
+    values: dict[str, Any] | None, release: str, namespace: str, *, upgrade: bool = True
+) -> list[dict[str, Any]]:
+    """The release's objects (hooks left out), as ``helm upgrade`` (or install) renders them."""
+    objects = render(values, name=release, namespace=namespace, upgrade=upgrade)
+    return [
+        obj
+        for obj in objects
+        if "helm.sh/hook" not in (obj.get("metadata", {}).get("annotations") or {})
+    ]
+
+
+def serve_release(
+    plane: ControlPlane,
+    admin: Any,
+    release: str,
+    namespace: str,
+    directory: Path,
+    *,
+    cert_dir: Path | None = None,
+) -> ServedService:
+    """``serve`` with the release's config on its Service's ClusterIP.
+
+    ``cert_dir``: where the certificate is (``tls.mode: managed``, filled by ``certs
+    manage``); by default the chart's generated Secret ``<release>-tls``.
+    """
+    fullname = release if "placement-webhooks" in release else f"{release}-placement-webhooks"
+    if cert_dir is None:
+        cert_dir = secret_to_dir(admin, namespace, f"{fullname}-tls", directory / "certs")
+    config = chart_config(admin, namespace, fullname, directory)
+    return serve_behind_service(
+        plane.api, admin, namespace, fullname, cert_dir, config, directory / "serve"
+    )
+
+
+def create_pod(admin: Any, namespace: str, name: str, *, dry_run: bool = False) -> None:
+    """Create a one-container Pod (``dry_run``: ``dryRun=All``, nothing stored)."""
+    core = client.CoreV1Api(admin)
+    kwargs: dict[str, Any] = {"dry_run": "All"} if dry_run else {}
+    core.create_namespaced_pod(namespace, pod_manifest(name), **kwargs)
+
+
+def refusal(admin: Any, namespace: str, name: str) -> str:
+    """The API server's message refusing a Pod create ("" when it was admitted)."""
+    try:
+        create_pod(admin, namespace, name, dry_run=True)
+    except ApiException as exc:
+        return str(json.loads(exc.body).get("message", exc.body))
+    return ""
+
+
+def failure_policies(admin: Any, name: str) -> dict[str, str]:
+    """``{webhook name: failurePolicy}`` of both configurations named ``name``."""
+    api = client.AdmissionregistrationV1Api(admin)
+    found: dict[str, str] = {}
+    for read in (
+        api.read_mutating_webhook_configuration,
+        api.read_validating_webhook_configuration,
+    ):
+        try:
+            configuration = read(name)
+        except ApiException as exc:
+            if exc.status == 404:
+                continue
+            raise
+        for hook in configuration.webhooks or []:
+            found[hook.name] = hook.failure_policy
+    return found
