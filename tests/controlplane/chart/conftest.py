@@ -28,6 +28,7 @@ from tests.controlplane.harness import (
 )
 from tests.controlplane.harness.components import DEFAULT_CONTROLLERS
 from tests.controlplane.harness.helm import Helm, locate_helm
+from tests.controlplane.harness.process import Component
 from tests.controlplane.harness.servicenet import loopback_service_range, service_flag
 
 #: (what, figure) measured by the proofs, printed at the end of the run.
@@ -94,3 +95,12 @@ def helm(plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Helm:
     except NotBuilt as exc:
         pytest.fail(str(exc), pytrace=False)
     return Helm(binary, plane.api.kubeconfig, tmp_path_factory.mktemp("helm-home"))
+
+
+@pytest.fixture
+def processes() -> Iterator[list[Component]]:
+    """Processes a test starts (``serve``, ``certs manage``), stopped when it ends, pass or fail."""
+    started: list[Component] = []
+    yield started
+    for component in reversed(started):
+        component.stop()

@@ -16,6 +16,7 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.charts.render import render
 from tests.controlplane.harness import ControlPlane, pod_manifest
+from tests.controlplane.harness.process import Component
 from tests.controlplane.harness.servicenet import (
     ServedService,
     chart_config,
@@ -46,6 +47,7 @@ def serve_release(
     directory: Path,
     *,
     cert_dir: Path | None = None,
+    processes: list[Component] | None = None,
 ) -> ServedService:
     """``serve`` with the release's config on its Service's ClusterIP.
 
@@ -56,9 +58,12 @@ def serve_release(
     if cert_dir is None:
         cert_dir = secret_to_dir(admin, namespace, f"{fullname}-tls", directory / "certs")
     config = chart_config(admin, namespace, fullname, directory)
-    return serve_behind_service(
+    served = serve_behind_service(
         plane.api, admin, namespace, fullname, cert_dir, config, directory / "serve"
     )
+    if processes is not None:
+        processes.append(served.component)
+    return served
 
 
 def create_pod(admin: Any, namespace: str, name: str, *, dry_run: bool = False) -> None:

@@ -36,6 +36,7 @@ from tests.controlplane.harness import (
     write_node,
 )
 from tests.controlplane.harness.apply import apply_objects, delete_objects
+from tests.controlplane.harness.process import Component
 from tests.waiting import eventually
 
 UNREACHABLE = "node.kubernetes.io/unreachable"
@@ -85,6 +86,7 @@ def test_with_every_replica_stopped_a_failed_node_is_tainted_and_webhook_pods_ar
     admin: Any,
     renewer: LeaseRenewer,
     tmp_path: Path,
+    processes: list[Component],
     values: dict[str, Any] | None,
     case: str,
 ) -> None:
@@ -105,7 +107,7 @@ def test_with_every_replica_stopped_a_failed_node_is_tainted_and_webhook_pods_ar
     create_namespace(admin, workloads)
     try:
         apply_objects(admin, everything_else)
-        served = serve_release(plane, admin, release, namespace, tmp_path)
+        served = serve_release(plane, admin, release, namespace, tmp_path, processes=processes)
         # Up: the API server calls the webhook through the chart's Service and it answers.
         eventually(
             lambda: (
