@@ -7,22 +7,31 @@ and config the chart made, so the API server's calls follow the chart's registra
 
 from __future__ import annotations
 
+import base64
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.charts.render import render
+from tests.charts.render import is_hook, render
 from tests.controlplane.harness import ControlPlane, pod_manifest
+from tests.controlplane.harness.apply import apply_objects, delete_objects
 from tests.controlplane.harness.process import Component
 from tests.controlplane.harness.servicenet import (
     ServedService,
     chart_config,
     secret_to_dir,
     serve_behind_service,
+    service_names,
+    token_kubeconfig,
+    with_cluster_dns,
 )
+
+REPO = Path(__file__).resolve().parents[3]
 
 WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
 
@@ -37,6 +46,73 @@ def rendered(
         for obj in objects
         if "helm.sh/hook" not in (obj.get("metadata", {}).get("annotations") or {})
     ]
+
+
+def fullname_of(release: str) -> str:
+    """The chart's full name for ``release`` (its ``placement-webhooks.fullname``)."""
+    return release if "placement-webhooks" in release else f"{release}-placement-webhooks"
+
+
+def hooks_of(
+    event: str, values: dict[str, Any] | None, release: str, namespace: str, *, upgrade: bool
+) -> list[dict[str, Any]]:
+    """The hook objects of ``event`` (``post-install``, ``test``) in one render."""
+    objects = render(values, name=release, namespace=namespace, upgrade=upgrade)
+    return [
+        obj
+        for obj in objects
+        if is_hook(obj) and event in obj["metadata"]["annotations"]["helm.sh/hook"].split(",")
+    ]
+
+
+def run_hook(
+    plane: ControlPlane,
+    admin: Any,
+    hooks: list[dict[str, Any]],
+    kind: str,
+    namespace: str,
+    directory: Path,
+) -> subprocess.CompletedProcess[str]:
+    """Play a hook's part: its account and role from the render, then its container's
+    arguments run as that account (a TokenRequest token), with cluster DNS for the Service."""
+    accounts = [o for o in hooks if o["kind"] in {"ServiceAccount", "ClusterRole"}]
+    bindings = [o for o in hooks if o["kind"] == "ClusterRoleBinding"]
+    apply_objects(admin, [*accounts, *bindings])
+    [workload] = [o for o in hooks if o["kind"] == kind]
+    pod = workload["spec"]["template"]["spec"] if kind == "Job" else workload["spec"]
+    [container] = pod["containers"]
+    kubeconfig = token_kubeconfig(
+        plane.api, admin, namespace, pod["serviceAccountName"], directory / f"{kind}.kubeconfig"
+    )
+    command = [sys.executable, "-m", "webhooks", *container["args"]]
+    command += ["--kubeconfig", str(kubeconfig)]
+    args = container["args"]
+    service = args[args.index("--name") + 1]  # the configurations and the Service share it
+    names = service_names(admin, namespace, service)
+    try:
+        return subprocess.run(
+            with_cluster_dns(command, names, directory / kind),
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        delete_objects(admin, [*bindings, *accounts])
+
+
+def ca_bundles(admin: Any, name: str) -> dict[str, bytes]:
+    """``{webhook: caBundle PEM}`` of both configurations ``name``."""
+    api = client.AdmissionregistrationV1Api(admin)
+    found = {}
+    for configuration in (
+        api.read_mutating_webhook_configuration(name),
+        api.read_validating_webhook_configuration(name),
+    ):
+        for hook in configuration.webhooks:
+            found[hook.name] = base64.b64decode(hook.client_config.ca_bundle or "")
+    return found
 
 
 def serve_release(
@@ -54,7 +130,7 @@ def serve_release(
     ``cert_dir``: where the certificate is (``tls.mode: managed``, filled by ``certs
     manage``); by default the chart's generated Secret ``<release>-tls``.
     """
-    fullname = release if "placement-webhooks" in release else f"{release}-placement-webhooks"
+    fullname = fullname_of(release)
     if cert_dir is None:
         cert_dir = secret_to_dir(admin, namespace, f"{fullname}-tls", directory / "certs")
     config = chart_config(admin, namespace, fullname, directory)

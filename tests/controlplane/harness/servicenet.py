@@ -162,6 +162,7 @@ def token_kubeconfig(
         .create_namespaced_service_account_token(account, namespace, request)
         .status.token
     )
+    path.parent.mkdir(parents=True, exist_ok=True)
     return pki.write_kubeconfig(
         path, server=server.url, ca=server.credentials.serving.ca, token=token, name=account
     )
