@@ -37,10 +37,22 @@ def test_two_template_runs_render_identical_objects() -> None:
     )
 
 
-def test_the_default_generate_mode_is_not_render_stable_and_says_so() -> None:
-    # Kept as the default for now: docs/operations.md ("TLS modes") says why, and what proof
-    # on a real control plane makes managed the default.
-    assert configurations(render()) != configurations(render())
+def test_two_template_runs_of_the_default_install_render_identical_configurations() -> None:
+    # Issue 21's done-when. The default, tls.mode auto, is managed for an install and for
+    # every offline render (no Secret can be looked up), so nothing in it is generated.
+    assert configurations(render()) == configurations(render())
+    assert render() == render()
+    assert render(upgrade=True) == render(upgrade=True)
+
+
+def test_generate_is_still_not_render_stable_and_says_so() -> None:
+    # Why auto is managed whenever it can be: docs/operations.md ("TLS modes").
+    generate = {"tls": {"mode": "generate"}}
+    assert configurations(render(generate)) != configurations(render(generate))
+
+
+def test_the_default_install_is_managed() -> None:
+    assert render() == render(MANAGED)
 
 
 def test_no_ca_bundle_and_an_empty_secret_are_rendered() -> None:
@@ -102,7 +114,7 @@ def test_the_pods_may_touch_exactly_their_secret_and_their_two_configurations() 
 
 
 def test_other_modes_grant_no_secret_or_configuration_access() -> None:
-    objects = released(render())
+    objects = released(render({"tls": {"mode": "generate"}}))
     assert of_kind(objects, "Role") == []
     cluster = granted(one(objects, "ClusterRole"))
     assert not {g for g in cluster if g[0] == "admissionregistration.k8s.io"}

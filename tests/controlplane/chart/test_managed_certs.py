@@ -237,3 +237,36 @@ def test_switching_a_generate_release_to_managed_fails_calls_until_every_pod_ser
             "fail-closed calls refused from the upgrade until the last old pod is gone",
         )
     )
+
+
+def test_the_default_is_managed_for_installs_and_keeps_an_existing_generate_release(
+    plane: ControlPlane, admin: Any, helm: Helm
+) -> None:
+    # Issue 21's done-when, with Helm itself: two template runs of the default install.
+    assert helm.template("tpl", "placement-tpl", None) == helm.template(
+        "tpl", "placement-tpl", None
+    )
+
+    # A release installed on generate (the previous default) keeps it through a default
+    # upgrade: same Secret, same caBundle, no sidecar; no switch window.
+    old, old_ns = "keep", "placement-keep"
+    helm.install(old, old_ns, {"tls": {"mode": "generate"}}, "--create-namespace")
+    chain = ca_bundles(admin, fullname_of(old))
+    helm.upgrade(old, old_ns, None)
+    assert ca_bundles(admin, fullname_of(old)) == chain
+    deployment = client.AppsV1Api(admin).read_namespaced_deployment(fullname_of(old), old_ns)
+    assert not deployment.spec.template.spec.init_containers
+    # (Its validating webhook now fails closed with nothing serving: it must go first.)
+    helm.run("uninstall", old, "--namespace", old_ns)
+
+    # A new install with the defaults is managed: the empty Secret, the sidecar, no bundle.
+    new, new_ns = "fresh", "placement-fresh"
+    helm.install(new, new_ns, None, "--create-namespace")
+    assert set(ca_bundles(admin, fullname_of(new)).values()) == {b""}
+    fresh = client.AppsV1Api(admin).read_namespaced_deployment(fullname_of(new), new_ns)
+    assert [c.name for c in fresh.spec.template.spec.init_containers] == ["certs"]
+    assert _secret(admin, new_ns, f"{fullname_of(new)}-certs").data is None
+    # ...and stays managed on a default upgrade (no generate Secret to find).
+    helm.upgrade(new, new_ns, None)
+    upgraded = client.AppsV1Api(admin).read_namespaced_deployment(fullname_of(new), new_ns)
+    assert [c.name for c in upgraded.spec.template.spec.init_containers] == ["certs"]
