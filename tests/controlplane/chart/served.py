@@ -115,6 +115,37 @@ def ca_bundles(admin: Any, name: str) -> dict[str, bytes]:
     return found
 
 
+def pod_certificates(
+    plane: ControlPlane, admin: Any, release: str, namespace: str, directory: Path
+) -> Path:
+    """The cert dir a pod of the release serves from, filled as the chart fills it.
+
+    ``generate`` (its Secret ``<fullname>-tls`` exists): the Secret's files, as the volume
+    mounts them. ``managed``: the sidecar's command, once, as the chart's ServiceAccount.
+    """
+    fullname = fullname_of(release)
+    try:
+        return secret_to_dir(admin, namespace, f"{fullname}-tls", directory)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+    kubeconfig = token_kubeconfig(
+        plane.api, admin, namespace, fullname, directory.parent / "sidecar.kubeconfig"
+    )
+    command = [
+        *(sys.executable, "-m", "webhooks", "certs", "manage", "--once"),
+        *("--secret", f"{fullname}-certs", "--namespace", namespace, "--service", fullname),
+        *("--webhook-config", fullname, "--cert-dir", str(directory)),
+        *("--kubeconfig", str(kubeconfig)),
+    ]
+    proc = subprocess.run(
+        command, capture_output=True, text=True, cwd=REPO, timeout=120, check=False
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"certs manage failed: {proc.stderr.strip()}")
+    return directory
+
+
 def serve_release(
     plane: ControlPlane,
     admin: Any,
@@ -132,7 +163,7 @@ def serve_release(
     """
     fullname = fullname_of(release)
     if cert_dir is None:
-        cert_dir = secret_to_dir(admin, namespace, f"{fullname}-tls", directory / "certs")
+        cert_dir = pod_certificates(plane, admin, release, namespace, directory / "certs")
     config = chart_config(admin, namespace, fullname, directory)
     served = serve_behind_service(
         plane.api, admin, namespace, fullname, cert_dir, config, directory / "serve"
