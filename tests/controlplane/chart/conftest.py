@@ -11,6 +11,7 @@ quota-limited priority class ("status unknown for quota").
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -88,13 +89,21 @@ def renewer(admin: Any) -> Iterator[LeaseRenewer]:
 
 
 @pytest.fixture
-def helm(plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Helm:
-    """The real ``helm`` as admin of the module's API server, with a home of its own."""
+def helm(plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Helm]:
+    """The real ``helm`` as admin of the module's API server, with a home of its own.
+
+    Every release is uninstalled when the test ends, pass or fail: a release left with a
+    fail-closed webhook and no server would refuse the next test's Deployments.
+    """
     try:
         binary = locate_helm()
     except NotBuilt as exc:
         pytest.fail(str(exc), pytrace=False)
-    return Helm(binary, plane.api.kubeconfig, tmp_path_factory.mktemp("helm-home"))
+    tool = Helm(binary, plane.api.kubeconfig, tmp_path_factory.mktemp("helm-home"))
+    yield tool
+    listed = tool.run("list", "--all-namespaces", "--output", "json", check=False).stdout
+    for release in json.loads(listed or "[]"):
+        tool.run("uninstall", release["name"], "--namespace", release["namespace"], check=False)
 
 
 @pytest.fixture

@@ -14,9 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.controlplane.chart.served import (
     ca_bundles,
     failure_policies,
+    fullname_of,
     hooks_of,
     refusal,
     run_hook,
@@ -31,84 +34,94 @@ from tests.controlplane.harness.servicenet import (
 from tests.waiting import eventually
 
 REPO = Path(__file__).resolve().parents[3]
-RELEASE = "iw"
-NAMESPACE = "placement-iw"
-FULLNAME = "iw-placement-webhooks"
 
 
-def _answered_through_the_api_server(admin: Any, served: ServedService, name: str) -> bool:
-    """A ``dryRun=All`` Pod create in a workload namespace reaches ``serve``, dry run marked."""
-    if refusal(admin, "iw-apps", name):
+def _answered_through_the_api_server(
+    admin: Any, served: ServedService, apps: str, name: str
+) -> bool:
+    """A ``dryRun=All`` Pod create in a workload namespace reaches ``serve``."""
+    if refusal(admin, apps, name):
         return False
     return any(r.get("name") == name and r.get("endpoint") == "/validate" for r in served.reviews())
 
 
+@pytest.mark.parametrize(
+    ("values", "release"),
+    [
+        pytest.param(None, "iw", id="the default chart (tls.mode auto: managed)"),
+        pytest.param({"tls": {"mode": "generate"}}, "iwg", id="tls.mode generate"),
+    ],
+)
 def test_install_fails_open_the_hook_command_sets_fail_and_upgrade_and_rollback_keep_the_chain(
-    plane: ControlPlane, admin: Any, helm: Helm, tmp_path: Path, processes: list[Component]
+    plane: ControlPlane,
+    admin: Any,
+    helm: Helm,
+    tmp_path: Path,
+    processes: list[Component],
+    values: dict[str, Any] | None,
+    release: str,
 ) -> None:
-    helm.install(RELEASE, NAMESPACE, None, "--create-namespace")
-    installed = failure_policies(admin, FULLNAME)
-    assert installed == {
-        f"mutate.{FULLNAME}.svc": "Ignore",
-        f"validate.{FULLNAME}.svc": "Ignore",
-    }, "helm install registers every webhook fail-open"
-    chain = ca_bundles(admin, FULLNAME)
-    assert len(set(chain.values())) == 1 and b"BEGIN CERTIFICATE" in next(iter(chain.values()))
+    namespace, fullname = f"placement-{release}", fullname_of(release)
+    helm.install(release, namespace, values, "--create-namespace")
+    try:
+        _install_window(plane, admin, helm, tmp_path, processes, values, release)
+    finally:
+        helm.run("uninstall", release, "--namespace", namespace, check=False)
+    assert not failure_policies(admin, fullname), "uninstall removes both configurations"
 
-    served = serve_release(plane, admin, RELEASE, NAMESPACE, tmp_path / "pods", processes=processes)
-    create_namespace(admin, "iw-apps")
+
+def _install_window(
+    plane: ControlPlane,
+    admin: Any,
+    helm: Helm,
+    tmp_path: Path,
+    processes: list[Component],
+    values: dict[str, Any] | None,
+    release: str,
+) -> None:
+    namespace, apps, fullname = f"placement-{release}", f"{release}-apps", fullname_of(release)
+    installed = failure_policies(admin, fullname)
+    assert installed == {
+        f"mutate.{fullname}.svc": "Ignore",
+        f"validate.{fullname}.svc": "Ignore",
+    }, "helm install registers every webhook fail-open"
+
+    # The pods: with generate the chain came with the render; managed pods publish theirs.
+    served = serve_release(plane, admin, release, namespace, tmp_path / "pods", processes=processes)
+    chain = ca_bundles(admin, fullname)
+    assert len(set(chain.values())) == 1 and b"BEGIN CERTIFICATE" in next(iter(chain.values()))
+    create_namespace(admin, apps)
 
     # The post-install hook: its own account and arguments, run by hand.
-    hook = run_hook(
-        plane,
-        admin,
-        hooks_of("post-install", None, RELEASE, NAMESPACE, upgrade=False),
-        "Job",
-        NAMESPACE,
-        tmp_path,
-    )
+    install_hooks = hooks_of("post-install", values, release, namespace, upgrade=False)
+    hook = run_hook(plane, admin, install_hooks, "Job", namespace, tmp_path)
     assert hook.returncode == 0, hook.stderr
-    assert f"failurePolicy set validate.{FULLNAME}.svc=Fail" in hook.stdout
-    assert failure_policies(admin, FULLNAME) == {
-        f"mutate.{FULLNAME}.svc": "Ignore",
-        f"validate.{FULLNAME}.svc": "Fail",
+    assert f"failurePolicy set validate.{fullname}.svc=Fail" in hook.stdout
+    assert failure_policies(admin, fullname) == {
+        f"mutate.{fullname}.svc": "Ignore",
+        f"validate.{fullname}.svc": "Fail",
     }
 
     # `helm test` after an upgrade: that revision's test hooks (an account that may only
     # read), then a request through the API server, which the probe does not cover.
-    helm.upgrade(RELEASE, NAMESPACE, None)
-    assert failure_policies(admin, FULLNAME)[f"validate.{FULLNAME}.svc"] == "Fail"
-    assert ca_bundles(admin, FULLNAME) == chain, "helm upgrade keeps the generated chain (lookup)"
-    test = run_hook(
-        plane,
-        admin,
-        hooks_of("test", None, RELEASE, NAMESPACE, upgrade=True),
-        "Pod",
-        NAMESPACE,
-        tmp_path,
-    )
+    helm.upgrade(release, namespace, values)
+    assert failure_policies(admin, fullname)[f"validate.{fullname}.svc"] == "Fail"
+    assert ca_bundles(admin, fullname) == chain, "helm upgrade keeps the chain"
+    test_hooks = hooks_of("test", values, release, namespace, upgrade=True)
+    test = run_hook(plane, admin, test_hooks, "Pod", namespace, tmp_path)
     assert test.returncode == 0, test.stderr
-    assert test.stdout.startswith("ok https://iw-placement-webhooks.placement-iw.svc:443/")
+    assert test.stdout.startswith(f"ok https://{fullname}.{namespace}.svc:443/")
     eventually(
-        lambda: _answered_through_the_api_server(admin, served, "through-the-api-server"),
+        lambda: _answered_through_the_api_server(admin, served, apps, "through-the-api-server"),
         "a dryRun=All Pod create answered by serve through the chart's registration",
         limit=30,
     )
 
     # Rollback to the install revision re-applies its fail-open manifest, with the same chain.
-    helm.rollback(RELEASE, NAMESPACE, 1)
-    assert set(failure_policies(admin, FULLNAME).values()) == {"Ignore"}
-    assert ca_bundles(admin, FULLNAME) == chain
+    helm.rollback(release, namespace, 1)
+    assert set(failure_policies(admin, fullname).values()) == {"Ignore"}
+    assert ca_bundles(admin, fullname) == chain
     # ...and the documented command closes it again.
-    again = run_hook(
-        plane,
-        admin,
-        hooks_of("post-install", None, RELEASE, NAMESPACE, upgrade=False),
-        "Job",
-        NAMESPACE,
-        tmp_path,
-    )
+    again = run_hook(plane, admin, install_hooks, "Job", namespace, tmp_path)
     assert again.returncode == 0, again.stderr
-    assert failure_policies(admin, FULLNAME)[f"validate.{FULLNAME}.svc"] == "Fail"
-    served.component.stop()
-    helm.run("uninstall", RELEASE, "--namespace", NAMESPACE)
+    assert failure_policies(admin, fullname)[f"validate.{fullname}.svc"] == "Fail"
