@@ -17,7 +17,7 @@ EDITABLE := PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(PIP) ins
 SERVE_STAMP := $(VENV)/.serve-installed
 TEST_STAMP  := $(VENV)/.test-installed
 
-.PHONY: serve test lint typecheck unit system-deps properties bench bench-deps bench-check bench-hostile bench-audit lock lock-upgrade clean controlplane controlplane-mod cluster e2e
+.PHONY: image-size serve test lint typecheck unit system-deps properties bench bench-deps bench-check bench-hostile bench-audit lock lock-upgrade clean controlplane controlplane-mod cluster e2e
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -55,6 +55,7 @@ lock: $(UV)
 	$(UV) pip compile $(UV_FLAGS) $(UPGRADE) pyproject.toml --extra test --extra schema -o $(LOCKS)/test.txt
 	$(UV) pip compile $(UV_FLAGS) $(UPGRADE) pyproject.toml -c $(LOCKS)/test.txt -o $(LOCKS)/serve.txt
 	$(UV) pip compile $(UV_FLAGS) $(UPGRADE) $(LOCKS)/build.in -o $(LOCKS)/build.txt
+	$(UV) pip compile $(UV_FLAGS) $(UPGRADE) $(LOCKS)/sbom.in -o $(LOCKS)/sbom.txt
 	$(UV) pip compile $(UV_FLAGS) $(UPGRADE) $(LOCKS)/uv.in -o $(LOCKS)/uv.txt
 
 lock-upgrade:
@@ -112,6 +113,12 @@ bench-check: $(TEST_STAMP)
 # failures are kept in .hypothesis/ and replayed first next time.
 properties: $(TEST_STAMP)
 	HYPOTHESIS_PROFILE=long $(BIN)/pytest tests/properties --hypothesis-show-statistics
+
+# The image's size before and after the distroless runtime, without a Docker engine
+# (docs/operations.md, "The image"): the layer built as the Dockerfile builds it, the bases
+# from their Debian packages.
+image-size: $(TEST_STAMP)
+	$(BIN)/python -m tests.imagesize
 
 # The real control plane (needs Go and the Go module proxy). One pinned Kubernetes release,
 # KUBERNETES_VERSION in tests/controlplane/release.py; binaries built once into

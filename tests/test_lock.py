@@ -110,6 +110,12 @@ SETS = [
     pytest.param(
         "uv.txt", _in_file(LOCKS / "uv.in"), "-r requirements/uv.in", id="the lock tool itself"
     ),
+    pytest.param(
+        "sbom.txt",
+        _in_file(LOCKS / "sbom.in"),
+        "-r requirements/sbom.in",
+        id="the image's SBOM generator",
+    ),
 ]
 
 
@@ -178,7 +184,7 @@ def test_the_lock_is_universal_from_the_oldest_python_the_project_allows() -> No
     assert "--universal" in flags.split()
     assert f"--python-version {oldest}" in flags
     dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
-    [image] = re.findall(r"^ARG PYTHON_IMAGE=python:(\d+\.\d+)", dockerfile, re.MULTILINE)
+    [image] = re.findall(r"^ARG PYTHON_BUILD_IMAGE=python:(\d+\.\d+)", dockerfile, re.MULTILINE)
     assert Version(image) >= Version(oldest), "the image's Python must be one the lock covers"
 
 

@@ -221,7 +221,12 @@ def _empty_secret() -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Secret",
         "type": "Opaque",
-        "metadata": {"name": "pw-certs", "namespace": "placement", "labels": {"app": "pw"}},
+        "metadata": {
+            "name": "pw-certs",
+            "namespace": "placement",
+            "labels": {"app": "pw"},
+            "annotations": {"meta.helm.sh/release-name": "pw"},
+        },
     }
 
 
@@ -270,10 +275,12 @@ def test_a_first_step_fills_the_secret_the_files_and_the_ca_bundle(tmp_path: Pat
         bundles = _bundles(api)
         writes = [(r.method, r.kind) for r in api.requests if r.method in ("PUT", "POST")]
         patches = [r for r in api.requests if r.method == "PATCH"]
-        labels = api.stored("secrets", "placement")[0]["metadata"]["labels"]
+        metadata = api.stored("secrets", "placement")[0]["metadata"]
     assert step.changes[:2] == ["created a CA", "issued a serving certificate (there was none)"]
     assert writes == [("PUT", "replace")]  # the chart's Secret is replaced, never re-created
-    assert labels == {"app": "pw"}
+    # Labels and annotations (Helm's ownership among them) are written back as read.
+    assert metadata["labels"] == {"app": "pw"}
+    assert metadata["annotations"] == {"meta.helm.sh/release-name": "pw"}
     assert bundles == {base64.b64encode(bundle_pem(stored)).decode()}
     assert {p.query["fieldManager"][0] for p in patches} == {FIELD_MANAGER}
     directory = tmp_path / "pod-a"

@@ -194,10 +194,14 @@ def test_probe_then_switches_to_the_configured_policies(server: Server, tmp_path
     assert "ok https://localhost" in result.stdout
     assert [h["failurePolicy"] for h in stored[0]["webhooks"]] == ["Fail"]
     assert [h["failurePolicy"] for h in mutating[0]["webhooks"]] == ["Ignore"]
-    [patch] = patches
-    assert patch.query["fieldManager"] == [POLICY_FIELD_MANAGER]
-    assert patch.query["force"] == ["true"]
-    assert patch.body["webhooks"] == [{"name": "validate.pw.svc", "failurePolicy": "Fail"}]
+    # The forced apply sets the policy; the second gives up every Fail it holds (the API's
+    # default), so the release's next apply owns the field again and never conflicts.
+    forced, released = patches
+    assert forced.query["fieldManager"] == released.query["fieldManager"] == [POLICY_FIELD_MANAGER]
+    assert forced.query["force"] == ["true"]
+    assert forced.body["webhooks"] == [{"name": "validate.pw.svc", "failurePolicy": "Fail"}]
+    assert "force" not in released.query
+    assert "webhooks" not in released.body
     assert "ValidatingWebhookConfiguration pw: failurePolicy set validate.pw.svc=Fail" in (
         result.stdout
     )
@@ -276,3 +280,52 @@ def test_the_probes_review_is_one_the_server_parses_back_unchanged() -> None:
     parsed = parse_review(request_dict(request))
     assert parsed == request._replace(user=dict(request.user))
     assert parsed.dry_run is True and parsed.operation == "CREATE"
+
+
+def _owning(manager: str, operation: str, hooks: list[str]) -> dict[str, Any]:
+    fields = {f'k:{{"name":"{hook}"}}': {".": {}, "f:failurePolicy": {}} for hook in hooks}
+    return {
+        "manager": manager,
+        "operation": operation,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:webhooks": fields},
+    }
+
+
+@pytest.mark.parametrize(
+    ("managed", "owned"),
+    [
+        pytest.param(
+            [_owning(POLICY_FIELD_MANAGER, "Apply", ["v"])],
+            {"v": "Ignore"},
+            id="a policy the install manager applied is its own",
+        ),
+        pytest.param(
+            [_owning("helm", "Apply", ["v", "m"])], {}, id="Helm's policies are not its own"
+        ),
+        pytest.param(
+            [_owning(POLICY_FIELD_MANAGER, "Update", ["v"])],
+            {},
+            id="an update under the same name is another owner",
+        ),
+        pytest.param(
+            [_owning(POLICY_FIELD_MANAGER, "Apply", ["gone"])],
+            {},
+            id="a webhook no longer in the configuration is ignored",
+        ),
+        pytest.param([], {}, id="no managed fields at all"),
+    ],
+)
+def test_the_policies_the_install_manager_owns_are_read_from_managed_fields(
+    managed: list[dict[str, Any]], owned: dict[str, str]
+) -> None:
+    from webhooks.webhookconfig import _owned_policies
+
+    configuration = {
+        "metadata": {"name": "pw", "managedFields": managed},
+        "webhooks": [
+            {"name": "v", "failurePolicy": "Ignore"},
+            {"name": "m", "failurePolicy": "Fail"},
+        ],
+    }
+    assert _owned_policies(configuration, POLICY_FIELD_MANAGER) == owned

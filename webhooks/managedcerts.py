@@ -107,6 +107,7 @@ class Loaded:
     resource_version: str | None
     exists: bool
     labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
 
 
 class SecretStore:
@@ -146,6 +147,7 @@ class SecretStore:
             meta.get("resourceVersion"),
             exists=True,
             labels=dict(meta.get("labels") or {}),
+            annotations=dict(meta.get("annotations") or {}),
         )
 
     def save(self, material: Material, loaded: Loaded) -> bool:
@@ -154,8 +156,13 @@ class SecretStore:
         from urllib3.exceptions import HTTPError
 
         metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
+        # A replace sets the whole object: what others put on it is written back as read.
+        # Helm's ownership annotations among them (meta.helm.sh/release-name, -namespace),
+        # without which Helm refuses to adopt the Secret again.
         if loaded.labels:
             metadata["labels"] = loaded.labels
+        if loaded.annotations:
+            metadata["annotations"] = loaded.annotations
         body: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "Secret",

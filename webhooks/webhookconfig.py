@@ -609,9 +609,13 @@ def set_failure_policies(
 ) -> bool:
     """Set each named webhook's ``failurePolicy`` with server-side apply; True if it changed.
 
-    Why server-side apply under :data:`POLICY_FIELD_MANAGER`, forced: only those fields are
-    written (everything else keeps its owner), and Helm rendering the same value later
-    shares the field rather than fighting over it.
+    Why two applies under :data:`POLICY_FIELD_MANAGER`: the first, forced, writes only those
+    fields (everything else keeps its owner). The second gives up every ``Fail`` it holds:
+    ``Fail`` is the API's default, so the field keeps its value with no owner, and the next
+    ``helm upgrade`` or ``rollback`` (Helm 4 applies server-side) owns it again. A policy
+    this manager kept would make any later render of another value a conflict: ``helm
+    rollback`` to the fail-open install revision failed exactly so on a real API server.
+    An ``Ignore`` set by hand is kept (it is not the default, and giving it up would reset it).
     """
     from kubernetes.client import AdmissionregistrationV1Api
     from kubernetes.client.exceptions import ApiException
@@ -619,31 +623,64 @@ def set_failure_policies(
 
     admission = AdmissionregistrationV1Api(api)
     patch = getattr(admission, f"patch_{_snake(kind)}_webhook_configuration")
-    body = {
-        "apiVersion": API_VERSION,
-        "kind": kind,
-        "metadata": {"name": name},
-        "webhooks": [{"name": hook, "failurePolicy": policy} for hook, policy in policies.items()],
-    }
-    try:
-        before = read_configurations(api, [(kind, name)], timeout)
-        updated = _json(
+
+    def apply(hooks: Mapping[str, str], *, force: bool) -> dict[str, Any]:
+        body: dict[str, Any] = {"apiVersion": API_VERSION, "kind": kind, "metadata": {"name": name}}
+        if hooks:
+            body["webhooks"] = [{"name": hook, "failurePolicy": p} for hook, p in hooks.items()]
+        return _json(
             patch(
                 name,
                 body,
                 field_manager=POLICY_FIELD_MANAGER,
-                force=True,
+                force=force or None,
                 _content_type="application/apply-patch+yaml",
                 _preload_content=False,
                 _request_timeout=timeout,
             )
         )
+
+    try:
+        before = read_configurations(api, [(kind, name)], timeout)
+        applied = apply(policies, force=True)
+        kept = {
+            hook: policy
+            for hook, policy in _owned_policies(applied, POLICY_FIELD_MANAGER).items()
+            if policy != "Fail"
+        }
+        updated = apply(kept, force=False)
     except ApiException as exc:
         raise InjectError(f"{kind} {name}: {_api_message(exc)}") from None
     except (HTTPError, OSError) as exc:
         raise InjectError(f"{kind} {name}: API server unreachable: {_one_line(exc)}") from None
     old = before[0].get("metadata", {}).get("resourceVersion") if before else None
     return bool(old != updated.get("metadata", {}).get("resourceVersion"))
+
+
+def _owned_policies(configuration: Mapping[str, Any], manager: str) -> dict[str, str]:
+    """``{webhook: failurePolicy}`` for the policies ``manager`` owns by server-side apply.
+
+    Read from ``metadata.managedFields`` (``f:webhooks`` / ``k:{"name":...}`` /
+    ``f:failurePolicy``), with the values from the object itself.
+    """
+    values = {
+        str(hook.get("name")): str(hook.get("failurePolicy"))
+        for hook in configuration.get("webhooks") or []
+    }
+    owned: dict[str, str] = {}
+    for entry in configuration.get("metadata", {}).get("managedFields") or []:
+        if entry.get("manager") != manager or entry.get("operation") != "Apply":
+            continue
+        for key, fields in ((entry.get("fieldsV1") or {}).get("f:webhooks") or {}).items():
+            if not key.startswith("k:") or "f:failurePolicy" not in (fields or {}):
+                continue
+            try:
+                hook = str(json.loads(key[2:])["name"])
+            except (ValueError, KeyError, TypeError):
+                continue
+            if hook in values:
+                owned[hook] = values[hook]
+    return owned
 
 
 def _snake(kind: str) -> str:

@@ -83,7 +83,7 @@ def ca_pem() -> str:
 Values = Callable[[], dict[str, Any]]
 
 MODES: dict[str, Values] = {
-    "generate": dict,
+    "generate": lambda: {"tls": {"mode": "generate"}},
     "managed": lambda: {"tls": {"mode": "managed"}},
     "certManager": lambda: {"tls": {"mode": "certManager"}},
     "certManager with an issuer": lambda: {
@@ -211,7 +211,17 @@ ROLLOUT: Values = lambda: {  # noqa: E731
 }
 OPTIONS["a staged rollout: actions, overrides, monitor mode and exceptions"] = ROLLOUT
 
-SCENARIOS: dict[str, Values] = {**{f"TLS {k}": v for k, v in MODES.items()}, **OPTIONS}
+
+def _on_generate(values: Values) -> Values:
+    """An option scenario on tls.mode generate: the options are what it varies, and the
+    objects it expects (one Secret, no certificate sidecar) are generate's."""
+    return lambda: {"tls": {"mode": "generate"}, **values()}
+
+
+SCENARIOS: dict[str, Values] = {
+    **{f"TLS {k}": v for k, v in MODES.items()},
+    **{k: _on_generate(v) for k, v in OPTIONS.items()},
+}
 
 
 @functools.cache
@@ -754,7 +764,8 @@ def test_generated_tls_chains_to_the_ca_bundle_rendered_with_it() -> None:
 
 def test_offline_renders_generate_a_new_chain_each_time() -> None:
     # `helm template` cannot look the Secret up; on a cluster `helm upgrade` reuses it.
-    first, second = one(render(), "Secret"), one(render(), "Secret")
+    generate = {"tls": {"mode": "generate"}}
+    first, second = one(render(generate), "Secret"), one(render(generate), "Secret")
     assert first["data"]["ca.crt"] != second["data"]["ca.crt"]
 
 
@@ -999,6 +1010,9 @@ def _chart_with_existing_secret(tmp_path: Path, data: dict[str, bytes]) -> Path:
     return copy_dir
 
 
+GENERATE = {"tls": {"mode": "generate"}}
+
+
 def _previous_chain(tmp_path: Path) -> dict[str, bytes]:
     paths = certs.generate(tmp_path / "previous", hosts=certs.service_hosts(RELEASE, NAMESPACE))
     return {
@@ -1016,7 +1030,7 @@ def _tls(objects: list[dict[str, Any]]) -> tuple[dict[str, bytes], set[str]]:
 
 def test_an_upgrade_reuses_the_generated_chain_and_keeps_the_ca_bundle(tmp_path: Path) -> None:
     previous = _previous_chain(tmp_path)
-    objects = render(chart_dir=_chart_with_existing_secret(tmp_path, previous))
+    objects = render(GENERATE, chart_dir=_chart_with_existing_secret(tmp_path, previous))
     data, bundles = _tls(objects)
     assert data == previous
     assert bundles == {base64.b64encode(previous["ca.crt"]).decode()}
@@ -1025,7 +1039,8 @@ def test_an_upgrade_reuses_the_generated_chain_and_keeps_the_ca_bundle(tmp_path:
 def test_regenerating_trusts_the_old_and_the_new_ca_until_the_pods_reload(tmp_path: Path) -> None:
     previous = _previous_chain(tmp_path)
     chart_dir = _chart_with_existing_secret(tmp_path, previous)
-    objects = render({"tls": {"generate": {"regenerate": True}}}, chart_dir=chart_dir)
+    regenerate = {"tls": {"mode": "generate", "generate": {"regenerate": True}}}
+    objects = render(regenerate, chart_dir=chart_dir)
     data, bundles = _tls(objects)
     [bundle] = bundles
     new_ca, old_ca = _load(base64.b64decode(bundle))
@@ -1039,7 +1054,7 @@ def test_regenerating_trusts_the_old_and_the_new_ca_until_the_pods_reload(tmp_pa
 def test_an_incomplete_existing_secret_is_replaced_by_a_new_chain(tmp_path: Path) -> None:
     previous = _previous_chain(tmp_path)
     del previous["tls.key"]
-    objects = render(chart_dir=_chart_with_existing_secret(tmp_path, previous))
+    objects = render(GENERATE, chart_dir=_chart_with_existing_secret(tmp_path, previous))
     data, bundles = _tls(objects)
     assert data["ca.crt"] != previous["ca.crt"]
     assert bundles == {base64.b64encode(data["ca.crt"]).decode()}

@@ -3,7 +3,10 @@ fills an empty Secret and the caBundle, with access to exactly those objects."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.charts.render import NAMESPACE, RELEASE, is_hook, of_kind, one, released, render
 from webhooks.cli.certs import certs as certs_command
@@ -37,10 +40,22 @@ def test_two_template_runs_render_identical_objects() -> None:
     )
 
 
-def test_the_default_generate_mode_is_not_render_stable_and_says_so() -> None:
-    # Kept as the default for now: docs/operations.md ("TLS modes") says why, and what proof
-    # on a real control plane makes managed the default.
-    assert configurations(render()) != configurations(render())
+def test_two_template_runs_of_the_default_install_render_identical_configurations() -> None:
+    # Issue 21's done-when. The default, tls.mode auto, is managed for an install and for
+    # every offline render (no Secret can be looked up), so nothing in it is generated.
+    assert configurations(render()) == configurations(render())
+    assert render() == render()
+    assert render(upgrade=True) == render(upgrade=True)
+
+
+def test_generate_is_still_not_render_stable_and_says_so() -> None:
+    # Why auto is managed whenever it can be: docs/operations.md ("TLS modes").
+    generate = {"tls": {"mode": "generate"}}
+    assert configurations(render(generate)) != configurations(render(generate))
+
+
+def test_the_default_install_is_managed() -> None:
+    assert render() == render(MANAGED)
 
 
 def test_no_ca_bundle_and_an_empty_secret_are_rendered() -> None:
@@ -102,7 +117,7 @@ def test_the_pods_may_touch_exactly_their_secret_and_their_two_configurations() 
 
 
 def test_other_modes_grant_no_secret_or_configuration_access() -> None:
-    objects = released(render())
+    objects = released(render({"tls": {"mode": "generate"}}))
     assert of_kind(objects, "Role") == []
     cluster = granted(one(objects, "ClusterRole"))
     assert not {g for g in cluster if g[0] == "admissionregistration.k8s.io"}
@@ -112,3 +127,56 @@ def test_the_install_hook_waits_for_the_pods_to_publish_the_ca_bundle() -> None:
     job = one([o for o in render(MANAGED) if is_hook(o)], "Job")
     args = job["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[args.index("--wait") + 1] == "240"
+
+
+# The auto default offline: its one lookup answered from a file, as a live cluster would.
+AUTO_LOOKUP = (
+    'lookup "v1" "Secret" .Release.Namespace '
+    '(printf "%s-tls" (include "placement-webhooks.fullname" .))'
+)
+
+
+def _chart_finding_a_generate_secret(tmp_path: Path) -> Path:
+    import base64
+    import shutil
+
+    import yaml
+
+    from tests.charts.render import CHART
+
+    copy = tmp_path / "chart"
+    shutil.copytree(CHART, copy)
+    helpers = copy / "templates" / "_helpers.tpl"
+    text = helpers.read_text(encoding="utf-8")
+    assert text.count(AUTO_LOOKUP) == 1
+    helpers.write_text(text.replace(AUTO_LOOKUP, '(.Files.Get "existing.yaml" | fromYaml)'))
+    pem = base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode()
+    secret = {"apiVersion": "v1", "kind": "Secret", "data": {"ca.crt": pem}}
+    (copy / "existing.yaml").write_text(yaml.safe_dump(secret))
+    return copy
+
+
+@pytest.mark.parametrize(
+    ("upgrade", "mode"),
+    [
+        pytest.param(True, "generate", id="an upgrade of a release on generate stays on it"),
+        pytest.param(False, "managed", id="an install is managed whatever it finds"),
+    ],
+)
+def test_auto_keeps_a_generate_release_on_generate(
+    tmp_path: Path, upgrade: bool, mode: str
+) -> None:
+    chart = _chart_finding_a_generate_secret(tmp_path)
+    objects = render(None, chart_dir=chart, upgrade=upgrade)
+    pod = one(objects, "Deployment")["spec"]["template"]["spec"]
+    secret_names = {s["metadata"]["name"] for s in of_kind(released(objects), "Secret")}
+    if mode == "generate":
+        assert "initContainers" not in pod
+        assert secret_names == {f"{RELEASE}-tls"}
+    else:
+        assert [c["name"] for c in pod["initContainers"]] == ["certs"]
+        assert secret_names == {f"{RELEASE}-certs"}
+
+
+def test_auto_without_a_generate_secret_upgrades_as_managed() -> None:
+    assert render(None, upgrade=True) == render(MANAGED, upgrade=True)

@@ -43,6 +43,10 @@ from typing import Any
 from tests.controlplane.release import (
     BINARIES,
     ETCD_MODULE_DIR,
+    HELM_MODULE,
+    HELM_MODULE_DIR,
+    HELM_STAMP_FILE,
+    HELM_VERSION,
     KUBERNETES_MODULE_DIR,
     KUBERNETES_VERSION,
     STAMP_FILE,
@@ -194,7 +198,28 @@ def generate() -> None:
         + f"require {ETCD_SERVER_MODULE} {etcd_version}\n\ntool {ETCD_SERVER_MODULE}\n",
     )
     _run([go, "mod", "tidy"], cwd=ETCD_MODULE_DIR)
-    print(f"generated {KUBERNETES_MODULE_DIR} and {ETCD_MODULE_DIR} (etcd {etcd_version})")
+    generate_helm(go)
+    print(
+        f"generated {KUBERNETES_MODULE_DIR}, {ETCD_MODULE_DIR} (etcd {etcd_version}) "
+        f"and {HELM_MODULE_DIR} (Helm {HELM_VERSION})"
+    )
+
+
+def generate_helm(go: str) -> None:
+    """Helm's module: its own go.mod's pins (a module of its own, like etcd's).
+
+    Helm's ``go.mod`` has no ``replace`` lines, so requiring the release and tidying gives
+    exactly the dependency graph Helm's own build uses.
+    """
+    _write_module(
+        HELM_MODULE_DIR,
+        GENERATED_HEADER.format(source=f"{HELM_MODULE}@{HELM_VERSION}").replace(
+            "KUBERNETES_VERSION", "HELM_VERSION"
+        )
+        + "\nmodule placement-webhooks/controlplane/helm\n\ngo 1.26.0\n\n"
+        + f"require {HELM_MODULE} {HELM_VERSION}\n\ntool {HELM_MODULE}/cmd/helm\n",
+    )
+    _run([go, "mod", "tidy"], cwd=HELM_MODULE_DIR)
 
 
 def _stamp(etcd_version: str) -> str:
@@ -211,6 +236,66 @@ def _stamp(etcd_version: str) -> str:
         {"kubernetes": KUBERNETES_VERSION, "etcd": etcd_version, "modules": digest.hexdigest()},
         sort_keys=True,
     )
+
+
+def _helm_stamp() -> str:
+    """What a finished Helm build records (its version and its module files' hash)."""
+    digest = hashlib.sha256()
+    for name in ("go.mod", "go.sum"):
+        digest.update((HELM_MODULE_DIR / name).read_bytes())
+    return json.dumps({"helm": HELM_VERSION, "module": digest.hexdigest()}, sort_keys=True)
+
+
+def is_helm_built() -> bool:
+    """Whether the cache holds a finished build of the pinned Helm."""
+    stamp = binary_dir() / HELM_STAMP_FILE
+    return (
+        stamp.is_file() and (binary_dir() / "helm").is_file() and stamp.read_text() == _helm_stamp()
+    )
+
+
+def build_helm() -> Path:
+    """Build ``helm`` into the cache beside the control plane unless it is there already.
+
+    Why here: the chart's proofs run the real ``helm install``/``upgrade``/``rollback``
+    against the real API server, and Helm publishes no binaries on the module proxy. The
+    version ldflag is upstream's (its Makefile), so ``helm version`` tells the truth.
+    """
+    out = binary_dir()
+    pinned = _required_version(HELM_MODULE_DIR / "go.mod", HELM_MODULE)
+    if pinned != HELM_VERSION:
+        raise BuildError(
+            f"gomod/helm pins {pinned} but release.py says {HELM_VERSION}: "
+            "run `make controlplane-mod` and commit the result"
+        )
+    with _locked(out.parent / f"{KUBERNETES_VERSION}-helm.lock"):
+        if is_helm_built():
+            print(f"controlplane: reusing {out / 'helm'}", file=sys.stderr)
+            return out / "helm"
+        go = _go()
+        env = {**os.environ, "CGO_ENABLED": "0"}
+        (out / HELM_STAMP_FILE).unlink(missing_ok=True)
+        out.mkdir(parents=True, exist_ok=True)
+        print(f"controlplane: building Helm {HELM_VERSION} into {out}", file=sys.stderr)
+        started = time.monotonic()
+        version = f"-X {HELM_MODULE}/internal/version.version={HELM_VERSION}"
+        _run(
+            [
+                go,
+                "build",
+                "-trimpath",
+                "-ldflags",
+                f"-s -w {version}",
+                "-o",
+                str(out / "helm"),
+                f"{HELM_MODULE}/cmd/helm",
+            ],
+            cwd=HELM_MODULE_DIR,
+            env=env,
+        )
+        (out / HELM_STAMP_FILE).write_text(_helm_stamp())
+        print(f"controlplane: built Helm in {time.monotonic() - started:.0f} s", file=sys.stderr)
+        return out / "helm"
 
 
 def _kube_ldflags(go: str) -> str:
@@ -319,12 +404,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``make controlplane`` and ``make controlplane-mod``."""
     parser = argparse.ArgumentParser(prog="python -m tests.controlplane.build")
     parser.add_argument("--generate", action="store_true", help="regenerate gomod/*/go.mod")
+    parser.add_argument(
+        "--helm-module", action="store_true", help="regenerate gomod/helm/go.mod only"
+    )
     args = parser.parse_args(argv)
     try:
         if args.generate:
             generate()
+        elif args.helm_module:
+            generate_helm(_go())
         else:
             build()
+            build_helm()
     except BuildError as exc:
         print(f"controlplane: {exc}", file=sys.stderr)
         return 1

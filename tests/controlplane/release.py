@@ -21,13 +21,22 @@ from pathlib import Path
 from typing import Final
 
 KUBERNETES_VERSION: Final = "v1.37.2"
+#: Helm, built beside the control plane for the chart's install/upgrade/rollback proofs.
+#: v4.3.1 is the newest Helm the Go module proxy serves; its go.mod asks for the same
+#: client-go line (v0.37) and Go 1.26.0. Helm 4 is the current major: new releases are
+#: installed with server-side apply, so field managers matter (docs/operations.md).
+HELM_VERSION: Final = "v4.3.1"
+HELM_MODULE: Final = "helm.sh/helm/v4"
 
 GOMOD_DIR: Final = Path(__file__).resolve().parent / "gomod"
 KUBERNETES_MODULE_DIR: Final = GOMOD_DIR / "kubernetes"
 ETCD_MODULE_DIR: Final = GOMOD_DIR / "etcd"
+HELM_MODULE_DIR: Final = GOMOD_DIR / "helm"
 
 BINARIES: Final = ("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager")
 STAMP_FILE: Final = ".stamp"
+#: Helm has a stamp of its own: adding or moving it never rebuilds the control plane.
+HELM_STAMP_FILE: Final = ".stamp-helm"
 
 
 def cache_root() -> Path:

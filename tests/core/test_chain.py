@@ -193,12 +193,33 @@ def test_a_further_pass_that_ends_where_the_last_one_did_adds_nothing_to_the_pat
     assert outcome.patch == [{"op": "add", "path": "/metadata/labels/seen", "value": "b"}]
 
 
-def test_passes_are_bounded_when_ours_never_settle() -> None:
+def test_the_chain_is_reinvoked_once_as_the_api_server_reinvokes_it() -> None:
+    """kube-apiserver runs its mutating chain a second time after a webhook's change (every
+    in-tree plugin, and the webhook if the object changed after its call) and then stops,
+    whatever the second round changed (``reinvocation.go``; tests/controlplane's
+    test_webhooks_managed.py shows it on a real API server). So the answer is what the
+    second pass made, though a third would change it again."""
+    assert MAX_PASSES == 2
     made: list[str] = []
-    plugins = [_counted(_negator("x", of="y"), made), _counted(_copier("y", of="x"), made)]
-    outcome = _run(plugins)
+    upstream = _counted(_upstream(_negator("x", of="y")), made)
+    ours = _counted(_copier("y", of="x"), made)
+    outcome = _run([upstream, ours])
     assert outcome.allowed
-    assert made == ["x", "y"] * MAX_PASSES
+    assert made == ["x", "y", "x", "y"]
+    labels = outcome.obj["metadata"]["labels"]
+    assert (labels["x"], labels["y"]) == ("off", "off")  # a third pass would make both "on"
+    assert apply(pod(), outcome.patch) == outcome.obj
+
+
+def test_a_change_only_upstream_s_mutators_make_is_not_reinvoked() -> None:
+    """In-tree plugins changing the object trigger no second round: only a webhook does."""
+    made: list[str] = []
+    plugins = [_counted(_upstream(_negator("x", of="y")), made)]
+    plugins.append(_counted(_upstream(_copier("y", of="x")), made))
+    outcome = _run(plugins)
+    assert made == ["x", "y"]
+    labels = outcome.obj["metadata"]["labels"]
+    assert (labels["x"], labels["y"]) == ("on", "on")
 
 
 def _refuser(name: str) -> Plugin:
@@ -225,3 +246,37 @@ def test_a_denial_never_puts_the_patch_on_the_wire() -> None:
     outcome = _run([_labeller("a"), _validator("v", "refused")])
     assert outcome.patch and not outcome.allowed
     assert "patch" not in response_dict("uid", outcome)["response"]
+
+
+def test_the_first_upstream_validator_that_refuses_is_the_whole_answer() -> None:
+    """kube-apiserver's validating phase stops at the first in-tree plugin that refuses, and
+    runs the in-tree plugins before any webhook: upstream's refusal comes alone."""
+    plugins = [
+        _validator("ours", "ours refuses"),
+        _upstream(_validator("first", "first refuses")),
+        _upstream(_validator("second", "second refuses")),
+    ]
+    outcome = _run(plugins)
+    assert (outcome.message, outcome.denied_by) == ("first refuses", ("first",))
+
+
+def test_upstream_validators_run_in_upstream_s_order_anti_affinity_first() -> None:
+    runtime = dataclasses.replace(
+        _validator("rc", "runtime class refuses"), upstream="RuntimeClass"
+    )
+    anti = dataclasses.replace(
+        _validator("aa", "anti-affinity refuses"), upstream="LimitPodHardAntiAffinityTopology"
+    )
+    assert _run([runtime, anti]).message == "anti-affinity refuses"
+
+
+def test_what_a_controller_writes_before_admission_runs_first_and_asks_for_no_second_pass() -> None:
+    """``precedes_admission`` stands for a controller's writes (the DaemonSet defaults): the
+    other mutators see them, as in-tree plugins see a controller's pods, and nothing
+    reinvokes a controller."""
+    made: list[str] = []
+    follower = _counted(_upstream(_follower("x", after="b")), made)
+    early = dataclasses.replace(_counted(_labeller("b"), made), precedes_admission=True)
+    outcome = _run([follower, early])
+    assert made == ["b", "x"]
+    assert outcome.obj["metadata"]["labels"]["seen"] == "bx"

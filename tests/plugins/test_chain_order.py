@@ -1,8 +1,9 @@
 """What the chain order decides: one test per interaction, full chain, real reviews.
 
 Upstream runs PodNodeSelector, DefaultTolerationSeconds, PodTolerationRestriction,
-ExtendedResourceToleration and RuntimeClass in that order, once each; our own mutators
-(the DaemonSet defaults, dedicated-nodes) come after them all.
+ExtendedResourceToleration and RuntimeClass in that order, once each; the DaemonSet
+defaults come before them all (the controller writes them before admission), dedicated-nodes
+after them all.
 """
 
 from __future__ import annotations
@@ -142,16 +143,17 @@ INTERACTIONS: list[tuple[str, dict[str, Any], list[dict[str, Any]], Any]] = [
         [NR300, UR300, MEMORY, tol("nvidia.com/gpu", "Exists")],
     ),
     (
-        "a DaemonSet pod gets 300 s entries first, which the defaults then make infinite",
+        "a DaemonSet pod has its defaults before DefaultTolerationSeconds, which finds both "
+        "covered",
         owned_by(pod(namespace="team")),
         [namespace("team")],
         DAEMON_DEFAULTS,
     ),
     (
-        "the DaemonSet defaults come after a RuntimeClass merge, which cannot absorb them",
+        "the DaemonSet defaults are there before a RuntimeClass merge, which absorbs them",
         owned_by(pod(namespace="team", runtimeClassName="any")),
         [namespace("team"), runtime_class("any", tolerations=[ANY])],
-        [ANY, *DAEMON_DEFAULTS],
+        [ANY],
     ),
     (
         "a DaemonSet pod that arrives with the controller's defaults keeps them as they are",
@@ -268,3 +270,17 @@ def test_the_chain_on_its_own_output_changes_nothing() -> None:
     first = admit(obj, *objects)
     again = admit(apply(obj, first.patch), *objects)
     assert again.allowed and again.patch == []
+
+
+def test_a_daemonset_pod_is_merged_as_the_daemonset_controller_s_pods_are() -> None:
+    # The controller writes the defaults before admission, so in tree every merge sees them:
+    # a memory-pressure merge drops the unschedulable default a broader user entry subsumes
+    # (tests/controlplane/differential/test_daemonset_controller.py shows the real pods).
+    unschedulable = tol("node.kubernetes.io/unschedulable", "Exists")
+    obj = owned_by(pod(namespace="team", containers=BURSTABLE_GPU, tolerations=[unschedulable]))
+    expected = [
+        unschedulable,
+        *DAEMON_DEFAULTS[:5],
+        tol("nvidia.com/gpu", "Exists", effect="NoSchedule"),
+    ]
+    assert stored(obj, namespace("team")) == expected

@@ -313,13 +313,14 @@ def test_malformed_daemonsets_are_left_for_validation(obj: dict[str, Any]) -> No
     assert mutate(request(obj), obj, Context(Settings())).obj is None
 
 
-def test_the_whole_chain_makes_the_defaults_infinite_on_a_daemonset_pod() -> None:
-    # default-toleration-seconds runs first and appends 300 s entries; this plugin then
-    # rewrites them in place, so the pod ends as the DaemonSet controller would build it.
+def test_the_whole_chain_gives_a_daemonset_pod_its_defaults_before_any_other_mutator() -> None:
+    # The controller writes them before admission, so this plugin runs first: upstream's
+    # DefaultTolerationSeconds then finds not-ready and unreachable covered and adds no
+    # 300 s entries, and the pod ends as the DaemonSet controller's pods end.
     admission = Admission(REGISTRY, load_config(None, REGISTRY))
     obj = owned_by(pod())
     outcome = admission.decide(request(obj), ("mutate",))
-    assert outcome.changed_by == ("default-toleration-seconds", "daemonset-tolerations")
+    assert outcome.changed_by == ("daemonset-tolerations",)
     assert apply(obj, outcome.patch)["spec"]["tolerations"] == SIX
 
 

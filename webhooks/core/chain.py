@@ -1,19 +1,23 @@
-"""Run plugins in chain order: the mutators once each, in order, then validators on the result.
+"""Run plugins in chain order: the mutators in order, then validators on the result.
 
 This is the whole admission decision, transport-free: the HTTP server, ``review``, ``check``
 and the other offline commands all call :func:`run_chain`, so offline answers cannot drift
 from the server's.
 
-Upstream runs every in-tree admission plugin once, in ``AllOrderedPlugins`` order; a later
-plugin's change (an extended-resource toleration appended after a namespace default merged
-everything into a wildcard) is part of the answer, so the mutators run once each too. Our
-own plugins (those with no ``upstream``) come after upstream's and stand where upstream has
-a webhook: when a webhook changes the object, the API server reinvokes the chain, in-tree
-plugins included, and so a change by one of ours runs the mutating chain again on the
-result, until it stops changing (at most :data:`MAX_PASSES`). The DaemonSet defaults, for
-one, can make a pod's own toleration redundant, which the RuntimeClass merge then removes.
-The answer is therefore what the API server would store, and reinvoking the webhook on it
-changes nothing.
+The chain is what kube-apiserver does with the in-tree plugins our plugins reimplement
+(those with an ``upstream``) and our own plugins as a mutating webhook behind them. Upstream
+runs the in-tree plugins once each, in ``AllOrderedPlugins`` order, then the webhooks; a
+change by an in-tree plugin is simply seen by the ones after it. When a webhook changes
+the object, the API server runs the whole mutating chain a second time (``reinvocation.go``
+in k8s.io/apiserver): every in-tree plugin again, then each ``reinvocationPolicy:
+IfNeeded`` webhook whose output was changed since its call, and then it stops, whatever
+that second round changed. So here: one pass of every mutator; if one of ours (no
+``upstream``) changed the object, one more pass of every mutator (ours change nothing on
+their own output, so running them again stands for "reinvoked only if changed"); no third
+pass (:data:`MAX_PASSES`). tests/controlplane's ``test_webhooks_managed.py`` shows the API
+server doing exactly this. A mutator that stands for a controller's writes before admission
+(:attr:`Plugin.precedes_admission`: the DaemonSet defaults) runs before all the others and
+asks for no second pass, as nothing reinvokes a controller.
 """
 
 from __future__ import annotations
@@ -54,10 +58,9 @@ from webhooks.core.result import (
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.namespaces import labels_of
 
-#: Mutating passes at most; why a bound: a further pass runs only when one of our plugins
-#: changed the object, so still changing after this many is a bug, and the result so far
-#: is sent rather than looping.
-MAX_PASSES = 3
+#: Mutating passes at most: the first, and the one reinvocation the API server makes after
+#: a webhook changed the object (module docstring); it never makes a third.
+MAX_PASSES = 2
 
 #: Exceptions that concern one half (the others need not be looked at per request).
 Excepting = tuple[PolicyException, ...]
@@ -97,6 +100,8 @@ def resolve(plugins: Iterable[Plugin], config: Config, cluster: ClusterView | No
     view = cluster if cluster is not None else NoCluster()
     mutators: list[MutateStep] = []
     validators: list[ValidateStep] = []
+    # What a controller writes before admission comes first (Plugin.precedes_admission).
+    plugins = sorted(plugins, key=lambda p: not (p.precedes_admission and p.mutate))
     for plugin in plugins:
         rules = config.plugins[plugin.name]
         context = Context(rules.settings, view)
@@ -385,7 +390,7 @@ def _pass(
                 progress.monitor(plugin.name, result)
             else:
                 progress.take(plugin.name, result)
-                if result.patch and not plugin.upstream:
+                if result.patch and not (plugin.upstream or plugin.precedes_admission):
                     progress.reinvoke = True
             if result.violations:
                 denial = judge.enforced(plugin, result.violations, rules, context, progress)
@@ -403,10 +408,10 @@ def mutate(
     progress: _Progress,
     judge: _Judge,
 ) -> list[Violation]:
-    """One pass of the mutators, and more while one of ours keeps changing the object.
+    """One pass of the mutators, and one more if one of ours changed the object.
 
-    A further pass that ends where the one before it ended (a namespace default merging
-    away what a later plugin then appends again) leaves nothing in the patch.
+    A second pass that ends where the first ended (a namespace default merging away what a
+    later plugin then appends again) leaves nothing more in the patch.
     """
     violations = _pass(request, scope, steps, progress, judge)
     for _ in range(MAX_PASSES - 1):
@@ -421,6 +426,30 @@ def mutate(
     return violations
 
 
+#: The in-tree plugins in kube-apiserver's order (``AllOrderedPlugins``): its validating
+#: phase runs them in this order, LimitPodHardAntiAffinityTopology first, before any webhook.
+UPSTREAM_ORDER = (
+    "LimitPodHardAntiAffinityTopology",
+    "PodNodeSelector",
+    "DefaultTolerationSeconds",
+    "PodTolerationRestriction",
+    "ExtendedResourceToleration",
+    "RuntimeClass",
+)
+
+
+def _upstream_first(steps: Sequence[ValidateStep]) -> list[ValidateStep]:
+    """Upstream's validators in upstream's order, then ours in chain order."""
+
+    def rank(step: ValidateStep) -> int:
+        name = step[0].upstream
+        if not name:
+            return len(UPSTREAM_ORDER)
+        return UPSTREAM_ORDER.index(name) if name in UPSTREAM_ORDER else len(UPSTREAM_ORDER) - 1
+
+    return sorted(steps, key=rank)
+
+
 def validate(
     request: AdmissionRequest,
     scope: _Scope,
@@ -428,10 +457,17 @@ def validate(
     progress: _Progress,
     judge: _Judge,
 ) -> list[Violation]:
-    """Run every validator on the final object, so one answer lists every problem."""
+    """Run the validators on the final object: upstream's first, in upstream's order, and
+    the first of them that refuses is the answer; otherwise every one of ours, so one answer
+    lists each of their problems.
+
+    Why: kube-apiserver's validating phase stops at the first in-tree plugin that refuses,
+    before any webhook runs, so a pod two upstream plugins refuse reads only the first's
+    message there (tests/controlplane/differential shows it).
+    """
     obj = progress.obj
     violations: list[Violation] = []
-    for plugin, half, context, rules, excepting in steps:
+    for plugin, half, context, rules, excepting in _upstream_first(steps):
         if not scope.applies(half):
             continue
         if scope.mismatch:
@@ -447,6 +483,8 @@ def validate(
                 violations.extend(judge.enforced(plugin, found, rules, context, progress))
         except Exception as exc:  # a plugin bug must not become an HTTP 500 or a hang
             return [*violations, _failure(plugin, exc)]
+        if violations and plugin.upstream:
+            break  # in tree, the first refusal ends the validating phase
     return violations
 
 

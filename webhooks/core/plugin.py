@@ -158,7 +158,10 @@ class Plugin:
     validation skips, as an exception (:mod:`webhooks.core.policy`) would. ``lookups``
     says which cluster resources (plurals) the plugin's settings make it consult, beyond
     RuntimeClasses and Namespaces, so the server caches those only when a setting needs
-    them.
+    them. ``precedes_admission`` marks a mutating half that writes what a controller writes
+    into its objects before they reach admission (the DaemonSet controller's default
+    tolerations): the chain runs it before every other mutator, as if the object had
+    arrived with it, and its change asks for no second pass.
     """
 
     name: str
@@ -172,6 +175,7 @@ class Plugin:
     upstream: str = ""
     exempt_namespaces: tuple[str, ...] | None = None
     lookups: Callable[[Any], frozenset[str]] | None = None
+    precedes_admission: bool = False
 
     def half(self, phase: Phase) -> Half | None:
         """The half for ``phase``."""

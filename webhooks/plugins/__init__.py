@@ -7,20 +7,24 @@ The order decides results: DefaultTolerationSeconds adds its 300 s tolerations b
 namespace's shorter defaults are merged (which the merge then drops as subsumed), and
 RuntimeClass's superset merge runs last among them and may absorb what came before.
 
-Every mutator runs once, as every in-tree plugin does (see :mod:`webhooks.core.chain`).
+The DaemonSet defaults are the exception: on an in-tree cluster the DaemonSet controller
+writes them into its pods before admission, so every upstream plugin sees them (a
+memory-pressure merge drops a default a broader user entry subsumes, a RuntimeClass
+wildcard absorbs them all, DefaultTolerationSeconds finds not-ready and unreachable
+covered). ``daemonset-tolerations`` is therefore ``precedes_admission``: the chain runs its
+mutating half before every other mutator, and its change asks for no second pass.
 
-Our own plugins go after all of upstream's mutators, where they cannot change an upstream
-plugin's result; whatever they add is seen only by the validators, as a mutating webhook's
-change is seen upstream:
+Our other plugins go after all of upstream's mutators, where a mutating webhook stands
+upstream, so they never change what an upstream plugin decides on its first run. But they
+are not seen only by the validators: when a webhook changes the object, the API server runs
+every in-tree plugin once more and then reinvokes the webhook if that changed anything
+(``reinvocationPolicy: IfNeeded``), and :mod:`webhooks.core.chain` does the same: one more
+pass of every mutator when one of ours changed the object, and no third.
 
-* ``daemonset-tolerations``: on a DaemonSet's pod the DaemonSet controller has already
-  written these defaults before admission, so there it only confirms them (the identical
-  entries are rewritten in place, and DefaultTolerationSeconds found not-ready and
-  unreachable covered). On a pod that lacks them, what it appends comes after upstream's
-  entries and is not merged by RuntimeClass, which ran before it.
-* ``dedicated-nodes``: the group's toleration and node affinity come last, so a
-  RuntimeClass or namespace default never absorbs them, and PodTolerationRestriction's
-  validating half judges them on the final object like any other toleration.
+* ``dedicated-nodes``: the group's toleration and node affinity come last; it adds the
+  toleration only when no superset is there already, so the second pass's merges keep it,
+  and PodTolerationRestriction's validating half judges it on the final object like any
+  other toleration.
 * The pure validators last; they read the final object and change nothing.
 """
 

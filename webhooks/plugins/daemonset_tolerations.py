@@ -167,4 +167,5 @@ PLUGIN = Plugin(
     settings=Settings,
     mutate=Mutator(mutate, frozenset({DAEMONSETS, PODS}), frozenset({"CREATE", "UPDATE"})),
     wrong_kind="Resource was marked with kind {expected} but was unable to be converted",
+    precedes_admission=True,
 )

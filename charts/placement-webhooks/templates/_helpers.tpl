@@ -68,11 +68,34 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 
+{{/*
+The TLS mode in force. "auto" (the default) is "managed" for a new install, and "generate"
+for an upgrade of a release that already runs on generate (its Secret <fullname>-tls holds
+a chain): that release keeps its CA, where switching on an upgrade would refuse fail-closed
+calls until every old pod is gone (docs/operations.md, "TLS modes"). Offline renders
+(`helm template`, GitOps tools) see no Secret and always render "managed", so two renders
+are identical.
+*/}}
+{{- define "placement-webhooks.tlsMode" -}}
+{{- $mode := .Values.tls.mode }}
+{{- if eq $mode "auto" }}
+{{- $mode = "managed" }}
+{{- if .Release.IsUpgrade }}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace (printf "%s-tls" (include "placement-webhooks.fullname" .)) }}
+{{- if and $existing (hasKey ($existing.data | default dict) "ca.crt") }}
+{{- $mode = "generate" }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $mode }}
+{{- end }}
+
 {{/* The Secret holding tls.crt and tls.key that the pods mount. */}}
 {{- define "placement-webhooks.tlsSecretName" -}}
-{{- if eq .Values.tls.mode "secret" }}
+{{- $mode := include "placement-webhooks.tlsMode" . }}
+{{- if eq $mode "secret" }}
 {{- required "tls.secret.name is required when tls.mode is secret" .Values.tls.secret.name }}
-{{- else if eq .Values.tls.mode "managed" }}
+{{- else if eq $mode "managed" }}
 {{- printf "%s-certs" (include "placement-webhooks.fullname" .) }}
 {{- else }}
 {{- printf "%s-tls" (include "placement-webhooks.fullname" .) }}

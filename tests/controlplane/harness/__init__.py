@@ -13,6 +13,7 @@ Leases fresh.
 
 from __future__ import annotations
 
+from tests.controlplane.harness import auditlog, webhookserver
 from tests.controlplane.harness.admission import AdmissionSetup, Untranslatable, setup_for
 from tests.controlplane.harness.binaries import Binaries, NotBuilt, locate
 from tests.controlplane.harness.components import (
@@ -44,6 +45,7 @@ __all__ = [
     "NotBuilt",
     "Untranslatable",
     "apiserver_options",
+    "auditlog",
     "create_namespace",
     "create_pods",
     "delete_pods",
@@ -52,5 +54,6 @@ __all__ = [
     "pod_manifest",
     "running",
     "setup_for",
+    "webhookserver",
     "write_node",
 ]

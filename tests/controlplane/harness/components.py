@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -19,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from tests.controlplane.harness import pki
+from tests.controlplane.harness import auditlog, pki
 from tests.controlplane.harness.admission import AdmissionSetup
 from tests.controlplane.harness.binaries import Binaries
 from tests.controlplane.harness.process import Component, free_port
@@ -65,6 +66,10 @@ class ApiServerOptions:
     webhooks: bool = False
     webhook_config: Path | None = None
     extra_args: tuple[str, ...] = ()
+    #: Extra ``webhook-config`` options for the registration (``--nodes``, ``--timeout=2``).
+    webhook_args: tuple[str, ...] = ()
+    #: Write an audit log (:mod:`.auditlog`): how a test sees audit annotations.
+    audit: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +110,11 @@ class ApiServer:
         return self.options.name
 
     @property
+    def audit_log(self) -> Path:
+        """Where the audit log is written when the options ask for one."""
+        return auditlog.path(self.component.log.parent)
+
+    @property
     def kubeconfig(self) -> Path:
         """The admin (``system:masters``) kubeconfig."""
         return self.kubeconfigs["admin"]
@@ -136,11 +146,63 @@ class ApiServer:
         """GET ``path`` as admin (see :meth:`request`)."""
         return self.request("GET", path)
 
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        who: str = "admin",
+        content_type: str = "application/json",
+        timeout: float = 60,
+    ) -> Response:
+        """Send a request as ``who`` (a token of :data:`pki.IDENTITIES`); the whole answer.
+
+        Why beside :meth:`request`: tests of admission read what a client sees, and that
+        includes the ``Warning`` headers, the status code of a refusal and the time taken.
+        """
+        context = ssl.create_default_context(cafile=str(self.credentials.serving.ca))
+        headers = {"Authorization": f"Bearer {self.credentials.tokens[who]}"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = content_type
+        request = urllib.request.Request(self.url + path, data, headers, method=method)
+        began = time.monotonic()
+        try:
+            with urllib.request.urlopen(request, timeout=timeout, context=context) as answer:
+                status, raw, received = answer.status, answer.read(), answer.headers
+        except urllib.error.HTTPError as exc:
+            status, raw, received = exc.code, exc.read(), exc.headers
+        seconds = time.monotonic() - began
+        try:
+            decoded = json.loads(raw)
+        except ValueError:
+            decoded = None
+        return Response(status, decoded, tuple(received.get_all("Warning") or ()), seconds)
+
     def client(self) -> Any:
         """A ``kubernetes.client.ApiClient`` for the admin kubeconfig."""
         from kubernetes import config
 
         return config.new_client_from_config(config_file=str(self.kubeconfig))
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """What a client got: status, decoded JSON body, ``Warning`` headers, seconds taken."""
+
+    status: int
+    body: Any
+    warnings: tuple[str, ...]
+    seconds: float
+
+    @property
+    def message(self) -> str:
+        """The ``Status`` message of a refusal (``""`` for an object)."""
+        if isinstance(self.body, Mapping) and self.body.get("kind") == "Status":
+            return str(self.body.get("message", ""))
+        return ""
 
 
 def fetch(request: urllib.request.Request, context: ssl.SSLContext | None) -> tuple[int, Any]:
@@ -239,6 +301,8 @@ def start_apiserver(
         config_file = directory / "admission-configuration.yaml"
         config_file.write_text(yaml.safe_dump(admission.configuration, sort_keys=False))
         args.append(f"--admission-control-config-file={config_file}")
+    if options.audit:
+        args += auditlog.flags(directory)
     args += [*admission.flags, *options.extra_args]
     kubeconfigs = {
         who: pki.write_kubeconfig(

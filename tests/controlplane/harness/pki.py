@@ -31,6 +31,8 @@ IDENTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "admin": ("admin", ("system:masters",)),
     "scheduler": ("system:kube-scheduler", ()),
     "controller-manager": ("system:kube-controller-manager", ("system:masters",)),
+    # A kubelet's identity (the Node authorizer lets it write its own Node and mirror pods).
+    "node": ("system:node:node-a", ("system:nodes",)),
 }
 
 

@@ -8,6 +8,8 @@ hand-wrote the configurations would test our guess of them instead.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import urllib.request
@@ -65,6 +67,38 @@ def start(directory: Path, server: ApiServer, config: Path | None) -> WebhookSer
     return WebhookServer(component, f"https://127.0.0.1:{port}", certs.ca, metrics, served)
 
 
+def pause(webhook: WebhookServer) -> None:
+    """SIGSTOP ``serve`` and its workers: connections are accepted by the kernel, never answered.
+
+    Why: a stalled server (a stop-the-world pause, a hung node) is the case a timeout is for;
+    a stopped one refuses connections at once.
+    """
+    os.killpg(webhook.component.proc.pid, signal.SIGSTOP)
+
+
+def resume(webhook: WebhookServer) -> None:
+    """SIGCONT what :func:`pause` stopped."""
+    os.killpg(webhook.component.proc.pid, signal.SIGCONT)
+
+
+def calls(webhook: WebhookServer) -> dict[str, int]:
+    """How many reviews ``serve`` has answered, per endpoint (``/mutate``, ``/validate``).
+
+    Why: whether the API server called the webhook at all (a match condition, a namespace
+    selector) shows only here; tests read it before and after a request.
+    """
+    request = urllib.request.Request(f"http://127.0.0.1:{webhook.metrics_port}/metrics")
+    with urllib.request.urlopen(request, timeout=5) as response:
+        text = response.read().decode()
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        if line.startswith("placement_webhooks_requests_total{"):
+            labels, _, value = line.rpartition(" ")
+            endpoint = labels.split('endpoint="', 1)[1].split('"', 1)[0]
+            counts[endpoint] = counts.get(endpoint, 0) + int(float(value))
+    return counts
+
+
 def ready(webhook: WebhookServer) -> bool:
     """``/readyz`` on the metrics port: config and certificates loaded, caches synced."""
     status, _ = fetch(
@@ -73,8 +107,10 @@ def ready(webhook: WebhookServer) -> bool:
     return status == 200
 
 
-def configurations(webhook: WebhookServer, config: Path | None) -> list[dict[str, Any]]:
-    """What ``webhook-config`` prints for ``webhook``: the objects to register."""
+def configurations(
+    webhook: WebhookServer, config: Path | None, extra: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
+    """What ``webhook-config`` prints for ``webhook`` (with ``extra`` options): what to register."""
     args = [
         sys.executable,
         "-m",
@@ -85,6 +121,7 @@ def configurations(webhook: WebhookServer, config: Path | None) -> list[dict[str
     ]
     if config is not None:
         args.append(f"--config={config}")
+    args += extra
     proc = subprocess.run(args, capture_output=True, text=True, cwd=REPO, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"webhook-config failed ({proc.returncode}): {proc.stderr.strip()}")

@@ -1,0 +1,1 @@
+"""The chart and the suite's safety promises, proved on the real control plane."""
