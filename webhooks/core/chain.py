@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhooks.core.config import Config, PluginConfig
+from webhooks.core.derived import Derived
 from webhooks.core.plugin import (
     RESOURCE_KINDS,
     ClusterView,
@@ -87,19 +88,26 @@ def _concerning(config: Config, plugin: Plugin, phase: Phase) -> Excepting:
     return tuple(e for e in config.exceptions if e.covers(plugin.name, phase))
 
 
-def resolve(plugins: Iterable[Plugin], config: Config, cluster: ClusterView | None) -> Steps:
+def resolve(
+    plugins: Iterable[Plugin],
+    config: Config,
+    cluster: ClusterView | None,
+    derived: Derived | None = None,
+) -> Steps:
     """The mutating and validating halves of ``plugins``, each with its context and rules.
 
     A validating half its settings switch off (:attr:`Validator.active`) is left out. Why
     each half keeps only the exceptions about it: most halves have none, and then a request
-    pays nothing for exceptions at all.
+    pays nothing for exceptions at all. Every context shares ``derived`` (a new cache when
+    not given), so a value derived from a Namespace is derived once for the whole chain.
     """
     view = cluster if cluster is not None else NoCluster()
+    derived = derived if derived is not None else Derived()
     mutators: list[MutateStep] = []
     validators: list[ValidateStep] = []
     for plugin in plugins:
         rules = config.plugins[plugin.name]
-        context = Context(rules.settings, view)
+        context = Context(rules.settings, view, derived)
         if plugin.mutate is not None:
             excepting = _concerning(config, plugin, "mutate")
             mutators.append((plugin, plugin.mutate, context, rules, excepting))
