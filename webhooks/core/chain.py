@@ -288,6 +288,10 @@ class _Progress:
         )
 
 
+#: The Namespace not looked up yet (``None`` is a Namespace that does not exist).
+_UNREAD: Any = object()
+
+
 class _Judge:
     """For one request: which exceptions skip a plugin, and what a violation does.
 
@@ -295,13 +299,13 @@ class _Judge:
     exception or an action override needs them, so a chain without either costs nothing.
     """
 
-    __slots__ = ("_labels", "_now", "_now_fn", "request")
+    __slots__ = ("_namespace", "_now", "_now_fn", "request")
 
     def __init__(self, request: AdmissionRequest, now: Callable[[], dt.datetime]) -> None:
         self.request = request
         self._now_fn = now
         self._now: dt.datetime | None = None
-        self._labels: Any = None
+        self._namespace: Any = _UNREAD
 
     def skips(
         self,
@@ -325,13 +329,21 @@ class _Judge:
         progress.note(EXCEPTION_ANNOTATION, found.applied)
         return True
 
-    def action(self, rules: PluginConfig, context: Context) -> Action:
-        """What a violation of this plugin does for this request's namespace."""
+    def action(self, plugin: Plugin, rules: PluginConfig, context: Context) -> Action:
+        """What a violation of this plugin does for this request's namespace.
+
+        Chosen once per Namespace version and plugin (:mod:`webhooks.core.derived`): the
+        overrides' selectors match the Namespace's labels, which change only with it.
+        """
         if not rules.action_overrides:
             return rules.action
-        if self._labels is None:
-            self._labels = labels_of(context.cluster.namespace(self.request.namespace))
-        return choose_action(rules.action, rules.action_overrides, self._labels)
+        if self._namespace is _UNREAD:
+            self._namespace = context.cluster.namespace(self.request.namespace)
+
+        def choose(namespace: Any) -> Action:
+            return choose_action(rules.action, rules.action_overrides, labels_of(namespace))
+
+        return context.derived.of("Namespace", self._namespace, f"{plugin.name}/action", choose)
 
     def enforced(
         self,
@@ -350,7 +362,7 @@ class _Judge:
         policy = [v for v in named if v.code not in (400, 500)]
         if not policy:
             return named
-        action = self.action(rules, context)
+        action = self.action(plugin, rules, context)
         if action == ENFORCE:
             return named
         for violation in policy:

@@ -61,15 +61,21 @@ def facts(toleration: Toleration) -> Facts:
     toleration is not.
     """
     get = toleration.get
-    key, operator, value, effect = get("key"), get("operator"), get("value"), get("effect")
+    key, operator = get("key", ""), get("operator", "")
+    value, effect = get("value", ""), get("effect", "")
     seconds = get("tolerationSeconds")
-    return (
-        key if isinstance(key, str) else "",
-        operator if isinstance(operator, str) else "",
-        value if isinstance(value, str) else "",
-        effect if isinstance(effect, str) else "",
-        seconds if isinstance(seconds, int) and not isinstance(seconds, bool) else None,
-    )
+    # The exact-class tests first: nearly every field is a str (or an int) already.
+    if key.__class__ is not str:
+        key = key if isinstance(key, str) else ""
+    if operator.__class__ is not str:
+        operator = operator if isinstance(operator, str) else ""
+    if value.__class__ is not str:
+        value = value if isinstance(value, str) else ""
+    if effect.__class__ is not str:
+        effect = effect if isinstance(effect, str) else ""
+    if seconds is not None and seconds.__class__ is not int:
+        seconds = seconds if isinstance(seconds, int) and not isinstance(seconds, bool) else None
+    return (key, operator, value, effect, seconds)
 
 
 def add_or_update(
