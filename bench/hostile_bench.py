@@ -35,7 +35,7 @@ from typing import Any
 import orjson
 
 from bench import payloads
-from bench.http_bench import start, stop, worker_rss_mib
+from bench.servers import start, stop, worker_rss_mib
 from webhooks.certs import generate
 
 

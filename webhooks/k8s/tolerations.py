@@ -41,12 +41,19 @@ def covers_no_execute(toleration: Toleration, key: str) -> bool:
 
 def identity(toleration: Toleration) -> tuple[str, str, str, str]:
     """(key, operator, value, effect): AddOrUpdateTolerationInPodSpec's notion of identity (§1b)."""
-    return (
-        _s(toleration, "key"),
-        _s(toleration, "operator"),
-        _s(toleration, "value"),
-        _s(toleration, "effect"),
-    )
+    get = toleration.get
+    key, operator = get("key", ""), get("operator", "")
+    value, effect = get("value", ""), get("effect", "")
+    # The exact-class tests first: nearly every field is a str already.
+    if key.__class__ is not str:
+        key = key if isinstance(key, str) else ""
+    if operator.__class__ is not str:
+        operator = operator if isinstance(operator, str) else ""
+    if value.__class__ is not str:
+        value = value if isinstance(value, str) else ""
+    if effect.__class__ is not str:
+        effect = effect if isinstance(effect, str) else ""
+    return (key, operator, value, effect)
 
 
 #: (key, operator, value, effect, tolerationSeconds): everything the §1c tests compare.
@@ -60,22 +67,10 @@ def facts(toleration: Toleration) -> Facts:
     five fields per comparison was most of the cost of a merge, reading them once per
     toleration is not.
     """
-    get = toleration.get
-    key, operator = get("key", ""), get("operator", "")
-    value, effect = get("value", ""), get("effect", "")
-    seconds = get("tolerationSeconds")
-    # The exact-class tests first: nearly every field is a str (or an int) already.
-    if key.__class__ is not str:
-        key = key if isinstance(key, str) else ""
-    if operator.__class__ is not str:
-        operator = operator if isinstance(operator, str) else ""
-    if value.__class__ is not str:
-        value = value if isinstance(value, str) else ""
-    if effect.__class__ is not str:
-        effect = effect if isinstance(effect, str) else ""
+    seconds = toleration.get("tolerationSeconds")
     if seconds is not None and seconds.__class__ is not int:
         seconds = seconds if isinstance(seconds, int) and not isinstance(seconds, bool) else None
-    return (key, operator, value, effect, seconds)
+    return (*identity(toleration), seconds)
 
 
 def add_or_update(
