@@ -45,11 +45,11 @@ KEYS: list[tuple[str, bool, Any, Any, int]] = [
         1,
     ),
     (
-        "versioned: a new resourceVersion is a new version, derived afresh",
+        "versioned: a new resourceVersion is derived afresh and replaces the old one",
         True,
         versioned("a", "5"),
         versioned("a", "6"),
-        2,
+        4,
     ),
     (
         "versioned: another uid (the Namespace deleted and made again) is another object",
@@ -111,10 +111,10 @@ def test_the_bound_drops_the_least_recently_used_object() -> None:
     assert derive.calls == 4
 
 
-def test_many_versions_stay_within_the_bound() -> None:
+def test_many_objects_stay_within_the_bound() -> None:
     cache = Derived(versioned=True, size=100)
-    for rv in range(1000):
-        cache.of("Namespace", versioned("a", str(rv)), "v", Counting())
+    for i in range(1000):
+        cache.of("Namespace", versioned(f"n{i}", "1", uid=f"uid-{i}"), "v", Counting())
     assert len(cache) == 100
 
 
@@ -185,3 +185,11 @@ def test_a_changed_namespace_is_read_again_and_its_old_version_not_used() -> Non
     second = admit(admission, pod(tolerations=[tol("x", "Exists")]))
     assert first.obj["spec"]["nodeSelector"] == {"env": "a"}
     assert second.obj["spec"]["nodeSelector"] == {"env": "b"}
+
+
+def test_a_new_version_replaces_the_one_before_it() -> None:
+    cache = Derived(versioned=True)
+    for rv in range(100):
+        cache.of("Namespace", versioned("a", str(rv)), "v", Counting())
+        cache.of("Namespace", versioned("b", str(rv), uid="uid-2"), "v", Counting())
+    assert len(cache) == 2

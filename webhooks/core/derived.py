@@ -19,10 +19,12 @@ objects without both fields (settings, a missing Namespace): the object itself, 
 identity, the entry holding a reference to it so the identity cannot be reused while the
 entry lives.
 
-Bound. At most ``size`` objects (default :data:`SIZE`), least recently used first out, each
-with the few values plugins derived from it. A changed Namespace leaves its old version
-behind, never read again; the bound is what makes such versions go, so memory stays flat
-however often annotations change.
+Invalidation and bound. A new version of an object (versioned keys: the same kind and uid,
+another resourceVersion) replaces the entry of the version before it, so a Namespace whose
+annotations change leaves nothing behind however often it changes. At most ``size``
+objects (default :data:`SIZE`) are kept, least recently used first out, each with the few
+values plugins derived from it; that bounds the objects offline, the identity-keyed
+values, and a cluster with more Namespaces in use than the bound.
 
 Threads. A worker's request threads share one cache. Each step is a single operation on
 the ordered dict (atomic under the interpreter lock); two threads deriving the same value
@@ -38,11 +40,11 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-#: Objects kept at most. Why 4,096: each entry is a Namespace's or RuntimeClass's few
-#: derived values (a selector, two toleration lists, a group; about 2-4 KB), so the bound
-#: is about 10-16 MiB in the worst case, and it covers every Namespace that has pods created
-#: in any stretch of minutes in all but the largest clusters; a miss costs one parse
-#: (tens of microseconds), not a lookup.
+#: Objects kept at most. Why 4,096: it covers every Namespace that has pods created in any
+#: stretch of minutes in all but the largest clusters, and a miss costs one parse (tens of
+#: microseconds), not a lookup. Each entry is one object version's few derived values (a
+#: selector, two toleration lists and their facts, a few words; 2-4 KB), so a full cache
+#: holds about 8-16 MiB, reached only with that many Namespaces in use.
 SIZE = 4096
 
 
@@ -69,12 +71,14 @@ def _version(obj: Any) -> tuple[str, str] | None:
 class Derived:
     """A bounded cache of values derived from objects (module docstring: keys and bound)."""
 
-    __slots__ = ("_entries", "size", "versioned")
+    __slots__ = ("_entries", "_latest", "size", "versioned")
 
     def __init__(self, *, versioned: bool = False, size: int = SIZE) -> None:
         self.versioned = versioned
         self.size = size
         self._entries: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
+        #: (kind, uid) -> the key of the version last derived, to drop it for a newer one.
+        self._latest: dict[tuple[str, str], tuple[Any, ...]] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -92,9 +96,13 @@ class Derived:
         if entry is None or (version is None and entry.pin is not obj):
             entry = _Entry(None if version is not None else obj)
             entries[key] = entry
+            if version is not None:
+                self._replace(kind, version[0], key)
             if len(entries) > self.size:
                 with contextlib.suppress(KeyError):  # another thread emptied it first
-                    entries.popitem(last=False)
+                    gone, _ = entries.popitem(last=False)
+                    if len(gone) == 3 and self._latest.get((gone[0], gone[1])) == gone:
+                        del self._latest[gone[0], gone[1]]
         else:
             # Evicted by another thread meanwhile: the entry is still a valid answer. (No
             # contextlib.suppress here: on every hit it would cost more than the lookup.)
@@ -108,3 +116,10 @@ class Derived:
         except KeyError:
             value = values[what] = derive(obj)
             return value
+
+    def _replace(self, kind: str, uid: str, key: tuple[Any, ...]) -> None:
+        """Make ``key`` the latest version of (kind, uid), dropping the one before it."""
+        before = self._latest.get((kind, uid))
+        self._latest[kind, uid] = key
+        if before is not None and before != key:
+            self._entries.pop(before, None)

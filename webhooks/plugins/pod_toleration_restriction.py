@@ -122,6 +122,9 @@ class Annotated:
 
     tolerations: TolerationList | None = None
     error: str = ""
+    #: ``tolerations`` and the memory-pressure toleration (default tolerations only): the
+    #: extras of a pod that is not BestEffort, merged once here rather than per pod.
+    with_memory: TolerationList | None = None
 
 
 def _read(namespace: Any, key: str) -> Annotated:
@@ -140,17 +143,21 @@ def _read(namespace: Any, key: str) -> Annotated:
 
 
 def _read_defaults(namespace: Any) -> Annotated:
-    return _read(namespace, DEFAULT_TOLERATIONS_ANNOTATION)
+    found = _read(namespace, DEFAULT_TOLERATIONS_ANNOTATION)
+    if found.tolerations is None:
+        return found
+    return Annotated(found.tolerations, found.error, _with_memory(found.tolerations))
 
 
 def _read_whitelist(namespace: Any) -> Annotated:
     return _read(namespace, TOLERATIONS_WHITELIST_ANNOTATION)
 
 
-def _annotation(request: AdmissionRequest, ctx: Context, key: str) -> TolerationList | None:
-    """The tolerations in annotation ``key``: ``None`` when absent, empty when empty.
+def _annotation(request: AdmissionRequest, ctx: Context, key: str) -> Annotated:
+    """Annotation ``key`` as read: its tolerations are ``None`` when it is absent, empty
+    when it is empty.
 
-    Read once per Namespace version; the list is shared (see :class:`TolerationList`).
+    Read once per Namespace version; the lists are shared (see :class:`TolerationList`).
     """
     read = _read_defaults if key == DEFAULT_TOLERATIONS_ANNOTATION else _read_whitelist
     found = ctx.derived.of(
@@ -158,26 +165,32 @@ def _annotation(request: AdmissionRequest, ctx: Context, key: str) -> Toleration
     )
     if found.error:
         raise _Unreadable(f"namespace {request.namespace!r} annotation {key}: {found.error}")
-    return found.tolerations
+    return found
 
 
-def _cluster_lists(settings: Settings) -> tuple[TolerationList, TolerationList]:
-    return TolerationList.of(settings.default_tolerations), TolerationList.of(
-        settings.tolerations_whitelist
-    )
+def _cluster_lists(settings: Settings) -> tuple[Annotated, TolerationList]:
+    defaults = TolerationList.of(settings.default_tolerations)
+    whitelisted = TolerationList.of(settings.tolerations_whitelist)
+    return Annotated(defaults, with_memory=_with_memory(defaults)), whitelisted
 
 
-def defaults(request: AdmissionRequest, ctx: Context) -> tuple[TolerationList, str]:
-    """The default tolerations for the pod's namespace, and where they came from.
+def defaults(
+    request: AdmissionRequest, ctx: Context, memory: bool = False
+) -> tuple[TolerationList, str]:
+    """The default tolerations for the pod's namespace, and where they came from; with
+    ``memory``, the memory-pressure toleration after them.
 
     Why a present annotation wins even when empty: upstream falls back to the cluster's
     defaults only when the namespace has no annotation at all.
     """
     found = _annotation(request, ctx, DEFAULT_TOLERATIONS_ANNOTATION)
-    if found is not None:
-        return found, "namespace defaultTolerations"
-    cluster, _ = ctx.derived.of("Settings", ctx.settings, f"{NAME}/cluster", _cluster_lists)
-    return cluster, "cluster defaultTolerations"
+    origin = "namespace defaultTolerations"
+    if found.tolerations is None:
+        found, _ = ctx.derived.of("Settings", ctx.settings, f"{NAME}/cluster", _cluster_lists)
+        origin = "cluster defaultTolerations"
+    chosen = found.with_memory if memory else found.tolerations
+    assert chosen is not None
+    return chosen, origin
 
 
 def whitelist(request: AdmissionRequest, ctx: Context) -> tuple[TolerationList, str]:
@@ -186,7 +199,7 @@ def whitelist(request: AdmissionRequest, ctx: Context) -> tuple[TolerationList, 
     Why the scope: upstream names it in the denial, so a misspelt annotation (the cluster
     list applied instead) is visible in the message.
     """
-    found = _annotation(request, ctx, TOLERATIONS_WHITELIST_ANNOTATION)
+    found = _annotation(request, ctx, TOLERATIONS_WHITELIST_ANNOTATION).tolerations
     if found is not None:
         return found, "namespace"
     _, cluster = ctx.derived.of("Settings", ctx.settings, f"{NAME}/cluster", _cluster_lists)
@@ -213,6 +226,10 @@ def _problems(
     return []
 
 
+def _with_memory(extras: TolerationList) -> TolerationList:
+    return TolerationList.of([*extras.items, MEMORY_PRESSURE])
+
+
 def _summary(before: Sequence[Any], after: Sequence[Any], origin: str, memory: bool) -> str:
     # By identity: the merge keeps the pod's own entries as they are and copies what it
     # adds, so an entry of ``after`` is the pod's exactly when it is one of ``before``.
@@ -231,13 +248,9 @@ def _summary(before: Sequence[Any], after: Sequence[Any], origin: str, memory: b
     return "; ".join(parts) or "merged tolerations"
 
 
-#: The extras of an UPDATE before the memory-pressure toleration: one object, so what is
-#: derived from it is derived once.
+#: The extras of an UPDATE: the memory-pressure toleration alone, or nothing.
+MEMORY_ONLY = TolerationList.of([MEMORY_PRESSURE])
 NO_TOLERATIONS = TolerationList()
-
-
-def _with_memory(extras: TolerationList) -> TolerationList:
-    return TolerationList.of([*extras.items, MEMORY_PRESSURE])
 
 
 def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Result:
@@ -251,16 +264,13 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
     tolerations = tolerations_of(spec) if isinstance(spec, dict) else None
     if tolerations is None:
         return UNCHANGED  # a spec or list that is not what the API stores cannot be merged
-    extras = NO_TOLERATIONS
-    origin = ""
+    memory = settings.memory_pressure_toleration and not is_best_effort(pod)
+    extras, origin = (MEMORY_ONLY if memory else NO_TOLERATIONS), ""
     try:
         if request.operation == "CREATE":
-            extras, origin = defaults(request, ctx)
+            extras, origin = defaults(request, ctx, memory)
     except _Unreadable as exc:
         return Result(violations=(Violation(str(exc), "spec.tolerations"),))
-    memory = settings.memory_pressure_toleration and not is_best_effort(pod)
-    if memory:
-        extras = ctx.derived.of("TolerationList", extras, f"{NAME}/memory", _with_memory)
     editor = Editor(pod)
     if extras:
         editor.set(("spec", "tolerations"), merge(tolerations, extras))
