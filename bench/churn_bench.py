@@ -108,7 +108,11 @@ def selector_version(answer: dict[str, Any]) -> str | None:
     """The ``version`` the answer's patch puts into the nodeSelector, if any."""
     for op in orjson.loads(base64.b64decode(answer.get("patch", "") or b"W10=")):
         value = op.get("value")
-        if op.get("path") == "/spec/nodeSelector" and isinstance(value, dict) and "version" in value:
+        if (
+            op.get("path") == "/spec/nodeSelector"
+            and isinstance(value, dict)
+            and "version" in value
+        ):
             return value["version"]  # type: ignore[no-any-return]
         if op.get("path") == "/spec/nodeSelector/version":
             return value  # type: ignore[no-any-return]
