@@ -212,13 +212,11 @@ def main() -> None:
     results: dict[tuple[str, str], list[Run]] = {}
     memory: dict[str, list[tuple[float, float]]] = {}
     with servers.served_cluster(work) as (_, configs):
-        running = {
-            kind: servers.start(
-                serve, certs, args.workers, configs[config] if config is not None else None
-            )
-            for kind, (serve, config) in KINDS.items()
-        }
+        running: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
         try:
+            for kind, (serve, config) in KINDS.items():  # one by one: all stopped on failure
+                file = configs[config] if config is not None else None
+                running[kind] = servers.start(serve, certs, args.workers, file)
             for _, port in running.values():  # warm-up: caches, imports, TLS session
                 wrk(args, lua, port, bodies["small"], False, 2)
             for label, size, close in SCENARIOS:

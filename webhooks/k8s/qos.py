@@ -10,7 +10,6 @@ those alone decide and the containers are not read.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
@@ -26,22 +25,12 @@ def is_positive_quantity(value: Any) -> bool:
 
     Why exact parsing: upstream compares with ``Quantity.Cmp`` after rounding up to the nano,
     so ``0.1n`` counts as positive. A value that is not a quantity counts as zero; API
-    validation rejects it anyway. Strings and integers are answered from a small cache:
-    the same few requests (``100m``, ``128Mi``) recur in pod after pod.
+    validation rejects it anyway.
     """
-    if value.__class__ is str or value.__class__ is int:
-        return _positive(value)
-    return _parsed_positive(value)
-
-
-def _parsed_positive(value: Any) -> bool:
     try:
         return quantity(value) > 0
     except QuantityError:
         return False
-
-
-_positive = functools.lru_cache(maxsize=1024)(_parsed_positive)
 
 
 def _resource_maps(spec: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
