@@ -5,11 +5,11 @@ and runs the app (``webhooks.server.wsgi.Responder``). This times exactly that, 
 sockets or TLS, for the bare WSGI function, the bare Flask app and the real app (with and
 without its review log; with the default and with the full config), next to the chain
 alone (``Admission.handle``: bytes in, bytes out). The real app's cluster is the static
-one of ``bench/configs/cluster.yaml``. Batches are interleaved, median of 9 and the spread
-of the per-round figures. It says how much of the HTTP ratios is the apps' own work
-(docs/performance.md).
+one of ``bench/configs/cluster.yaml``. Batches are interleaved (``--rounds`` of
+``--number`` calls each): the median of the rounds and their spread. It says how much of
+the HTTP ratios is the apps' own work (docs/performance.md).
 
-Usage: python -m bench.app_bench [--number 3000]
+Usage: python -m bench.app_bench [--number 200] [--rounds 21]
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ from webhooks.server.wsgi import HttpDate, Responder
 def main() -> None:
     """Print microseconds per review for each app."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--number", type=int, default=3000)
+    parser.add_argument("--number", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=21)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="app-bench-"))
     generate(work / "certs", hosts=["localhost"])
@@ -87,7 +88,7 @@ def main() -> None:
         calls[f"the chain alone, {name}"] = lambda a=admission: a.handle(body, ("mutate",))
     gc.collect()
     gc.freeze()
-    times = scenario.interleaved(calls, args.number, 9)
+    times = scenario.interleaved(calls, args.number, args.rounds)
     print(f"\n{'4 KB review, in process':28} {'us':>8}  spread")
     for name, values in times.items():
         us = [v * 1e6 for v in values]

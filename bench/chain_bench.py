@@ -6,7 +6,7 @@ Both configs run over the same static cluster (``bench/configs/cluster.yaml``) o
 review (``bench/payloads.py``); the three functions take turns in batches, so each ratio is
 taken within a round: the median of the rounds and their spread are printed.
 
-Usage: python -m bench.chain_bench [--number 2000] [--rounds 9]
+Usage: python -m bench.chain_bench [--number 200] [--rounds 25]
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ def _mutate(admission: Admission, body: bytes) -> Callable[[], object]:
 def main() -> None:
     """Print per-call times and the ratios for both sizes."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--number", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--number", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=25)
     args = parser.parse_args()
     admissions = scenario.admissions()
     for name, admission in admissions.items():
@@ -45,7 +45,7 @@ def main() -> None:
     )
     for label, body, number in (
         ("4 KB", payloads.small(), args.number),
-        ("200 KB", payloads.large(), max(args.number // 20, 50)),
+        ("200 KB", payloads.large(), max(args.number // 20, 10)),
     ):
         times = scenario.interleaved(
             {

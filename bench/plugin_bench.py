@@ -15,7 +15,13 @@ rounds and the spread of the per-round ratios):
 - the default chain and the full chain;
 - ``orjson.loads`` + ``orjson.dumps`` of the review, twice (once per call of a review).
 
-Usage: python -m bench.plugin_bench [--number 500] [--rounds 7]
+Last, where the time of each chain goes: every plugin half is timed (``thread_time``, CPU time,
+around its function) over ``--number`` reviews, per mutating pass (a change by one of our
+own plugins runs the mutators again, as the API server reinvokes them), and the rest of
+``Admission.handle`` (parse, the chain's own bookkeeping, exceptions and actions, the
+patch, the response bytes) is what the halves do not account for.
+
+Usage: python -m bench.plugin_bench [--number 100] [--rounds 25]
 """
 
 from __future__ import annotations
@@ -23,11 +29,16 @@ from __future__ import annotations
 import argparse
 import gc
 import statistics
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
 
 import orjson
 
 from bench import payloads, scenario
 from webhooks.core.admission import Admission
+from webhooks.core.chain import Steps
 from webhooks.core.config import load_config
 from webhooks.plugins import REGISTRY
 
@@ -35,8 +46,8 @@ from webhooks.plugins import REGISTRY
 def main() -> None:
     """Print µs per review for each row and the ratios that matter."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--number", type=int, default=500)
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--number", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=25)
     args = parser.parse_args()
     static = scenario.cluster()
     configs = {name: scenario.config(name) for name in scenario.CONFIG_FILES}
@@ -74,6 +85,56 @@ def main() -> None:
         )
     ratio = scenario.ratios(times["full chain"], times["default chain"])
     print(f"\nfull chain / default chain: {scenario.spread(ratio)} (target <= 1.3x)")
+    for name in ("default", "full"):
+        breakdown(Admission(REGISTRY, configs[name], static), name, body, args.number * 5)
+
+
+def breakdown(admission: Admission, name: str, body: bytes, number: int) -> None:
+    """Print where one review's time goes in ``admission``'s chain (module docstring)."""
+    spent: dict[str, float] = {}
+    passes = [0]
+    chain = admission.steps()
+    first = chain.mutators[0][1] if chain.mutators else None
+
+    def timed(label: str, run: Callable[..., Any], half: object) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            if half is first:
+                passes[0] += 1
+            key = f"{label} (pass {passes[0]})" if label.endswith("mutate") else label
+            started = time.thread_time()
+            try:
+                return run(*args)
+            finally:
+                spent[key] = spent.get(key, 0.0) + time.thread_time() - started
+
+        return call
+
+    steps = Steps(
+        tuple(
+            (p, replace(h, run=timed(f"{p.name} mutate", h.run, h)), *rest)
+            for p, h, *rest in chain.mutators
+        ),
+        tuple(
+            (p, replace(h, run=timed(f"{p.name} validate", h.run, h)), *rest)
+            for p, h, *rest in chain.validators
+        ),
+    )
+    admission._chains[None] = steps  # type: ignore[attr-defined]  # a bench's instrumentation
+    call = scenario.review_call(admission, body)
+    for _ in range(number // 10):
+        call()
+    spent.clear()
+    started = time.thread_time()
+    for _ in range(number):
+        passes[0] = 0
+        call()
+    total = (time.thread_time() - started) / number * 1e6
+    print(f"\nwhere a review's time goes, {name} chain ({number} reviews, us per review):")
+    for key, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
+        print(f"  {key:48} {seconds / number * 1e6:8.1f}")
+    rest = total - sum(spent.values()) / number * 1e6
+    print(f"  {'the rest (parse, chain, patch, response)':48} {rest:8.1f}")
+    print(f"  {'total':48} {total:8.1f}")
 
 
 if __name__ == "__main__":

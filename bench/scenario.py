@@ -11,6 +11,7 @@ reads); served, a fake API server lists and watches them into the server's cache
 from __future__ import annotations
 
 import statistics
+import time
 import timeit
 from collections.abc import Callable
 from pathlib import Path
@@ -91,18 +92,22 @@ def review_call(admission: Admission, body: bytes, only: str | None = None) -> C
 def interleaved(
     calls: dict[str, Callable[[], Any]], number: int, rounds: int
 ) -> dict[str, list[float]]:
-    """Seconds per call of each function, one batch of ``number`` each per round, in turn.
+    """CPU seconds per call of each function, one batch of ``number`` each per round, in turn.
 
     Why interleaved: on a shared machine load drifts; batches that take turns see the same
-    drift, so a ratio of two of them taken within a round stays meaningful.
+    drift, so a ratio of two of them taken within a round stays meaningful. Why the calling
+    thread's CPU time (``time.thread_time``) and not wall time: on a machine whose other
+    jobs keep more runnable threads than it has cores, wall time counts the waits for a
+    core too, which have nothing to do with the code measured.
     """
     for call in calls.values():  # warm-up: caches filled, code paths taken once
         for _ in range(max(number // 10, 1)):
             call()
+    timers = {name: timeit.Timer(call, timer=time.thread_time) for name, call in calls.items()}
     times: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(rounds):
-        for name, call in calls.items():
-            times[name].append(timeit.timeit(call, number=number) / number)
+        for name, timer in timers.items():
+            times[name].append(timer.timeit(number=number) / number)
     return times
 
 
