@@ -4,7 +4,8 @@ The worker hands a thread a parsed head and the whole body; the thread builds th
 and runs the app (``webhooks.server.wsgi.Responder``). This times exactly that, without
 sockets or TLS, for the bare WSGI function, the bare Flask app and the real app (with and
 without its review log; with the default and with the full config), next to the chain
-alone (``Admission.handle``: bytes in, bytes out). The real app's cluster is the static
+alone (``Admission.handle``: bytes in, bytes out), the review log line alone and the
+metrics of one review alone. The real app's cluster is the static
 one of ``bench/configs/cluster.yaml``. Batches are interleaved (``--rounds`` of
 ``--number`` calls each): the median of the rounds and their spread. It says how much of
 the HTTP ratios is the apps' own work (docs/performance.md).
@@ -26,9 +27,10 @@ from bench import apps, payloads, scenario
 from webhooks.certs import generate
 from webhooks.core.admission import Admission
 from webhooks.plugins import REGISTRY
-from webhooks.server.app import create_app
+from webhooks.server.app import ReviewLog, create_app
 from webhooks.server.assemble import build_state
 from webhooks.server.framing import parse_head
+from webhooks.server.metrics import Metrics
 from webhooks.server.runner import ServeOptions
 from webhooks.server.wsgi import HttpDate, Responder
 
@@ -86,6 +88,20 @@ def main() -> None:
     calls = {name: through(app) for name, app in targets.items()}
     for name, admission in admissions.items():
         calls[f"the chain alone, {name}"] = lambda a=admission: a.handle(body, ("mutate",))
+    # Two parts of the real app on their own: its review log line (queued, as served) and
+    # the metrics of one review (this process's prometheus-client mode).
+    reply = admissions["full"].handle(body, ("mutate",))
+    log = ReviewLog(io.StringIO(), interval=60.0)
+
+    def log_line() -> None:
+        log.write("/mutate", reply, 0.0012, "patched")
+        if len(log._pending) > 100:  # as the writer thread empties it, every 50 ms in a worker
+            log.flush()
+
+    metrics = Metrics()
+    decisions = reply.outcome.decisions if reply.outcome is not None else ()
+    calls["review log line"] = log_line
+    calls["metrics of one review"] = lambda: metrics.record("/mutate", "patched", 0.0012, decisions)
     gc.collect()
     gc.freeze()
     times = scenario.interleaved(calls, args.number, args.rounds)

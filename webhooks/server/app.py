@@ -58,7 +58,7 @@ class ReviewLog:
         self.interval = interval
         self._lock = threading.Lock()
         self._second: tuple[int, str] = (0, "")
-        self._pending: collections.deque[bytes] = collections.deque()
+        self._pending: collections.deque[str] = collections.deque()
         self._stop = threading.Event()
 
     def start(self) -> None:
@@ -74,19 +74,14 @@ class ReviewLog:
         threading.Thread(target=loop, name="review-log", daemon=True).start()
 
     def flush(self) -> None:
-        """Write every queued line, in order, with one write.
-
-        Lines are queued as the bytes orjson made and decoded here, all at once: one decode
-        per batch in this thread instead of one per review in the request threads.
-        """
+        """Write every queued line, in order, with one write."""
         lines = []
         pending = self._pending
         while pending:
             lines.append(pending.popleft())
         if lines:
-            text = b"".join(lines).decode()
             with self._lock:
-                self.stream.write(text)
+                self.stream.write("".join(lines))
                 self.stream.flush()
 
     def stop(self) -> None:
@@ -165,12 +160,14 @@ class ReviewLog:
                 line.update(code=outcome.code, reason=outcome.reason)
         else:
             line["error"] = reply.body.decode(errors="replace").strip()
-        data = orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE)
+        # Decoded at once, so orjson's buffer is freed and reused by the next line: queued
+        # as bytes until the batch is written, each line took fresh memory and cost more.
+        data = orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE).decode()
         if self.interval is not None:
             self._pending.append(data)
             return
         with self._lock:
-            self.stream.write(data.decode())
+            self.stream.write(data)
             self.stream.flush()
 
 
