@@ -3,11 +3,14 @@
 The worker hands a thread a parsed head and the whole body; the thread builds the environ
 and runs the app (``webhooks.server.wsgi.Responder``). This times exactly that, without
 sockets or TLS, for the bare WSGI function, the bare Flask app and the real app (with and
-without its review log), next to the chain alone (``Admission.handle``: bytes in, bytes
-out). Batches are interleaved, median of 9. It says how much of the HTTP ratios is the
-apps' own work (docs/performance.md).
+without its review log; with the default and with the full config), next to the chain
+alone (``Admission.handle``: bytes in, bytes out), the review log line alone and the
+metrics of one review alone. The real app's cluster is the static
+one of ``bench/configs/cluster.yaml``. Batches are interleaved (``--rounds`` of
+``--number`` calls each): the median of the rounds and their spread. It says how much of
+the HTTP ratios is the apps' own work (docs/performance.md).
 
-Usage: python -m bench.app_bench [--number 3000]
+Usage: python -m bench.app_bench [--number 200] [--rounds 21]
 """
 
 from __future__ import annotations
@@ -17,17 +20,17 @@ import gc
 import io
 import statistics
 import tempfile
-import timeit
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import apps, payloads
+from bench import apps, payloads, scenario
 from webhooks.certs import generate
 from webhooks.core.admission import Admission
-from webhooks.core.config import load_config
 from webhooks.plugins import REGISTRY
-from webhooks.server.assemble import build_app
+from webhooks.server.app import ReviewLog, create_app
+from webhooks.server.assemble import build_state
 from webhooks.server.framing import parse_head
+from webhooks.server.metrics import Metrics
 from webhooks.server.runner import ServeOptions
 from webhooks.server.wsgi import HttpDate, Responder
 
@@ -35,7 +38,8 @@ from webhooks.server.wsgi import HttpDate, Responder
 def main() -> None:
     """Print microseconds per review for each app."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--number", type=int, default=3000)
+    parser.add_argument("--number", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=21)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="app-bench-"))
     generate(work / "certs", hosts=["localhost"])
@@ -44,18 +48,33 @@ def main() -> None:
         b"POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
         b"Content-Length: %d\r\n\r\n" % len(body)
     )
-    real = build_app(ServeOptions(cert_dir=work / "certs", runtime_dir=work, log_reviews=False))
-    logged = build_app(ServeOptions(cert_dir=work / "certs", runtime_dir=work, log_reviews=True))
-    state = logged.app.extensions["placement-webhooks"]  # type: ignore[attr-defined]
-    state.review_log.stream = io.StringIO()  # the lines are built and queued, then dropped
+    static = scenario.cluster()
+    states = []
+
+    def real(name: str, log_reviews: bool) -> object:
+        """The real app with config ``name`` over the static cluster, as a worker builds it."""
+        options = ServeOptions(cert_dir=work / "certs", runtime_dir=work, log_reviews=log_reviews)
+        state = build_state(options)
+        state.admission = Admission(REGISTRY, scenario.config(name), static)
+        if state.review_log is not None:
+            state.review_log.stream = io.StringIO()  # lines built and queued, then dropped
+        states.append(state)
+        return create_app(state)
+
+    for name in scenario.CONFIG_FILES:
+        print(scenario.describe(name, scenario.config(name)))
     date = HttpDate()
     targets = {
         "bare WSGI": apps.bare_wsgi,
         "bare Flask": apps.bare_flask(),
-        "real, no review log": real.app,
-        "real": logged.app,
+        "real, default, no log": real("default", False),
+        "real, default": real("default", True),
+        "real, full, no log": real("full", False),
+        "real, full": real("full", True),
     }
-    admission = Admission(REGISTRY, load_config(None, REGISTRY))
+    admissions = {
+        name: Admission(REGISTRY, scenario.config(name), static) for name in scenario.CONFIG_FILES
+    }
 
     def through(app: object) -> Callable[[], object]:
         responder = Responder(app, ("127.0.0.1", 8443), "https", date)  # type: ignore[arg-type]
@@ -67,19 +86,36 @@ def main() -> None:
         return call
 
     calls = {name: through(app) for name, app in targets.items()}
-    calls["the chain alone"] = lambda: admission.handle(body, ("mutate",))
-    for call in calls.values():
-        call()
+    for name, admission in admissions.items():
+        calls[f"the chain alone, {name}"] = lambda a=admission: a.handle(body, ("mutate",))
+    # Two parts of the real app on their own: its review log line (queued, as served) and
+    # the metrics of one review (this process's prometheus-client mode).
+    reply = admissions["full"].handle(body, ("mutate",))
+    log = ReviewLog(io.StringIO(), interval=60.0)
+
+    def log_line() -> None:
+        log.write("/mutate", reply, 0.0012, "patched")
+        if len(log._pending) > 100:  # as the writer thread empties it, every 50 ms in a worker
+            log.flush()
+
+    metrics = Metrics()
+    decisions = reply.outcome.decisions if reply.outcome is not None else ()
+    calls["review log line"] = log_line
+    calls["metrics of one review"] = lambda: metrics.record("/mutate", "patched", 0.0012, decisions)
+    gc.collect()
     gc.freeze()
-    times: dict[str, list[float]] = {name: [] for name in calls}
-    for _ in range(9):
-        for name, call in calls.items():
-            times[name].append(timeit.timeit(call, number=args.number) / args.number * 1e6)
-    print(f"{'4 KB review, in process':24} {'us':>8}")
+    times = scenario.interleaved(calls, args.number, args.rounds)
+    print(f"\n{'4 KB review, in process':28} {'us':>8}  spread")
     for name, values in times.items():
-        print(f"{name:24} {statistics.median(values):8.1f}")
-    real.close()
-    logged.close()
+        us = [v * 1e6 for v in values]
+        print(f"{name:28} {statistics.median(us):8.1f}  ({min(us):.1f}-{max(us):.1f})")
+    flask = times["bare Flask"]
+    for name in ("real, default", "real, full"):
+        extra = [(r - f) * 1e6 for r, f in zip(times[name], flask, strict=True)]
+        shown = f"{statistics.median(extra):.1f} us ({min(extra):.1f} to {max(extra):.1f})"
+        print(f"{name} beyond bare Flask: {shown}")
+    for state in states:
+        state.close()
 
 
 if __name__ == "__main__":

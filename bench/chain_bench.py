@@ -1,57 +1,68 @@
-"""In-process benchmark: the whole chain (parse, plugins, patch, response bytes) against
-``orjson.loads`` + ``orjson.dumps`` of the same review, at 4 KB and 200 KB.
+"""In-process benchmark: the mutating chain (parse, plugins, patch, response bytes) with the
+default and the full config, against ``orjson.loads`` + ``orjson.dumps`` of the same
+review, at 4 KB and 200 KB.
 
-Usage: python -m bench.chain_bench [--number 2000]
+Both configs run over the same static cluster (``bench/configs/cluster.yaml``) on the same
+review (``bench/payloads.py``); the three functions take turns in batches, so each ratio is
+taken within a round: the median of the rounds and their spread are printed.
+
+Usage: python -m bench.chain_bench [--number 200] [--rounds 25]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
-import timeit
+from collections.abc import Callable
 
 import orjson
 
-from bench import payloads
+from bench import payloads, scenario
 from webhooks.core.admission import Admission
-from webhooks.core.config import load_config
-from webhooks.plugins import REGISTRY
 
 
-def side_by_side(a: object, b: object, number: int, repeat: int = 9) -> tuple[float, float, float]:
-    """Per-call seconds of ``a`` and ``b`` and the median ratio a/b, batches interleaved.
-
-    Why interleaved: on a shared machine load drifts; alternating batches of the two
-    functions exposes both to the same drift, so the ratio stays meaningful.
-    """
-    ta: list[float] = []
-    tb: list[float] = []
-    for _ in range(repeat):
-        ta.append(timeit.timeit(a, number=number) / number)  # type: ignore[arg-type]
-        tb.append(timeit.timeit(b, number=number) / number)  # type: ignore[arg-type]
-    ratio = statistics.median(x / y for x, y in zip(ta, tb, strict=True))
-    return statistics.median(ta), statistics.median(tb), ratio
+def _mutate(admission: Admission, body: bytes) -> Callable[[], object]:
+    reply = admission.handle(body, ("mutate",))
+    assert reply.status == 200 and reply.outcome is not None and reply.outcome.allowed
+    return lambda: admission.handle(body, ("mutate",))
 
 
 def main() -> None:
-    """Print per-call times and the ratio for both sizes."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--number", type=int, default=2000)
+    """Print per-call times and the ratios for both sizes."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--number", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=25)
     args = parser.parse_args()
-    admission = Admission(REGISTRY, load_config(None, REGISTRY))
-    print(f"{'review':8} {'chain us':>10} {'orjson us':>10} {'ratio':>7}")
+    admissions = scenario.admissions()
+    for name, admission in admissions.items():
+        print(scenario.describe(name, admission.config))
+    gc.collect()
+    gc.freeze()
+    print(
+        f"\n{'review':8} {'default us':>10} {'full us':>9} {'orjson us':>10}"
+        f" {'default/orjson':>20} {'full/orjson':>20} {'full/default':>20}"
+    )
     for label, body, number in (
         ("4 KB", payloads.small(), args.number),
-        ("200 KB", payloads.large(), max(args.number // 20, 50)),
+        ("200 KB", payloads.large(), max(args.number // 20, 10)),
     ):
-        reply = admission.handle(body, ("mutate",))
-        assert reply.status == 200 and reply.outcome is not None and reply.outcome.patch
-        chain, base, ratio = side_by_side(
-            lambda body=body: admission.handle(body, ("mutate",)),
-            lambda body=body: orjson.dumps(orjson.loads(body)),
+        times = scenario.interleaved(
+            {
+                "default": _mutate(admissions["default"], body),
+                "full": _mutate(admissions["full"], body),
+                "orjson": lambda body=body: orjson.dumps(orjson.loads(body)),
+            },
             number,
+            args.rounds,
         )
-        print(f"{label:8} {chain * 1e6:10.1f} {base * 1e6:10.1f} {ratio:7.2f}")
+        med = {name: statistics.median(values) * 1e6 for name, values in times.items()}
+        print(
+            f"{label:8} {med['default']:10.1f} {med['full']:9.1f} {med['orjson']:10.1f}"
+            f" {scenario.spread(scenario.ratios(times['default'], times['orjson'])):>20}"
+            f" {scenario.spread(scenario.ratios(times['full'], times['orjson'])):>20}"
+            f" {scenario.spread(scenario.ratios(times['full'], times['default'])):>20}"
+        )
 
 
 if __name__ == "__main__":

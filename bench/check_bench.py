@@ -1,14 +1,22 @@
-"""How much slower ``check`` is than just parsing the same YAML with libyaml.
+"""How much slower ``check`` is than just parsing the same YAML with libyaml, and what the
+full config costs against the default one.
 
 Builds a multi-document stream of realistic manifests (Deployments, DaemonSets, GPU Jobs,
-CronJobs, Pods, Nodes, Services, ConfigMaps), then times, best of ``--repeat`` runs:
+CronJobs, Pods, Nodes, Services, ConfigMaps), then times ``--repeat`` (5) rounds in which
+every function takes its turn (the best of each, and each ratio as the median of the
+rounds' ratios with their spread):
 
 * the baseline: ``yaml.load_all(text, Loader=yaml.CSafeLoader)``;
-* ``check``: split into documents with lines, admit every object through the configured
-  chain (object, Pod, second mutating pass), and render the text report.
+* ``check`` with the default config and with the full config (``bench/configs/full.yaml``):
+  split into documents with lines, admit every object through the chain (object, Pod,
+  second mutating pass), and render the text report; the Namespaces and RuntimeClasses of
+  ``bench/configs/cluster.yaml`` given as ``--objects`` would give them;
+* ``check`` of ``--pods`` Pods (2,000), the benchmarks' ~4 KB Pod in namespace ``shop``,
+  with each config.
 
-It prints both CPU times and the ratio; the target is at most 2x. Run it with
-``make bench-check`` or ``python bench/check_bench.py [--docs N] [--repeat R]``.
+It prints the CPU times and the ratios; targets: ``check`` at most 2x the parse, and the
+full config at most 1.3x the default on the Pods. Run it with ``make bench-check`` or
+``python -m bench.check_bench [--docs N] [--pods N] [--repeat R]``.
 """
 
 from __future__ import annotations
@@ -21,9 +29,10 @@ from typing import Any
 
 import yaml
 
+from bench import payloads, scenario
 from webhooks.cluster.files import StaticCluster
 from webhooks.core.admission import Admission
-from webhooks.core.config import load_config
+from webhooks.core.config import Config
 from webhooks.dryrun import formats
 from webhooks.dryrun.engine import Engine, Report, context_cluster
 from webhooks.manifests.reader import Source, split
@@ -183,8 +192,8 @@ def stream(count: int) -> str:
     return "---\n" + "---\n".join(docs)
 
 
-def best_of(fns: list[Callable[[], Any]], repeat: int) -> list[float]:
-    """Best CPU time of each function over ``repeat`` interleaved rounds.
+def rounds(fns: list[Callable[[], Any]], repeat: int) -> list[list[float]]:
+    """CPU time of each function in each of ``repeat`` interleaved rounds.
 
     CPU time of this process, not wall time, and the functions take turns within a round,
     because the machines this runs on are shared: another job's load then slows both sides
@@ -197,35 +206,76 @@ def best_of(fns: list[Callable[[], Any]], repeat: int) -> list[float]:
             start = time.process_time()
             fn()
             times[i].append(time.process_time() - start)
-    return [min(t) for t in times]
+    return times
 
 
-def main() -> None:
-    """Print the baseline time, the check time and their ratio."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
-    text = stream(args.docs)
-    config = load_config(None, REGISTRY)
+def pods(count: int) -> str:
+    """``count`` copies of the benchmarks' Pod (``bench/payloads.py``), named apart."""
+    docs = []
+    for i in range(count):
+        obj = payloads.pod(2, big=False)
+        obj["metadata"] = {**obj["metadata"], "name": f"web-{i}"}
+        docs.append(yaml.safe_dump(obj, sort_keys=False))
+    return "---\n" + "---\n".join(docs)
+
+
+def checker(text: str, config: Config, base: StaticCluster) -> Callable[[], None]:
+    """``check`` of ``text`` with ``config`` over ``base`` (plus what ``text`` defines)."""
     options = formats.Options(rules=formats.rules_of(REGISTRY.plugins))
-
-    def parse() -> None:
-        list(yaml.load_all(text, Loader=yaml.CSafeLoader))
 
     def check() -> None:
         docs, problem = split(Source("bench.yaml", text))
         assert problem is None
-        admission = Admission(REGISTRY, config, context_cluster(docs, StaticCluster()))
+        cluster = StaticCluster()
+        for table in ("runtime_classes", "namespaces"):
+            getattr(cluster, table).update(getattr(base, table))
+        admission = Admission(REGISTRY, config, context_cluster(docs, cluster))
         report = Engine(admission).run(docs, Report(files=1))
         formats.text(report, options)
 
-    baseline, checked = best_of([parse, check], args.repeat)
-    print(f"documents:          {args.docs}")
-    print(f"plugins:            {', '.join(REGISTRY.names)}")
-    print(f"CSafeLoader parse:  {baseline:.3f} s CPU")
-    print(f"check (text out):   {checked:.3f} s CPU")
-    print(f"ratio:              {checked / baseline:.2f}x (target <= 2x)")
+    return check
+
+
+def main() -> None:
+    """Print the baseline time, the check times and their ratios."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=10_000)
+    parser.add_argument("--pods", type=int, default=2_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    configs = {name: scenario.config(name) for name in scenario.CONFIG_FILES}
+    for name, cfg in configs.items():
+        print(scenario.describe(name, cfg))
+    text = stream(args.docs)
+    many = pods(args.pods)
+    base = scenario.cluster()
+
+    def parse() -> None:
+        list(yaml.load_all(text, Loader=yaml.CSafeLoader))
+
+    times = rounds(
+        [
+            parse,
+            checker(text, configs["default"], base),
+            checker(text, configs["full"], base),
+            checker(many, configs["default"], base),
+            checker(many, configs["full"], base),
+        ],
+        args.repeat,
+    )
+    baseline, default, full, pods_default, pods_full = (min(t) for t in times)
+    parse_t, default_t, full_t, pods_default_t, pods_full_t = times
+    print(f"documents:               {args.docs}; best of {args.repeat} rounds, CPU time")
+    print(f"CSafeLoader parse:       {baseline:.3f} s")
+    for name, best, each in (("default", default, default_t), ("full", full, full_t)):
+        per_round = scenario.spread(scenario.ratios(each, parse_t))
+        print(f"check, {name + ' config:':17} {best:.3f} s; vs the parse {per_round} (<= 2x)")
+    print(f"full / default:          {scenario.spread(scenario.ratios(full_t, default_t))}")
+    print(f"{args.pods} pods in namespace shop:")
+    print(f"check, default config:   {pods_default:.3f} s")
+    print(f"check, full config:      {pods_full:.3f} s")
+    ratio = scenario.spread(scenario.ratios(pods_full_t, pods_default_t))
+    print(f"full / default:          {ratio} (target <= 1.3x)")
 
 
 if __name__ == "__main__":

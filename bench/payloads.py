@@ -1,4 +1,11 @@
-"""Realistic AdmissionReview payloads: a ~4 KB Pod and a ~200 KB Pod with 50 containers."""
+"""Realistic AdmissionReview payloads: a ~4 KB Pod and a ~200 KB Pod with 50 containers.
+
+The Pod is created in namespace ``shop`` and names RuntimeClass ``gvisor``, both defined in
+``bench/configs/cluster.yaml``, so under the full config (``bench/configs/full.yaml``)
+every plugin has work to do: the namespace's selector, default tolerations and whitelist,
+its dedicated group and failover seconds, the RuntimeClass's overhead and scheduling, and
+a required anti-affinity term to check.
+"""
 
 from __future__ import annotations
 
@@ -64,6 +71,20 @@ def pod(containers: int, big: bool) -> dict[str, Any]:
         },
         "spec": {
             "containers": [_container(i, big) for i in range(containers)],
+            "runtimeClassName": "gvisor",
+            "tolerations": [
+                {"key": "team", "operator": "Equal", "value": "shop", "effect": "NoSchedule"}
+            ],
+            "affinity": {
+                "podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "labelSelector": {"matchLabels": {"app": "web"}},
+                            "topologyKey": "kubernetes.io/hostname",
+                        }
+                    ]
+                }
+            },
             "restartPolicy": "Always",
             "terminationGracePeriodSeconds": 30,
             "dnsPolicy": "ClusterFirst",

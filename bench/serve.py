@@ -1,6 +1,6 @@
 """Serve one of the benchmark apps under the exact gunicorn settings of the real server.
 
-Usage: python -m bench.serve {real,flask,wsgi} --bind HOST:PORT --cert-dir DIR
+Usage: python -m bench.serve {real,flask,wsgi} --bind HOST:PORT --cert-dir DIR [--config FILE]
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from webhooks.configfile import read_config
 from webhooks.server.runner import Built, Factory, ServeOptions, WebhookServer
 
 
@@ -32,9 +33,12 @@ def main() -> None:
     parser.add_argument("--cert-dir", required=True)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--config", help="the real server's config file (default: built-in)")
     args = parser.parse_args()
     options = ServeOptions(
         cert_dir=Path(args.cert_dir),
+        config_path=args.config,
+        config=read_config(args.config),
         bind=args.bind,
         workers=args.workers,
         threads=args.threads,

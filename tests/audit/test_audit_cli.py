@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 import webhooks.cli.audit as audit_command
+from bench import stored as cluster
 from tests import crds, dra
-from tests.audit import cluster
 from tests.fakeapi import FakeApiServer, Request, refused_port, running, write_kubeconfig
 from webhooks.cli import main
 from webhooks.cluster.listing import Paging

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.audit import cluster
+from bench import stored as cluster
 from tests.fakeapi import FakeApiServer, Request, refused_port, write_kubeconfig
 from webhooks.audit.reports import OPENREPORTS
 from webhooks.cluster.kubeconfig import load_configuration

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.audit import cluster
+from bench import stored as cluster
 from webhooks.audit.live import as_created, controller, skip_reason
 from webhooks.audit.model import Ref
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from bench import stored as cluster
 from tests import crds
-from tests.audit import cluster
 from tests.audit.test_scan import DEDICATED, NOW, audit
 from webhooks.audit.model import Audit, Ref
 from webhooks.audit.reports import (

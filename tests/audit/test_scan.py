@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
+from bench import stored as cluster
+from bench.stored import ADDED_DEFAULTS, DEFAULT_TOLERATIONS
 from tests import dra
-from tests.audit import cluster
-from tests.audit.cluster import ADDED_DEFAULTS, DEFAULT_TOLERATIONS
 from webhooks.audit.model import Audit, Ref, Result
 from webhooks.audit.scan import Scanner, ScopeError, scan
 from webhooks.cluster.files import StaticCluster

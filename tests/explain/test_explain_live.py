@@ -12,8 +12,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from bench import stored as cluster
 from tests import dra
-from tests.audit import cluster
 from tests.fakeapi import FakeApiServer, refused_port, running, write_kubeconfig
 from webhooks.cli import main
 from webhooks.cluster import listing

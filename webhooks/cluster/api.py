@@ -78,6 +78,10 @@ class ApiCluster:
     prevents an answer raises :class:`~webhooks.core.plugin.LookupFailure`.
     """
 
+    #: Every object carries the API server's ``uid`` and ``resourceVersion``, so what plugins
+    #: derive from one is kept per version (:mod:`webhooks.core.derived`).
+    versioned = True
+
     def __init__(
         self, configuration: Any, timing: Timing | None = None, cached: Iterable[str] = ()
     ) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from webhooks.core.chain import Steps, resolve, run_chain, utcnow
 from webhooks.core.config import Config
+from webhooks.core.derived import Derived
 from webhooks.core.plugin import ClusterView, Phase, Plugin, Registry
 from webhooks.core.result import Outcome
 from webhooks.core.review import AdmissionRequest, ReviewError, parse_review, response_bytes
@@ -45,7 +46,7 @@ class Admission:
     changes with a new configuration (which builds a new :class:`Admission`).
     """
 
-    __slots__ = ("_chains", "cluster", "config", "now", "registry")
+    __slots__ = ("_chains", "cluster", "config", "derived", "now", "registry")
 
     def __init__(
         self,
@@ -57,12 +58,17 @@ class Admission:
         self.registry = registry
         self.config = config
         self.cluster = cluster
+        #: What plugins derive from cluster objects and settings, shared by every chain
+        #: built here; keyed by object version when the cluster says its objects carry
+        #: the API server's (``versioned``), else by identity (:mod:`webhooks.core.derived`).
+        self.derived = Derived(versioned=bool(getattr(cluster, "versioned", False)))
         #: The clock exceptions expire by; tests and ``check --now`` may fix it.
         self.now = now or utcnow
         self._chains: dict[str | None, Steps] = {None: self._resolve(None)}
 
     def _resolve(self, only: str | None) -> Steps:
-        return resolve(self.config.chain(self.registry, only), self.config, self.cluster)
+        chain = self.config.chain(self.registry, only)
+        return resolve(chain, self.config, self.cluster, self.derived)
 
     def steps(self, only: str | None = None) -> Steps:
         """The resolved chain: the enabled plugins, or just ``only`` (``KeyError`` if unknown)."""

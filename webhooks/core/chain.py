@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhooks.core.config import Config, PluginConfig
+from webhooks.core.derived import Derived
 from webhooks.core.plugin import (
     RESOURCE_KINDS,
     ClusterView,
@@ -90,21 +91,28 @@ def _concerning(config: Config, plugin: Plugin, phase: Phase) -> Excepting:
     return tuple(e for e in config.exceptions if e.covers(plugin.name, phase))
 
 
-def resolve(plugins: Iterable[Plugin], config: Config, cluster: ClusterView | None) -> Steps:
+def resolve(
+    plugins: Iterable[Plugin],
+    config: Config,
+    cluster: ClusterView | None,
+    derived: Derived | None = None,
+) -> Steps:
     """The mutating and validating halves of ``plugins``, each with its context and rules.
 
     A validating half its settings switch off (:attr:`Validator.active`) is left out. Why
     each half keeps only the exceptions about it: most halves have none, and then a request
-    pays nothing for exceptions at all.
+    pays nothing for exceptions at all. Every context shares ``derived`` (a new cache when
+    not given), so a value derived from a Namespace is derived once for the whole chain.
     """
     view = cluster if cluster is not None else NoCluster()
+    derived = derived if derived is not None else Derived()
     mutators: list[MutateStep] = []
     validators: list[ValidateStep] = []
     # What a controller writes before admission comes first (Plugin.precedes_admission).
     plugins = sorted(plugins, key=lambda p: not (p.precedes_admission and p.mutate))
     for plugin in plugins:
         rules = config.plugins[plugin.name]
-        context = Context(rules.settings, view)
+        context = Context(rules.settings, view, derived)
         if plugin.mutate is not None:
             excepting = _concerning(config, plugin, "mutate")
             mutators.append((plugin, plugin.mutate, context, rules, excepting))
@@ -285,6 +293,10 @@ class _Progress:
         )
 
 
+#: The Namespace not looked up yet (``None`` is a Namespace that does not exist).
+_UNREAD: Any = object()
+
+
 class _Judge:
     """For one request: which exceptions skip a plugin, and what a violation does.
 
@@ -292,13 +304,13 @@ class _Judge:
     exception or an action override needs them, so a chain without either costs nothing.
     """
 
-    __slots__ = ("_labels", "_now", "_now_fn", "request")
+    __slots__ = ("_namespace", "_now", "_now_fn", "request")
 
     def __init__(self, request: AdmissionRequest, now: Callable[[], dt.datetime]) -> None:
         self.request = request
         self._now_fn = now
         self._now: dt.datetime | None = None
-        self._labels: Any = None
+        self._namespace: Any = _UNREAD
 
     def skips(
         self,
@@ -322,13 +334,21 @@ class _Judge:
         progress.note(EXCEPTION_ANNOTATION, found.applied)
         return True
 
-    def action(self, rules: PluginConfig, context: Context) -> Action:
-        """What a violation of this plugin does for this request's namespace."""
+    def action(self, plugin: Plugin, rules: PluginConfig, context: Context) -> Action:
+        """What a violation of this plugin does for this request's namespace.
+
+        Chosen once per Namespace version and plugin (:mod:`webhooks.core.derived`): the
+        overrides' selectors match the Namespace's labels, which change only with it.
+        """
         if not rules.action_overrides:
             return rules.action
-        if self._labels is None:
-            self._labels = labels_of(context.cluster.namespace(self.request.namespace))
-        return choose_action(rules.action, rules.action_overrides, self._labels)
+        if self._namespace is _UNREAD:
+            self._namespace = context.cluster.namespace(self.request.namespace)
+
+        def choose(namespace: Any) -> Action:
+            return choose_action(rules.action, rules.action_overrides, labels_of(namespace))
+
+        return context.derived.of("Namespace", self._namespace, f"{plugin.name}/action", choose)
 
     def enforced(
         self,
@@ -347,7 +367,7 @@ class _Judge:
         policy = [v for v in named if v.code not in (400, 500)]
         if not policy:
             return named
-        action = self.action(rules, context)
+        action = self.action(plugin, rules, context)
         if action == ENFORCE:
             return named
         for violation in policy:

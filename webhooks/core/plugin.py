@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from webhooks.core.derived import Derived
 from webhooks.core.result import Result, Violation
 from webhooks.core.review import AdmissionRequest
 
@@ -46,7 +47,12 @@ class LookupFailure(Exception):
 
 
 class ClusterView(Protocol):
-    """Read-only access to the cluster objects plugins consult."""
+    """Read-only access to the cluster objects plugins consult.
+
+    A view whose objects all carry the API server's ``uid`` and ``resourceVersion`` says so
+    with a true ``versioned`` attribute; what plugins derive from its objects is then kept
+    per version rather than per object (:mod:`webhooks.core.derived`).
+    """
 
     def runtime_class(self, name: str) -> dict[str, Any] | None:
         """The RuntimeClass called ``name``, or ``None`` when it does not exist."""
@@ -97,10 +103,13 @@ RESOURCE_CLAIM_TEMPLATES = "resourceclaimtemplates"
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    """What a plugin may consult besides the request: its settings and the cluster."""
+    """What a plugin may consult besides the request: its settings, the cluster, and what
+    it derived from them before (:mod:`webhooks.core.derived`; one cache per chain, shared
+    by its plugins, each value named by the plugin that derives it)."""
 
     settings: Any
     cluster: ClusterView = field(default_factory=NoCluster)
+    derived: Derived = field(default_factory=Derived)
 
 
 #: A mutating half's function: the changed object and what to report, or violations.

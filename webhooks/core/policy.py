@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from webhooks.core.plugin import PHASES, Phase
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.podspec import POD_SPEC_PATHS, get_path
-from webhooks.k8s.selectors import matches
+from webhooks.k8s.selectors import Selector, compile_selector
 
 Action = Literal["enforce", "warn", "audit"]
 ACTIONS: tuple[Action, ...] = ("enforce", "warn", "audit")
@@ -45,10 +45,17 @@ DEFAULT_SERVICE_ACCOUNT = "default"
 
 @dataclass(frozen=True, slots=True)
 class ActionOverride:
-    """Another action for namespaces whose labels match ``namespace_selector``."""
+    """Another action for namespaces whose labels match ``namespace_selector``.
+
+    The selector is read once, at load (``selector``), not per request.
+    """
 
     namespace_selector: Mapping[str, Any]
     action: Action
+    selector: Selector = field(init=False, repr=False, compare=False, default=Selector())
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "selector", compile_selector(self.namespace_selector))
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +75,12 @@ class PolicyException:
     groups: tuple[str, ...] = ()
     expires: dt.datetime | None = None
     phases: tuple[Phase, ...] = PHASES
+    #: ``object_selector`` read once, at load (not per request).
+    selector: Selector | None = field(init=False, repr=False, compare=False, default=None)
+
+    def __post_init__(self) -> None:
+        if self.object_selector is not None:
+            object.__setattr__(self, "selector", compile_selector(self.object_selector))
 
     def covers(self, plugin: str, phase: Phase) -> bool:
         """Whether this exception is about ``plugin``'s ``phase`` half."""
@@ -81,10 +94,10 @@ class PolicyException:
         """Whether every matcher given matches the request and its object."""
         if self.namespaces and request.namespace not in self.namespaces:
             return False
-        if self.object_selector is not None:
+        if self.selector is not None:
             meta = obj.get("metadata")
             labels = meta.get("labels") if isinstance(meta, Mapping) else None
-            if not matches(self.object_selector, labels if isinstance(labels, Mapping) else {}):
+            if not self.selector.matches(labels if isinstance(labels, Mapping) else {}):
                 return False
         account = f"{request.namespace}:{service_account(request.kind, obj)}"
         if self.service_accounts and account not in self.service_accounts:
@@ -161,7 +174,7 @@ def choose_action(
     """
     labels = namespace_labels if namespace_labels is not None else {}
     for override in overrides:
-        if matches(override.namespace_selector, labels):
+        if override.selector.matches(labels):
             return override.action
     return base
 

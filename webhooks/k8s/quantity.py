@@ -19,6 +19,7 @@ The accepted grammar and the value rules are those of ``resource.ParseQuantity``
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -84,10 +85,17 @@ def parse_quantity(text: str) -> Decimal:
 
     Why a Decimal: equality must be exact (``100m == 0.1``), and Decimal keeps huge
     exponents such as ``1e2000`` compact where an integer or Fraction would expand them.
-    Raises :class:`QuantityError` with upstream's reason for anything else.
+    Raises :class:`QuantityError` with upstream's reason for anything else. Values that
+    parse are kept in a small cache (a Decimal is immutable): the same few (``250m``,
+    ``120Mi``) recur in pod after pod, and parsing one exactly takes a decimal context.
     """
     if not isinstance(text, str):
         raise QuantityError(text, NOT_A_QUANTITY)
+    return _parse_text(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_text(text: str) -> Decimal:
     match = _SHAPE.fullmatch(text) if text else None
     if match is None:
         raise QuantityError(text, FORMAT_WRONG)

@@ -10,6 +10,7 @@ never produces: an absent selector means "no condition").
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from webhooks.k8s.names import label_value_errors, qualified_name_errors
@@ -60,24 +61,49 @@ def selector_problems(selector: Any) -> list[str]:
     return problems
 
 
+@dataclass(frozen=True, slots=True)
+class Selector:
+    """A LabelSelector read once: its label pairs and its expressions, values as sets.
+
+    Why: a selector in the config (an exception's ``objectSelector``, an action override's
+    ``namespaceSelector``) is matched against object after object and never changes.
+    """
+
+    labels: tuple[tuple[Any, Any], ...] = ()
+    expressions: tuple[tuple[str, str, frozenset[str]], ...] = ()
+
+    def matches(self, labels: Mapping[str, Any]) -> bool:
+        """Whether ``labels`` satisfy the selector (see :func:`matches`)."""
+        for key, value in self.labels:
+            if labels.get(key) != value:
+                return False
+        for key, operator, values in self.expressions:
+            value = labels.get(key)
+            present = isinstance(value, str)
+            if operator == IN and not (present and value in values):
+                return False
+            if operator == NOT_IN and present and value in values:
+                return False
+            if operator == EXISTS and not present:
+                return False
+            if operator == DOES_NOT_EXIST and present:
+                return False
+        return True
+
+
+def compile_selector(selector: Mapping[str, Any]) -> Selector:
+    """``selector`` (checked with :func:`selector_problems`) read into a :class:`Selector`."""
+    expressions = tuple(
+        (expr["key"], expr["operator"], frozenset(expr.get("values") or []))
+        for expr in selector.get("matchExpressions") or []
+    )
+    return Selector(tuple((selector.get("matchLabels") or {}).items()), expressions)
+
+
 def matches(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
     """Whether ``labels`` satisfy ``selector`` (checked with :func:`selector_problems`).
 
     Why NotIn matches a missing label: that is apimachinery's rule, and a policy that
     disagreed with kubectl's ``-l`` about which namespaces match would surprise its author.
     """
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, operator, values = expr["key"], expr["operator"], expr.get("values") or []
-        present = isinstance(labels.get(key), str)
-        if operator == IN and not (present and labels[key] in values):
-            return False
-        if operator == NOT_IN and present and labels[key] in values:
-            return False
-        if operator == EXISTS and not present:
-            return False
-        if operator == DOES_NOT_EXIST and present:
-            return False
-    return True
+    return compile_selector(selector).matches(labels)

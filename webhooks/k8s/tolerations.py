@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 Toleration = Mapping[str, Any]
@@ -40,12 +41,36 @@ def covers_no_execute(toleration: Toleration, key: str) -> bool:
 
 def identity(toleration: Toleration) -> tuple[str, str, str, str]:
     """(key, operator, value, effect): AddOrUpdateTolerationInPodSpec's notion of identity (§1b)."""
-    return (
-        _s(toleration, "key"),
-        _s(toleration, "operator"),
-        _s(toleration, "value"),
-        _s(toleration, "effect"),
-    )
+    get = toleration.get
+    key, operator = get("key", ""), get("operator", "")
+    value, effect = get("value", ""), get("effect", "")
+    # The exact-class tests first: nearly every field is a str already.
+    if key.__class__ is not str:
+        key = key if isinstance(key, str) else ""
+    if operator.__class__ is not str:
+        operator = operator if isinstance(operator, str) else ""
+    if value.__class__ is not str:
+        value = value if isinstance(value, str) else ""
+    if effect.__class__ is not str:
+        effect = effect if isinstance(effect, str) else ""
+    return (key, operator, value, effect)
+
+
+#: (key, operator, value, effect, tolerationSeconds): everything the §1c tests compare.
+Facts = tuple[str, str, str, str, int | None]
+
+
+def facts(toleration: Toleration) -> Facts:
+    """The toleration's :data:`Facts`, read once.
+
+    Why: a merge or a whitelist check compares every toleration with every other; reading
+    five fields per comparison was most of the cost of a merge, reading them once per
+    toleration is not.
+    """
+    seconds = toleration.get("tolerationSeconds")
+    if seconds is not None and seconds.__class__ is not int:
+        seconds = seconds if isinstance(seconds, int) and not isinstance(seconds, bool) else None
+    return (*identity(toleration), seconds)
 
 
 def add_or_update(
@@ -74,8 +99,22 @@ def _seconds(t: Toleration) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _same(a: Toleration, b: Toleration) -> bool:
-    return identity(a) == identity(b) and _seconds(a) == _seconds(b)
+def superset_facts(a: Facts, b: Facts) -> bool:
+    """:func:`is_superset` on tolerations' :data:`Facts` (read once each, see :func:`facts`)."""
+    if a == b:
+        return True
+    a_key, a_op, a_value, a_effect, a_seconds = a
+    if a_key != b[0] and not (a_key == "" and a_op == EXISTS):
+        return False
+    if a_effect not in (b[3], ""):
+        return False
+    if a_effect == NO_EXECUTE and a_seconds is not None:
+        b_seconds = b[4]
+        if b_seconds is None or b_seconds > a_seconds:
+            return False
+    if a_op in (EQUAL, ""):
+        return b[1] == EQUAL and a_value == b[2]
+    return a_op == EXISTS
 
 
 def is_superset(a: Toleration, b: Toleration) -> bool:
@@ -85,41 +124,102 @@ def is_superset(a: Toleration, b: Toleration) -> bool:
     PodTolerationRestriction drop entries by this test, so any deviation changes which of a
     user's tolerations survive.
     """
-    if _same(a, b):
-        return True
-    a_key, a_op, a_value, a_effect = identity(a)
-    b_key, b_op, b_value, b_effect = identity(b)
-    if a_key != b_key and not (a_key == "" and a_op == EXISTS):
-        return False
-    if a_effect not in (b_effect, ""):
-        return False
-    if a_effect == NO_EXECUTE and _seconds(a) is not None:
-        b_seconds = _seconds(b)
-        if b_seconds is None or b_seconds > (_seconds(a) or 0):
-            return False
-    if a_op in (EQUAL, ""):
-        return b_op == EQUAL and a_value == b_value
-    return a_op == EXISTS
+    return superset_facts(facts(a), facts(b))
+
+
+def _by_key(read: Sequence[Facts]) -> tuple[dict[str, list[int]], list[int]]:
+    """Positions of ``read`` by key, and those of the wildcards (empty key, Exists).
+
+    Why: a toleration can only be a §1c superset of one with its own key, unless it is a
+    wildcard; looking among those alone keeps a merge or a whitelist check linear in the
+    number of tolerations rather than quadratic.
+    """
+    by_key: dict[str, list[int]] = {}
+    wildcards: list[int] = []
+    for i, (key, operator, *_) in enumerate(read):
+        by_key.setdefault(key, []).append(i)
+        if key == "" and operator == EXISTS:
+            wildcards.append(i)
+    return by_key, wildcards
+
+
+@dataclass(frozen=True, slots=True)
+class TolerationList:
+    """Tolerations as stored (normalised dicts) beside their :data:`Facts`, read once.
+
+    Why: a Namespace's default tolerations and whitelist, and a RuntimeClass's
+    tolerations, are merged with or checked against every pod of theirs; kept in this form
+    (per object version, see :mod:`webhooks.core.derived`) nothing of them is read twice.
+    The dicts are shared: :func:`merge` copies those it puts into a pod.
+    """
+
+    items: tuple[dict[str, Any], ...] = ()
+    facts: tuple[Facts, ...] = ()
+    #: Facts by key, and the wildcards' (see :func:`_by_key`), for :meth:`covers`.
+    keyed: Mapping[str, tuple[Facts, ...]] = field(default_factory=dict)
+    wildcards: tuple[Facts, ...] = ()
+
+    @classmethod
+    def of(cls, items: Sequence[Any]) -> TolerationList:
+        """The dict entries of ``items`` with their facts."""
+        kept = tuple(t for t in items if isinstance(t, dict))
+        read = tuple(facts(t) for t in kept)
+        by_key, wildcards = _by_key(read)
+        keyed = {key: tuple(read[i] for i in found) for key, found in by_key.items()}
+        return cls(kept, read, keyed, tuple(read[i] for i in wildcards))
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def covers(self, toleration: Facts) -> bool:
+        """Whether some entry is a §1c superset of ``toleration`` (a whitelist check)."""
+        for allowed in self.keyed.get(toleration[0], ()):
+            if superset_facts(allowed, toleration):
+                return True
+        return any(superset_facts(allowed, toleration) for allowed in self.wildcards)
 
 
 def merge(
-    first: Sequence[dict[str, Any]], second: Sequence[dict[str, Any]]
+    first: Sequence[dict[str, Any]], second: Sequence[dict[str, Any]] | TolerationList
 ) -> list[dict[str, Any]]:
     """Upstream MergeTolerations (§1c): superset elimination over ``first`` then ``second``.
 
     An element is dropped when an element already kept is a superset of it, or when a
     later element that is not identical to it is; survivors keep their relative order.
     Why not a union: the pod's own redundant entries collapse even when ``second`` is empty.
+    Each toleration's facts are read once (from ``second`` already read, when it is a
+    :class:`TolerationList`), only tolerations that can be supersets of one another are
+    compared (:func:`_by_key`), and survivors of a shared ``second`` are copied.
     """
-    combined = [t for t in (*first, *second) if isinstance(t, dict)]
-    kept: list[dict[str, Any]] = []
-    for i, item in enumerate(combined):
-        if any(is_superset(k, item) for k in kept):
-            continue
-        if any(not _same(later, item) and is_superset(later, item) for later in combined[i + 1 :]):
-            continue
-        kept.append(item)
-    return kept
+    combined = [t for t in first if isinstance(t, dict)]
+    read = [facts(t) for t in combined]
+    owned = len(combined)
+    if isinstance(second, TolerationList):
+        combined.extend(second.items)
+        read.extend(second.facts)
+    else:
+        extra = [t for t in second if isinstance(t, dict)]
+        combined.extend(extra)
+        read.extend(facts(t) for t in extra)
+        owned = len(combined)
+    by_key, wildcards = _by_key(read)
+    kept = [False] * len(read)
+    for i, item in enumerate(read):
+        candidates = by_key[item[0]]
+        if wildcards:
+            candidates = candidates + wildcards
+        for j in candidates:
+            if j < i:
+                if kept[j] and superset_facts(read[j], item):
+                    break
+            elif j > i and read[j] != item and superset_facts(read[j], item):
+                break
+        else:
+            kept[i] = True
+    return [combined[i] if i < owned else dict(combined[i]) for i in range(len(read)) if kept[i]]
 
 
 #: A decimal integer in canonical form (upstream ``IsDecimalInteger``): no ``+``, no leading

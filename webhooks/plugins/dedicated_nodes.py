@@ -64,9 +64,10 @@ from webhooks.k8s.tolerations import (
     EQUAL,
     EXISTS,
     describe,
+    facts,
     identity,
-    is_superset,
     previous_identities,
+    superset_facts,
     tolerations_of,
 )
 
@@ -189,8 +190,9 @@ def _pin_to_group(editor: Editor, ns: Namespace, settings: Settings, notes: list
     tolerations = tolerations_of(spec)
     wanted = settings.wanted_toleration(group)
     why = f"({ns.source})"
+    wanted_facts = facts(wanted)
     if tolerations is not None and not any(
-        isinstance(t, Mapping) and is_superset(t, wanted) for t in tolerations
+        isinstance(t, Mapping) and superset_facts(facts(t), wanted_facts) for t in tolerations
     ):
         editor.set(("spec", "tolerations"), [*tolerations, wanted])
         notes.append(f"added toleration {settings.key}={group}:{settings.effect} {why}")

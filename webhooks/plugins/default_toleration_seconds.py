@@ -113,16 +113,12 @@ class Overrides:
         return found, f" from namespace annotation {annotation}"
 
 
-def namespace_overrides(request: AdmissionRequest, ctx: Context) -> Overrides:
-    """The failover seconds the pod's Namespace annotates, each checked on its own.
-
-    Why a bad value is ignored rather than refused: the annotation belongs to whoever owns
-    the Namespace, not to the user creating the pod, and the cluster default is a safe
-    answer; the problem is reported in the audit annotation and counted instead.
-    """
-    found = annotations_of(ctx.cluster.namespace(request.namespace))
+def _read(namespace: Any) -> tuple[dict[str, int | None], tuple[tuple[str, Any], ...]]:
+    """The seconds each annotation asks for (``None``: absent or unusable), and the unusable
+    ones as written; read once per Namespace version (:mod:`webhooks.core.derived`)."""
+    found = annotations_of(namespace)
     values: dict[str, int | None] = {}
-    problems: list[str] = []
+    unusable: list[tuple[str, Any]] = []
     for annotation in (NOT_READY_ANNOTATION, UNREACHABLE_ANNOTATION):
         raw = found.get(annotation)
         values[annotation] = None
@@ -131,11 +127,25 @@ def namespace_overrides(request: AdmissionRequest, ctx: Context) -> Overrides:
         if isinstance(raw, str) and _SECONDS_RE.fullmatch(raw):
             values[annotation] = int(raw)
             continue
-        problems.append(
-            f"ignored namespace {request.namespace!r} annotation {annotation}={raw!r}: "
-            "not a non-negative integer of seconds, so the cluster default applies"
-        )
-    return Overrides(values[NOT_READY_ANNOTATION], values[UNREACHABLE_ANNOTATION], tuple(problems))
+        unusable.append((annotation, raw))
+    return values, tuple(unusable)
+
+
+def namespace_overrides(request: AdmissionRequest, ctx: Context) -> Overrides:
+    """The failover seconds the pod's Namespace annotates, each checked on its own.
+
+    Why a bad value is ignored rather than refused: the annotation belongs to whoever owns
+    the Namespace, not to the user creating the pod, and the cluster default is a safe
+    answer; the problem is reported in the audit annotation and counted instead.
+    """
+    namespace = ctx.cluster.namespace(request.namespace)
+    values, unusable = ctx.derived.of("Namespace", namespace, f"{NAME}/seconds", _read)
+    problems = tuple(
+        f"ignored namespace {request.namespace!r} annotation {annotation}={raw!r}: "
+        "not a non-negative integer of seconds, so the cluster default applies"
+        for annotation, raw in unusable
+    )
+    return Overrides(values[NOT_READY_ANNOTATION], values[UNREACHABLE_ANNOTATION], problems)
 
 
 def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Result:

@@ -42,6 +42,9 @@ NAME = "pod-node-selector"
 CONFLICT = "pod node label selector conflicts with its namespace node label selector"
 NOT_WHITELISTED = "pod node label selector labels conflict with its namespace whitelist"
 FIELD = "spec.nodeSelector"
+#: Where an imposed selector came from, as the audit annotation says it.
+ANNOTATED = "namespace annotation"
+CLUSTER_DEFAULT = "clusterDefaultNodeSelector"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,23 +70,55 @@ class _Unreadable(ValueError):
     """The namespace's node-selector annotation does not parse; the message says where."""
 
 
-def namespace_selector(request: AdmissionRequest, ctx: Context) -> tuple[dict[str, str], str]:
-    """The selector the pod's namespace imposes, and where it came from.
+@dataclass(frozen=True, slots=True)
+class Imposed:
+    """What a Namespace imposes: the selector and where it came from, or why it cannot.
 
-    Why a present annotation wins even when empty: upstream applies the cluster default only
-    to namespaces that do not have the annotation at all (spec §6).
+    Why a value with the failure in it: it is derived once per Namespace version and kept
+    (:mod:`webhooks.core.derived`), and an annotation that does not parse must give its
+    error on every review that meets it.
     """
-    settings: Settings = ctx.settings
-    found = annotations_of(ctx.cluster.namespace(request.namespace))
+
+    selector: Mapping[str, str]
+    origin: str
+    error: str = ""
+
+
+def _imposed(namespace: Mapping[str, Any] | None, settings: Settings) -> Imposed:
+    found = annotations_of(namespace)
     if NODE_SELECTOR_ANNOTATION in found:
         text = found[NODE_SELECTOR_ANNOTATION]
         try:
-            return parse_label_set(text if isinstance(text, str) else ""), "namespace annotation"
+            return Imposed(parse_label_set(text if isinstance(text, str) else ""), ANNOTATED)
         except ValueError as exc:
-            raise _Unreadable(
-                f"namespace {request.namespace!r} annotation {NODE_SELECTOR_ANNOTATION}: {exc}"
-            ) from None
-    return parse_label_set(settings.cluster_default_node_selector), "clusterDefaultNodeSelector"
+            return Imposed({}, ANNOTATED, str(exc))
+    return Imposed(parse_label_set(settings.cluster_default_node_selector), CLUSTER_DEFAULT)
+
+
+def namespace_selector(request: AdmissionRequest, ctx: Context) -> tuple[Mapping[str, str], str]:
+    """The selector the pod's namespace imposes, and where it came from.
+
+    Why a present annotation wins even when empty: upstream applies the cluster default only
+    to namespaces that do not have the annotation at all (spec §6). Parsed once per
+    Namespace version; the selector is shared, so it is read, never changed.
+    """
+    settings: Settings = ctx.settings
+    imposed = ctx.derived.of(
+        "Namespace",
+        ctx.cluster.namespace(request.namespace),
+        f"{NAME}/selector",
+        lambda ns: _imposed(ns, settings),
+    )
+    if imposed.error:
+        raise _Unreadable(
+            f"namespace {request.namespace!r} annotation {NODE_SELECTOR_ANNOTATION}: "
+            f"{imposed.error}"
+        )
+    return imposed.selector, imposed.origin
+
+
+def _whitelists(settings: Settings) -> dict[str, dict[str, str]]:
+    return {ns: parse_label_set(text) for ns, text in settings.node_selector_whitelist.items()}
 
 
 def _selector(spec: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -104,8 +139,8 @@ def _problems(
         return [Violation(str(exc), FIELD)]
     if first_conflict(imposed, selector) is not None:
         return [Violation(pod_forbidden(pod, CONFLICT), FIELD)]
-    whitelist = parse_label_set(settings.node_selector_whitelist.get(request.namespace, ""))
-    if not is_subset(selector, whitelist):
+    whitelists = ctx.derived.of("Settings", settings, f"{NAME}/whitelists", _whitelists)
+    if not is_subset(selector, whitelists.get(request.namespace, {})):
         return [Violation(pod_forbidden(pod, NOT_WHITELISTED), FIELD)]
     return []
 

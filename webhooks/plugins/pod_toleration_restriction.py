@@ -57,9 +57,10 @@ from webhooks.k8s.qos import is_best_effort
 from webhooks.k8s.tolerations import (
     EXISTS,
     NO_SCHEDULE,
+    TolerationList,
     decode_list,
     describe,
-    is_superset,
+    facts,
     merge,
     normalize,
     tolerations_of,
@@ -109,47 +110,100 @@ class _Unreadable(ValueError):
     """A namespace annotation does not parse; the message names namespace and annotation."""
 
 
-def _annotation(request: AdmissionRequest, ctx: Context, key: str) -> list[dict[str, Any]] | None:
-    """The tolerations in annotation ``key``: ``None`` when absent, ``[]`` when empty."""
-    found = annotations_of(ctx.cluster.namespace(request.namespace))
+@dataclass(frozen=True, slots=True)
+class Annotated:
+    """A toleration-list annotation as read: the list (``None`` when the annotation is
+    absent), or why it does not parse.
+
+    Why a value with the failure in it: it is read once per Namespace version and kept
+    (:mod:`webhooks.core.derived`), and an annotation that does not parse must give its
+    error on every review that meets it.
+    """
+
+    tolerations: TolerationList | None = None
+    error: str = ""
+    #: ``tolerations`` and the memory-pressure toleration (default tolerations only): the
+    #: extras of a pod that is not BestEffort, merged once here rather than per pod.
+    with_memory: TolerationList | None = None
+
+
+def _read(namespace: Any, key: str) -> Annotated:
+    found = annotations_of(namespace)
     if key not in found:
-        return None
+        return Annotated()
     text = found[key]
     if not isinstance(text, str) or not text:
-        return []
-    where = f"namespace {request.namespace!r} annotation {key}"
+        return Annotated(TolerationList())
     try:
-        return decode_list(orjson.loads(text))
+        return Annotated(TolerationList.of(decode_list(orjson.loads(text))))
     except orjson.JSONDecodeError as exc:
-        raise _Unreadable(f"{where}: not valid JSON: {exc}") from None
+        return Annotated(error=f"not valid JSON: {exc}")
     except ValueError as exc:
-        raise _Unreadable(f"{where}: {exc}") from None
+        return Annotated(error=str(exc))
 
 
-def defaults(request: AdmissionRequest, ctx: Context) -> tuple[list[dict[str, Any]], str]:
-    """The default tolerations for the pod's namespace, and where they came from.
+def _read_defaults(namespace: Any) -> Annotated:
+    found = _read(namespace, DEFAULT_TOLERATIONS_ANNOTATION)
+    if found.tolerations is None:
+        return found
+    return Annotated(found.tolerations, found.error, _with_memory(found.tolerations))
+
+
+def _read_whitelist(namespace: Any) -> Annotated:
+    return _read(namespace, TOLERATIONS_WHITELIST_ANNOTATION)
+
+
+def _annotation(request: AdmissionRequest, ctx: Context, key: str) -> Annotated:
+    """Annotation ``key`` as read: its tolerations are ``None`` when it is absent, empty
+    when it is empty.
+
+    Read once per Namespace version; the lists are shared (see :class:`TolerationList`).
+    """
+    read = _read_defaults if key == DEFAULT_TOLERATIONS_ANNOTATION else _read_whitelist
+    found = ctx.derived.of(
+        "Namespace", ctx.cluster.namespace(request.namespace), f"{NAME}/{key}", read
+    )
+    if found.error:
+        raise _Unreadable(f"namespace {request.namespace!r} annotation {key}: {found.error}")
+    return found
+
+
+def _cluster_lists(settings: Settings) -> tuple[Annotated, TolerationList]:
+    defaults = TolerationList.of(settings.default_tolerations)
+    whitelisted = TolerationList.of(settings.tolerations_whitelist)
+    return Annotated(defaults, with_memory=_with_memory(defaults)), whitelisted
+
+
+def defaults(
+    request: AdmissionRequest, ctx: Context, memory: bool = False
+) -> tuple[TolerationList, str]:
+    """The default tolerations for the pod's namespace, and where they came from; with
+    ``memory``, the memory-pressure toleration after them.
 
     Why a present annotation wins even when empty: upstream falls back to the cluster's
     defaults only when the namespace has no annotation at all.
     """
-    settings: Settings = ctx.settings
     found = _annotation(request, ctx, DEFAULT_TOLERATIONS_ANNOTATION)
-    if found is not None:
-        return found, "namespace defaultTolerations"
-    return [dict(t) for t in settings.default_tolerations], "cluster defaultTolerations"
+    origin = "namespace defaultTolerations"
+    if found.tolerations is None:
+        found, _ = ctx.derived.of("Settings", ctx.settings, f"{NAME}/cluster", _cluster_lists)
+        origin = "cluster defaultTolerations"
+    chosen = found.with_memory if memory else found.tolerations
+    assert chosen is not None
+    return chosen, origin
 
 
-def whitelist(request: AdmissionRequest, ctx: Context) -> tuple[list[dict[str, Any]], str]:
+def whitelist(request: AdmissionRequest, ctx: Context) -> tuple[TolerationList, str]:
     """The whitelist for the pod's namespace and its scope (``namespace`` or ``cluster``).
 
     Why the scope: upstream names it in the denial, so a misspelt annotation (the cluster
     list applied instead) is visible in the message.
     """
-    settings: Settings = ctx.settings
-    found = _annotation(request, ctx, TOLERATIONS_WHITELIST_ANNOTATION)
+    found = _annotation(request, ctx, TOLERATIONS_WHITELIST_ANNOTATION).tolerations
     if found is not None:
         return found, "namespace"
-    return list(settings.tolerations_whitelist), "cluster"
+    _, cluster = ctx.derived.of("Settings", ctx.settings, f"{NAME}/cluster", _cluster_lists)
+    return cluster, "cluster"
 
 
 def _problems(
@@ -167,23 +221,36 @@ def _problems(
     for index, toleration in enumerate(tolerations):
         if not isinstance(toleration, dict):
             continue
-        if not any(is_superset(w, toleration) for w in allowed):
+        if not allowed.covers(facts(toleration)):
             return [Violation(NOT_WHITELISTED.format(scope=scope), f"spec.tolerations[{index}]")]
     return []
 
 
+def _with_memory(extras: TolerationList) -> TolerationList:
+    return TolerationList.of([*extras.items, MEMORY_PRESSURE])
+
+
 def _summary(before: Sequence[Any], after: Sequence[Any], origin: str, memory: bool) -> str:
-    added = [t for t in after if t not in before]
+    # By identity: the merge keeps the pod's own entries as they are and copies what it
+    # adds, so an entry of ``after`` is the pod's exactly when it is one of ``before``.
+    mine = {id(t) for t in before}
+    kept = {id(t) for t in after}
+    added = [t for t in after if id(t) not in mine]
     parts = []
     defaults_added = [describe(t) for t in added if t != MEMORY_PRESSURE]
     if defaults_added:
         parts.append(f"added {', '.join(defaults_added)} from {origin}")
     if memory and MEMORY_PRESSURE in added:
         parts.append(f"added {describe(MEMORY_PRESSURE)}: the pod is not BestEffort")
-    removed = len(before) - sum(1 for t in before if t in after)
+    removed = sum(1 for t in before if id(t) not in kept)
     if removed:
         parts.append(f"merged away {removed} redundant toleration{'s' if removed > 1 else ''}")
     return "; ".join(parts) or "merged tolerations"
+
+
+#: The extras of an UPDATE: the memory-pressure toleration alone, or nothing.
+MEMORY_ONLY = TolerationList.of([MEMORY_PRESSURE])
+NO_TOLERATIONS = TolerationList()
 
 
 def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Result:
@@ -197,16 +264,13 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
     tolerations = tolerations_of(spec) if isinstance(spec, dict) else None
     if tolerations is None:
         return UNCHANGED  # a spec or list that is not what the API stores cannot be merged
-    extras: list[dict[str, Any]] = []
-    origin = ""
+    memory = settings.memory_pressure_toleration and not is_best_effort(pod)
+    extras, origin = (MEMORY_ONLY if memory else NO_TOLERATIONS), ""
     try:
         if request.operation == "CREATE":
-            extras, origin = defaults(request, ctx)
+            extras, origin = defaults(request, ctx, memory)
     except _Unreadable as exc:
         return Result(violations=(Violation(str(exc), "spec.tolerations"),))
-    memory = settings.memory_pressure_toleration and not is_best_effort(pod)
-    if memory:
-        extras = [*extras, dict(MEMORY_PRESSURE)]  # a copy: it ends up inside the pod
     editor = Editor(pod)
     if extras:
         editor.set(("spec", "tolerations"), merge(tolerations, extras))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from webhooks.core.patch import Editor
@@ -19,8 +20,8 @@ from webhooks.core.plugin import PODS, Context, Mutator, Plugin, Validator
 from webhooks.core.result import UNCHANGED, Result, Violation
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.fielderr import go_quote, invalid
-from webhooks.k8s.quantity import QuantityError, parse_resource_list, semantically_equal
-from webhooks.k8s.tolerations import merge, tolerations_of
+from webhooks.k8s.quantity import QuantityError, parse_resource_list
+from webhooks.k8s.tolerations import TolerationList, merge, tolerations_of
 
 NOT_FOUND = "pod rejected: RuntimeClass {name} not found"
 OVERHEAD_MISMATCH = "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead"
@@ -109,15 +110,58 @@ def pod_fixed(runtime_class: Mapping[str, Any] | None) -> Mapping[str, Any] | No
     return fixed if isinstance(fixed, dict) else {}
 
 
-def unreadable_quantities(
-    pod: Mapping[str, Any], runtime_class: Mapping[str, Any] | None
-) -> Violation | None:
-    """A violation when either overhead holds something that is not a quantity.
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What the plugin reads of one RuntimeClass, read once per version of it.
 
-    Why checked up front: the API server never hands over such values, but offline input
-    can, and the comparisons below must not turn a typo into a misleading mismatch. A bad
-    pod value is the request's fault (400); a bad RuntimeClass is the cluster's (500).
+    Why: a RuntimeClass's overhead and scheduling are applied to every pod that names it
+    and change only with the object, so their quantities are parsed, and their tolerations'
+    facts read, once (:mod:`webhooks.core.derived`). ``fixed`` is ``overhead.podFixed``
+    (see :func:`pod_fixed`), ``quantities`` its parsed values, ``unusable`` the denial when
+    it holds something that is not a quantity; ``scheduling`` says whether the class has
+    any, ``selector`` and ``tolerations`` are its contents.
     """
+
+    fixed: Mapping[str, Any] | None
+    quantities: Mapping[str, Decimal]
+    unusable: Violation | None
+    scheduling: bool
+    selector: Mapping[str, Any]
+    tolerations: TolerationList
+
+
+def read(runtime_class: Mapping[str, Any]) -> Reading:
+    """Read ``runtime_class`` for :class:`Reading`; never raises (a bad podFixed is data)."""
+    fixed = pod_fixed(runtime_class)
+    quantities: Mapping[str, Decimal] = {}
+    unusable = None
+    try:
+        quantities = parse_resource_list(fixed)
+    except ValueError as exc:
+        meta = runtime_class.get("metadata")
+        name = _text(meta.get("name")) if isinstance(meta, dict) else ""
+        message = f"RuntimeClass {go_quote(name)} has an unusable overhead.podFixed: {exc}"
+        unusable = Violation(message, code=500, reason="InternalError")
+    scheduling = runtime_class.get("scheduling")
+    found = scheduling if isinstance(scheduling, dict) else {}
+    selector = found.get("nodeSelector")
+    extra = found.get("tolerations")
+    return Reading(
+        fixed,
+        quantities,
+        unusable,
+        scheduling is not None,
+        selector if isinstance(selector, dict) else {},
+        TolerationList.of(extra if isinstance(extra, list) else []),
+    )
+
+
+def _reading(ctx: Context, runtime_class: Mapping[str, Any]) -> Reading:
+    return ctx.derived.of("RuntimeClass", runtime_class, "runtime-class/reading", read)
+
+
+def _pod_overhead(pod: Mapping[str, Any]) -> Violation | None:
+    """A violation when the pod's overhead holds something that is not a quantity."""
     spec = pod.get("spec")
     overhead = spec.get("overhead") if isinstance(spec, dict) else None
     try:
@@ -127,17 +171,32 @@ def unreadable_quantities(
         return Violation(invalid(path, exc.value, exc.reason), path, 400, "BadRequest")
     except ValueError as exc:
         return Violation(f"spec.overhead: {exc}", "spec.overhead", 400, "BadRequest")
-    try:
-        parse_resource_list(pod_fixed(runtime_class))
-    except ValueError as exc:
-        meta = (runtime_class or {}).get("metadata")
-        name = _text(meta.get("name")) if isinstance(meta, dict) else ""
-        message = f"RuntimeClass {go_quote(name)} has an unusable overhead.podFixed: {exc}"
-        return Violation(message, code=500, reason="InternalError")
     return None
 
 
-def set_overhead(editor: Editor, runtime_class: Mapping[str, Any]) -> str | None:
+def unreadable_quantities(
+    pod: Mapping[str, Any], runtime_class: Mapping[str, Any] | Reading | None
+) -> Violation | None:
+    """A violation when either overhead holds something that is not a quantity.
+
+    Why checked up front: the API server never hands over such values, but offline input
+    can, and the comparisons below must not turn a typo into a misleading mismatch. A bad
+    pod value is the request's fault (400); a bad RuntimeClass is the cluster's (500).
+    """
+    found = _pod_overhead(pod)
+    if found is not None or runtime_class is None:
+        return found
+    reading = runtime_class if isinstance(runtime_class, Reading) else read(runtime_class)
+    return reading.unusable
+
+
+def _matches(overhead: Any, reading: Reading) -> bool:
+    # Semantic equality (spec §5b): the same keys, equal as numbers. The same spelling is
+    # equal without parsing (the mutated pod carries the RuntimeClass's own values).
+    return bool(overhead == reading.fixed) or parse_resource_list(overhead) == reading.quantities
+
+
+def set_overhead(editor: Editor, runtime_class: Mapping[str, Any] | Reading) -> str | None:
     """Set ``spec.overhead`` to the RuntimeClass's podFixed; the denial reason if it differs.
 
     Why overwrite an equal value: the stored pod then carries the RuntimeClass's spelling
@@ -145,18 +204,19 @@ def set_overhead(editor: Editor, runtime_class: Mapping[str, Any]) -> str | None
     as unset. An empty podFixed leaves the pod alone: upstream's nil assignment and an
     absent field serialise identically.
     """
-    fixed = pod_fixed(runtime_class)
+    reading = runtime_class if isinstance(runtime_class, Reading) else read(runtime_class)
+    fixed = reading.fixed
     if fixed is None:
         return None
     current = editor.get(("spec", "overhead"))
-    if current and not semantically_equal(current, fixed):
+    if current and not _matches(current, reading):
         return OVERHEAD_MISMATCH
     if fixed:
         editor.set(("spec", "overhead"), dict(fixed))
     return None
 
 
-def set_scheduling(editor: Editor, runtime_class: Mapping[str, Any]) -> str | None:
+def set_scheduling(editor: Editor, runtime_class: Mapping[str, Any] | Reading) -> str | None:
     """Merge the RuntimeClass's nodeSelector and tolerations into the pod (§5d).
 
     Why tolerations are merged even when the RuntimeClass lists none: upstream runs the
@@ -165,12 +225,10 @@ def set_scheduling(editor: Editor, runtime_class: Mapping[str, Any]) -> str | No
     upstream's Go map order is random, so the reported key is deterministic. Nothing is
     written when a key conflicts.
     """
-    scheduling = runtime_class.get("scheduling")
-    if scheduling is None:
+    reading = runtime_class if isinstance(runtime_class, Reading) else read(runtime_class)
+    if not reading.scheduling:
         return None
-    scheduling = scheduling if isinstance(scheduling, dict) else {}
-    selector = scheduling.get("nodeSelector")
-    selector = selector if isinstance(selector, dict) else {}
+    selector = reading.selector
     current = editor.get(("spec", "nodeSelector"))
     if current is None:
         if selector:
@@ -186,15 +244,16 @@ def set_scheduling(editor: Editor, runtime_class: Mapping[str, Any]) -> str | No
             editor.set(("spec", "nodeSelector", key), selector[key])
     spec = editor.get(("spec",), {})
     tolerations = tolerations_of(spec) if isinstance(spec, dict) else None
-    extra = scheduling.get("tolerations")
     if tolerations is not None and all(isinstance(t, dict) for t in tolerations):
-        merged = merge(tolerations, extra if isinstance(extra, list) else [])
+        merged = merge(tolerations, reading.tolerations)
         if merged != tolerations:
             editor.set(("spec", "tolerations"), merged)
     return None
 
 
-def validate_overhead(pod_overhead: Any, runtime_class: Mapping[str, Any] | None) -> str | None:
+def validate_overhead(
+    pod_overhead: Any, runtime_class: Mapping[str, Any] | Reading | None
+) -> str | None:
     """The denial reason for a pod whose overhead the RuntimeClass does not define (§5c).
 
     Why after mutation: only this check catches a pod that set an overhead itself without
@@ -202,10 +261,12 @@ def validate_overhead(pod_overhead: Any, runtime_class: Mapping[str, Any] | None
     """
     if not pod_overhead:
         return None
-    fixed = pod_fixed(runtime_class)
-    if fixed is None:
+    if runtime_class is None:
         return OVERHEAD_WITHOUT_RUNTIME_CLASS
-    return None if semantically_equal(pod_overhead, fixed) else OVERHEAD_MISMATCH
+    reading = runtime_class if isinstance(runtime_class, Reading) else read(runtime_class)
+    if reading.fixed is None:
+        return OVERHEAD_WITHOUT_RUNTIME_CLASS
+    return None if _matches(pod_overhead, reading) else OVERHEAD_MISMATCH
 
 
 def _summary(name: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
@@ -229,15 +290,16 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
     if spec.get("runtimeClassName") is None and spec.get("overhead") is None:
         return UNCHANGED  # no class and no overhead to read: the path of most pods
     runtime_class, denied = lookup(request, pod, ctx)
-    denied = denied or unreadable_quantities(pod, runtime_class)
+    reading = _reading(ctx, runtime_class) if runtime_class is not None else None
+    denied = denied or unreadable_quantities(pod, reading)
     if denied is not None:
         return Result(violations=(denied,))
-    if runtime_class is None:
+    if reading is None:
         return UNCHANGED
     editor = Editor(pod)
-    field, reason = "spec.overhead", set_overhead(editor, runtime_class)
+    field, reason = "spec.overhead", set_overhead(editor, reading)
     if reason is None:
-        field, reason = "spec.nodeSelector", set_scheduling(editor, runtime_class)
+        field, reason = "spec.nodeSelector", set_scheduling(editor, reading)
     if reason is not None:
         return Result(violations=(forbidden(request, pod, reason, field),))
     if not editor.changed:
@@ -257,10 +319,11 @@ def validate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> li
     if not isinstance(spec, dict):
         return []
     runtime_class, denied = lookup(request, pod, ctx)
-    denied = denied or unreadable_quantities(pod, runtime_class)
+    reading = _reading(ctx, runtime_class) if runtime_class is not None else None
+    denied = denied or unreadable_quantities(pod, reading)
     if denied is not None:
         return [denied]
-    reason = validate_overhead(spec.get("overhead"), runtime_class)
+    reason = validate_overhead(spec.get("overhead"), reading)
     return [] if reason is None else [forbidden(request, pod, reason, "spec.overhead")]
 
 

@@ -1,4 +1,4 @@
-"""Objects as a real API server stores them, for the audit tests and the benchmark.
+"""Objects as a real API server stores them, for the audit benchmark and the audit tests.
 
 Why so much server-set detail: the audit must admit a stored object as the CREATE that
 admission saw, so every test object carries what the API server, the scheduler and the
