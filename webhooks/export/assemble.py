@@ -9,10 +9,11 @@ kind runs once per param, so Pods that name a RuntimeClass get a second policy h
 same mutations plus RuntimeClass's, keyed to the one RuntimeClass they name; the first
 policy skips them on CREATE. DaemonSets get a policy of their own.
 
-Both Pod policies are ``reinvocationPolicy: IfNeeded``: when they change a pod, the API
-server runs them once more on the result, as the webhook's chain runs again when one of
-our own plugins changed the object (the DaemonSet defaults can make a pod's toleration
-redundant, which the RuntimeClass merge then removes).
+The webhook's chain runs again when one of our own plugins changed a pod (the DaemonSet
+defaults can make a pod's toleration redundant, which the RuntimeClass merge then
+removes); the Pod policies repeat their mutations in passes to do the same
+(:func:`_passes`), and are ``reinvocationPolicy: Never``: the API server's reinvocation
+would run them again after *any* change, which the webhook's chain does not.
 
 Validations are order-free (they all judge the final object), so each plugin gets its own
 ValidatingAdmissionPolicy, whose binding carries the plugin's action
@@ -27,6 +28,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from webhooks.core.chain import MAX_PASSES
 from webhooks.core.config import Config, camel
 from webhooks.core.plugin import Plugin, Registry
 from webhooks.core.policy import ACTIONS, Action, PolicyException
@@ -312,18 +314,78 @@ def _constraints(settings: WebhookSettings, rules: list[dict[str, Any]]) -> dict
     return constraints
 
 
-def _guarded(entry: tuple[Planned, Mutation]) -> dict[str, Any]:
+#: The annotation a pass leaves when one of our own plugins changed the object (``-<n>``),
+#: and how many passes run at most (:data:`webhooks.core.chain.MAX_PASSES`).
+PASS_MARKER = "placement-webhooks.io/native-pass"
+
+
+def _marker(n: int) -> str:
+    return f"{PASS_MARKER}-{n}"
+
+
+def _marked(n: int) -> str:
+    """CEL: pass ``n`` left its marker (one of our plugins changed the object in it)."""
+    return f"{cel.quote(_marker(n))} in object.metadata.?annotations.orValue({{}})"
+
+
+def _mark(n: int) -> str:
+    """CEL: the JSONPatch op that leaves pass ``n``'s marker."""
+    escaped = _marker(n).replace("~", "~0").replace("/", "~1")
+    return (
+        f"has(object.metadata.annotations) ? JSONPatch{{op: 'add',"
+        f" path: '/metadata/annotations/{escaped}', value: 'changed'}}"
+        f" : JSONPatch{{op: 'add', path: '/metadata/annotations',"
+        f" value: {{{cel.quote(_marker(n))}: 'changed'}}}}"
+    )
+
+
+def _guarded(entry: tuple[Planned, Mutation], n: int = 1) -> dict[str, Any]:
+    """The mutation for pass ``n``: guarded by its operations, its exceptions and, after the
+    first pass, by the previous pass's marker; one of our own plugins leaves the marker."""
     planned, mutation = entry
     guards = []
+    if n > 1:
+        guards.append(_marked(n - 1))
     if mutation.operations != frozenset({"CREATE", "UPDATE"}):
         ops = sorted(mutation.operations)
         guards.append(f"request.operation in {cel.strings(ops)}")
     if planned.mutate_exceptions:
         guards.append(_unexcepted(planned.mutate_exceptions, mutation.target))
     expression = mutation.expression
+    if not planned.plugin.upstream and _reinvoking(mutation.target):
+        expression = cel.bind(f"({expression})", "ops", f"size(ops) > 0 ? ops + [{_mark(n)}] : ops")
     if guards:
         expression = f"({' && '.join(guards)}) ? ({expression}) : []"
     return {"patchType": "JSONPatch", "jsonPatch": {"expression": expression}}
+
+
+def _reinvoking(target: Target) -> bool:
+    """Whether a change by one of our plugins to ``target`` runs the chain again: only Pods
+    have upstream mutations for it to affect."""
+    return target == "pods"
+
+
+def _passes(entries: Sequence[tuple[Planned, Mutation]], target: Target) -> list[dict[str, Any]]:
+    """The mutations of every pass, then the markers' removal.
+
+    Why passes, as the webhook's chain has them (:mod:`webhooks.core.chain`): when one of
+    our own plugins changes a pod, the chain runs again on the result, up to
+    ``MAX_PASSES`` times, so an upstream rule sees what ours added (a DaemonSet default that
+    makes a pod's toleration redundant, which the RuntimeClass merge then removes). The
+    API server's own reinvocation cannot say "only when ours changed it", so each pass
+    leaves a marker when ours did, the next pass runs only behind it, and the markers go
+    before the object is stored.
+    """
+    ours = any(not planned.plugin.upstream for planned, _ in entries)
+    if not ours or not _reinvoking(target):
+        return [_guarded(entry) for entry in entries]
+    passes = [_guarded(entry, n) for n in range(1, MAX_PASSES + 1) for entry in entries]
+    removals = " + ".join(
+        f"({_marked(n)} ? [JSONPatch{{op: 'remove',"
+        f" path: '/metadata/annotations/{_marker(n).replace('/', '~1')}'}}] : [])"
+        for n in range(1, MAX_PASSES + 1)
+    )
+    return [*passes, {"patchType": "JSONPatch", "jsonPatch": {"expression": removals}}]
 
 
 def _mutating(
@@ -334,7 +396,7 @@ def _mutating(
     *,
     conditions: Iterable[Variable] = (),
     runtime_class: bool = False,
-    reinvocation: str = "IfNeeded",
+    reinvocation: str = "Never",
 ) -> list[dict[str, Any]]:
     operations = {op for _, m in entries for op in m.operations}
     spec: dict[str, Any] = {}
@@ -343,7 +405,7 @@ def _mutating(
     spec["matchConstraints"] = _constraints(settings, resource_rules([target], operations))
     spec["matchConditions"] = _conditions(settings, conditions)
     spec["variables"] = _merge_variables(m.variables for _, m in entries)
-    spec["mutations"] = [_guarded(entry) for entry in entries]
+    spec["mutations"] = _passes(entries, target)
     spec["failurePolicy"] = "Fail"
     spec["reinvocationPolicy"] = reinvocation
     binding: dict[str, Any] = {"policyName": name}
@@ -396,9 +458,12 @@ def _validating(
                 " && object.spec.runtimeClassName == params.metadata.name",
             )
         )
-    if planned.validate_exceptions:
+    exceptions = (
+        planned.mutate_exceptions if part.phase == "mutate" else planned.validate_exceptions
+    )
+    if exceptions:
         target: Target = part.targets[0] if len(part.targets) == 1 else "templates"
-        conditions.append(("not-excepted", _unexcepted(planned.validate_exceptions, target)))
+        conditions.append(("not-excepted", _unexcepted(exceptions, target)))
     if planned.overrides:
         actions = list(dict.fromkeys([planned.action, *(a for _, a in planned.overrides)]))
         variants: list[tuple[str, Action | None]] = [(f"{stem}-{a}", a) for a in actions]
@@ -486,14 +551,12 @@ def _objects(
     elif pods:
         objects += _mutating(base, settings, pods, "pods")
     if daemonsets:
-        objects += _mutating(
-            f"{base}-daemonsets", settings, daemonsets, "daemonsets", reinvocation="Never"
-        )
+        objects += _mutating(f"{base}-daemonsets", settings, daemonsets, "daemonsets")
     for planned in plan:
-        if not wanted(planned, "validate", planned.validate):
-            continue
         for part in planned.translation.validating:
-            objects += _validating(base, settings, planned, part)
+            verdict = planned.mutate if part.phase == "mutate" else planned.validate
+            if wanted(planned, part.phase, verdict):
+                objects += _validating(base, settings, planned, part)
     return objects
 
 

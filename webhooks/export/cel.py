@@ -25,7 +25,16 @@ from typing import Any
 from webhooks.k8s.names import (
     DNS1123_SUBDOMAIN_MAX_LENGTH,
     LABEL_VALUE_MAX_LENGTH,
+    LABEL_VALUE_REGEX_MSG,
+    LABEL_VALUE_TOO_LONG_MSG,
+    NAME_PART_EMPTY_MSG,
+    NAME_PART_REGEX_MSG,
+    NAME_PART_TOO_LONG_MSG,
+    PREFIX_EMPTY_MSG,
+    PREFIX_REGEX_MSG,
+    PREFIX_TOO_LONG_MSG,
     QUALIFIED_NAME_MAX_LENGTH,
+    TOO_MANY_PARTS_MSG,
 )
 
 #: What a qualified name (label key, toleration key) looks like, anchored: CEL's
@@ -141,6 +150,17 @@ def same(a: str, b: str) -> str:
     return f"({identity_equal(a, b)} && {a}.?tolerationSeconds == {b}.?tolerationSeconds)"
 
 
+def describe(t: str) -> str:
+    """``describe(t)`` of :mod:`webhooks.k8s.tolerations`: ``key=value:effect (op) for Ns``."""
+    key, value, effect, operator = (text(t, f) for f in ("key", "value", "effect", "operator"))
+    return (
+        f"({key} == '' ? '*' : {key}) + ({value} == '' ? '' : '=' + {value})"
+        f" + ':' + ({effect} == '' ? '*' : {effect})"
+        f" + ' (' + ({operator} == '' ? 'Equal' : {operator}) + ')'"
+        f" + (has({t}.tolerationSeconds) ? ' for ' + string({t}.tolerationSeconds) + 's' : '')"
+    )
+
+
 def covers_no_execute(t: str, key: str) -> str:
     """DefaultTolerationSeconds' loose "already tolerates ``key``:NoExecute" (spec §1a)."""
     return f"({text(t, 'key')} in ['', {quote(key)}] && {text(t, 'effect')} in ['', 'NoExecute'])"
@@ -246,3 +266,57 @@ def labels_of(obj: str) -> str:
 def annotations_of(obj: str) -> str:
     """The annotations of ``obj`` as a map, empty when absent."""
     return f"({obj}.metadata.?annotations.orValue({{}}))"
+
+
+_NAME_RE = "^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+_SUBDOMAIN_RE = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+
+
+def bind(value: str, name: str, body: str) -> str:
+    """CEL evaluating ``body`` with ``name`` bound to ``value`` (the API server offers no
+    ``cel.bind``; a one-element list mapped and indexed does the same)."""
+    return f"[{value}].map({name}, {body})[0]"
+
+
+def _name_part_messages(n: str) -> str:
+    return (
+        f"(({n} == '' ? [{quote(NAME_PART_EMPTY_MSG)}]"
+        f" : size(bytes({n})) > {QUALIFIED_NAME_MAX_LENGTH}"
+        f" ? [{quote(NAME_PART_TOO_LONG_MSG)}] : []) + (!{n}.matches('{_NAME_RE}')"
+        f" ? [{quote(NAME_PART_REGEX_MSG)}] : []))"
+    )
+
+
+def qualified_name_messages(expr: str) -> str:
+    """CEL for ``qualified_name_errors(expr)``: upstream's messages, in its order (spec §8)."""
+    prefix = (
+        f"(p[0] == '' ? [{quote(PREFIX_EMPTY_MSG)}]"
+        f" : (size(bytes(p[0])) > {DNS1123_SUBDOMAIN_MAX_LENGTH}"
+        f" ? [{quote(PREFIX_TOO_LONG_MSG)}] : []) + (!p[0].matches('{_SUBDOMAIN_RE}')"
+        f" ? [{quote(PREFIX_REGEX_MSG)}] : []))"
+    )
+    body = (
+        f"size(p) > 2 ? [{quote(TOO_MANY_PARTS_MSG)}]"
+        f" : size(p) == 1 ? {_name_part_messages('p[0]')}"
+        f" : {prefix} + {_name_part_messages('p[1]')}"
+    )
+    return bind(f"{expr}.split('/')", "p", body)
+
+
+def label_value_messages(expr: str) -> str:
+    """CEL for ``label_value_errors(expr)`` (spec §8)."""
+    return (
+        f"((size(bytes({expr})) > {LABEL_VALUE_MAX_LENGTH}"
+        f" ? [{quote(LABEL_VALUE_TOO_LONG_MSG)}] : [])"
+        f" + (!{expr}.matches('{LABEL_VALUE_RE}') ? [{quote(LABEL_VALUE_REGEX_MSG)}] : []))"
+    )
+
+
+def go_quote(expr: str) -> str:
+    """CEL for Go's ``%q`` of a string, for the printable text a Kubernetes name holds.
+
+    Backslashes and double quotes are escaped as Go escapes them; a control or non-printable
+    character, which no valid key or value holds, is shown as it is rather than as Go's
+    ``\\x``/``\\u`` escape.
+    """
+    return f"'\"' + {expr}.replace('\\\\', '\\\\\\\\').replace('\"', '\\\\\"') + '\"'"

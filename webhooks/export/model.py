@@ -88,7 +88,10 @@ class Validating:
 
     ``suffix`` tells policies of one plugin apart (RuntimeClass has one with params and one
     without); ``runtime_class`` makes the RuntimeClasses its params, one evaluation each.
-    ``conditions`` are (name, CEL) match conditions of the plugin's own.
+    ``conditions`` are (name, CEL) match conditions of the plugin's own. ``phase`` is the
+    half the checks come from: a mutating half refuses too (a conflicting nodeSelector), and
+    a policy can refuse only by validating, so those checks are validations that belong to
+    the mutating half (its exceptions, its place in a hybrid installation).
     """
 
     targets: tuple[Target, ...]
@@ -98,6 +101,7 @@ class Validating:
     conditions: tuple[Variable, ...] = ()
     runtime_class: bool = False
     suffix: str = ""
+    phase: Literal["mutate", "validate"] = "validate"
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,6 +79,9 @@ TOLERATIONS: list[dict[str, Any]] = [
     {"key": "node.kubernetes.io/disk-pressure", "operator": "Exists", "effect": "NoSchedule"},
     {"key": "node.kubernetes.io/memory-pressure", "operator": "Equal", "effect": "NoSchedule"},
     {"key": "z", "operator": "Exists", "effect": "PreferNoSchedule"},
+    {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
+    {"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"},
+    {"key": "dedicated", "operator": "Exists"},
 ]
 
 RESOURCES: list[dict[str, Any]] = [
@@ -108,6 +111,35 @@ NAMESPACES: list[dict[str, Any]] = [
     },
 ]
 
+DEDICATED = "placement-webhooks.io/dedicated"
+#: Namespaces the configs name (a whitelist, a static group, an exception): shared by the
+#: cases that pick them, created once per API server.
+FIXED_NAMESPACES: dict[str, dict[str, Any]] = {
+    "wl": {"labels": {"team": "wl"}},
+    "gpu-team": {},
+    "exempt": {"labels": {DEDICATED: "gpu"}},
+}
+NAMESPACES += [
+    {"labels": {DEDICATED: "gpu"}},
+    {"labels": {DEDICATED: "batch"}, "annotations": {NODE_SELECTOR: "dedicated=batch"}},
+    {"labels": {DEDICATED: ""}},
+]
+
+NODE_TERMS: list[list[dict[str, Any]]] = [
+    [{"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}],
+    [{"matchExpressions": [{"key": "dedicated", "operator": "In", "values": ["gpu"]}]}],
+    [{"matchExpressions": [{"key": "dedicated", "operator": "NotIn", "values": ["gpu"]}]}],
+    [
+        {"matchExpressions": [{"key": "dedicated", "operator": "DoesNotExist"}]},
+        {"matchExpressions": [{"key": "zone", "operator": "Exists"}]},
+    ],
+    [
+        {"matchExpressions": [{"key": "dedicated", "operator": "In", "values": ["batch"]}]},
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]},
+    ],
+    [{"matchExpressions": [{"key": "dedicated", "operator": "Gt", "values": ["5"]}]}],
+]
+
 NODE_SELECTORS: list[dict[str, str] | None] = [
     None,
     None,
@@ -115,6 +147,8 @@ NODE_SELECTORS: list[dict[str, str] | None] = [
     {"env": "dev"},
     {"sandbox": "kata"},
     {"disk": "ssd"},
+    {"dedicated": "batch"},
+    {"tier": "general", "env": "prod"},
 ]
 
 
@@ -141,6 +175,13 @@ def _pod(rng: random.Random, name: str) -> dict[str, Any]:
         spec["affinity"] = {
             "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
         }
+    if rng.random() < 0.2:
+        node = {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": rng.choice(NODE_TERMS)
+            }
+        }
+        spec.setdefault("affinity", {})["nodeAffinity"] = node
     if rng.random() < 0.1:
         spec["hostNetwork"] = True
     metadata: dict[str, Any] = {"name": name, "labels": {"app": "web"}}
@@ -178,7 +219,11 @@ def generated(count: int, seed: int = 24) -> Iterator[Case]:
     rng = random.Random(seed)
     for index in range(count):
         name = f"c{index}"
-        namespace = rng.choice(NAMESPACES)
+        if rng.random() < 0.15:
+            fixed = rng.choice(sorted(FIXED_NAMESPACES))
+            namespace = {"name": fixed, **FIXED_NAMESPACES[fixed]}
+        else:
+            namespace = rng.choice(NAMESPACES)
         roll = rng.random()
         if roll < 0.1:
             yield Case(f"{name}: DaemonSet", namespace, _daemonset(rng, name))

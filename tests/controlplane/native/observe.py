@@ -50,13 +50,20 @@ class Case:
 
 @dataclass(frozen=True, slots=True)
 class Observation:
-    """What one API server did with one case."""
+    """What one API server did with one case.
+
+    ``rule`` is the plugin whose policy refused (native) and ``warned`` the plugins that
+    warned, in the order of ``warnings``; a webhook's refusal names no plugin, and its
+    warnings carry the plugin as their prefix.
+    """
 
     allowed: bool
     status: int
     reason: str
     warnings: tuple[str, ...]
     fields: dict[str, Any] = field(default_factory=dict)
+    rule: str = ""
+    warned: tuple[str, ...] = ()
 
     def summary(self) -> str:
         """One line for a failure message."""
@@ -65,11 +72,53 @@ class Observation:
         return f"allowed {self.fields} warnings={list(self.warnings)}"
 
 
+#: Phrases only one rule's refusals contain, by the name of the policy that holds the rule
+#: natively (``placement-webhooks-<name>``): which rules a webhook's reason comes from.
+RULE_PHRASES: dict[str, tuple[str, ...]] = {
+    "runtime-class-scheduling": (
+        "conflict: runtimeClass.scheduling",
+        "Pod's Overhead doesn't match",
+    ),
+    "runtime-class": ("pod rejected: Pod Overhead set without", "Pod's Overhead doesn't match"),
+    "pod-node-selector": ("pod node label selector", "scheduler.alpha.kubernetes.io/node-selector"),
+    "anti-affinity-topology": ("affinity.PodAntiAffinity.RequiredDuringScheduling",),
+    "dedicated-nodes-pinning": ("can never match the nodes of group",),
+    "dedicated-nodes-foreign-tolerations": (
+        "lets this pod onto the nodes dedicated to group",
+        "dedicated taint of every",
+    ),
+    "extended-resource-toleration": ("lets this pod onto nodes reserved for",),
+    "taint-toleration-rules": (": Unsupported value: ",),
+}
+_POLICY_NAME = re.compile(r"ValidatingAdmissionPolicy 'placement-webhooks-([a-z-]+)' with binding")
+_ACTION = re.compile(r"-(enforce|warn|audit)$")
+
+
+def rules_in(reason: str) -> set[str]:
+    """The rules whose refusals ``reason`` (a webhook's, perhaps several joined) contains."""
+    return {rule for rule, phrases in RULE_PHRASES.items() if any(p in reason for p in phrases)}
+
+
+def policy_rule(text: str) -> str:
+    """The rule a native refusal or warning came from: its policy's name, without an
+    action's suffix (``actionOverrides``) or the paramless RuntimeClass policy's."""
+    found = _POLICY_NAME.search(text)
+    if found is None:
+        return ""
+    return _ACTION.sub("", found.group(1)).removesuffix("-overhead")
+
+
+def plugin_of_rule(rule: str) -> str:
+    """The plugin a rule belongs to (``dedicated-nodes-pinning`` → ``dedicated-nodes``)."""
+    for suffix in ("-scheduling", "-pinning", "-foreign-tolerations"):
+        rule = rule.removesuffix(suffix)
+    return rule
+
+
 def reason_of(message: str) -> str:
     """A refusal's reason without the webhook's or the policy's wrapper."""
-    return _FORBIDDEN.sub(
-        "", _POLICY_DENIAL.sub("", _FORBIDDEN.sub("", _WEBHOOK_DENIAL.sub("", message)))
-    )
+    inner = _POLICY_DENIAL.sub("", _FORBIDDEN.sub("", _WEBHOOK_DENIAL.sub("", message)))
+    return _FORBIDDEN.sub("", inner)
 
 
 def warning_of(text: str) -> str:
@@ -87,11 +136,18 @@ def stored_fields(obj: dict[str, Any]) -> dict[str, Any]:
     return {name: spec.get(name) for name in POD_FIELDS}
 
 
+def _warned(text: str) -> str:
+    plugin = _PLUGIN_WARNING.match(text)
+    return plugin_of_rule(policy_rule(text)) or (plugin.group(0)[:-2] if plugin else "")
+
+
 def _observe(answer: Answer) -> Observation:
     if not answer.allowed:
-        return Observation(False, answer.status, reason_of(answer.message), ())
+        rule = policy_rule(answer.message)
+        return Observation(False, answer.status, reason_of(answer.message), (), rule=rule)
     warnings = tuple(warning_of(w) for w in answer.warnings)
-    return Observation(True, answer.status, "", warnings, stored_fields(answer.body))
+    warned = tuple(_warned(w) for w in answer.warnings)
+    return Observation(True, answer.status, "", warnings, stored_fields(answer.body), warned=warned)
 
 
 def _updated(stored: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
@@ -110,7 +166,9 @@ def run(rest: Rest, case: Case, namespace: str) -> Observation:
     An UPDATE creates the object first; when that CREATE is refused, its refusal is the
     observation (both servers must then refuse it alike).
     """
-    ensure_namespace(rest, namespace, copy.deepcopy(case.namespace))
+    metadata = copy.deepcopy(case.namespace)
+    namespace = metadata.pop("name", namespace)
+    ensure_namespace(rest, namespace, metadata)
     obj = copy.deepcopy(case.obj)
     obj["metadata"]["namespace"] = namespace
     created = rest.create(collection(obj), obj)
@@ -123,15 +181,22 @@ def run(rest: Rest, case: Case, namespace: str) -> Observation:
 def differences(webhook: Observation, native: Observation) -> list[str]:
     """How the native answer differs from the webhook's ([] when they agree).
 
-    Compared: allowed or refused; the reason of a refusal; the stored fields; and the
-    warnings (the same texts, in any order, once the wrappers are taken off).
+    Compared: allowed or refused; the stored fields of an admitted object; the plugins that
+    warn, and the text of a plugin's one warning; the reason of a refusal. A webhook names
+    every validating refusal at once (``[a, b]``) and stops at the first mutating one; the
+    API server names the first policy that refused, in an order of its own. So a native
+    reason agrees when it is the webhook's, is one of the webhook's, or comes from another
+    plugin than the webhook's reason (several rules refused the object).
     """
     found = []
     if webhook.allowed != native.allowed:
         found.append(f"allowed: webhook {webhook.summary()} | native {native.summary()}")
         return found
     if not webhook.allowed:
-        if webhook.reason != native.reason:
+        inner = native.reason[1:-1] if native.reason.startswith("[") else native.reason
+        same = native.reason == webhook.reason or inner in webhook.reason
+        other = native.rule not in rules_in(webhook.reason)
+        if not (same or other):
             found.append(f"reason: webhook {webhook.reason!r} | native {native.reason!r}")
         return found
     for name in sorted(set(webhook.fields) | set(native.fields)):
@@ -139,6 +204,12 @@ def differences(webhook: Observation, native: Observation) -> list[str]:
             found.append(
                 f"{name}: webhook {webhook.fields.get(name)} | native {native.fields.get(name)}"
             )
-    if sorted(webhook.warnings) != sorted(native.warnings):
+    if sorted(set(webhook.warned)) != sorted(set(native.warned)):
         found.append(f"warnings: webhook {list(webhook.warnings)} | native {list(native.warnings)}")
+    else:
+        for plugin in set(webhook.warned):
+            ours = [w for w, p in zip(webhook.warnings, webhook.warned, strict=True) if p == plugin]
+            theirs = [w for w, p in zip(native.warnings, native.warned, strict=True) if p == plugin]
+            if len(ours) == 1 and ours != theirs:
+                found.append(f"warning of {plugin}: webhook {ours} | native {theirs}")
     return found

@@ -85,18 +85,6 @@ def _mutation() -> Mutation:
     return Mutation("pods", frozenset({"CREATE", "UPDATE"}), expression, variables)
 
 
-def describe(t: str) -> str:
-    """CEL for ``describe(t)`` of :mod:`webhooks.k8s.tolerations`:
-    ``key=value:effect (operator) for Ns``."""
-    key, value, effect, operator = (cel.text(t, f) for f in ("key", "value", "effect", "operator"))
-    return (
-        f"({key} == '' ? '*' : {key}) + ({value} == '' ? '' : '=' + {value})"
-        f" + ':' + ({effect} == '' ? '*' : {effect})"
-        f" + ' (' + ({operator} == '' ? 'Equal' : {operator}) + ')'"
-        f" + (has({t}.tolerationSeconds) ? ' for ' + string({t}.tolerationSeconds) + 's' : '')"
-    )
-
-
 def _enforcement() -> Validating:
     """Deny tolerating an extended resource the pod does not request (new tolerations only)."""
     old = "(request.operation == 'UPDATE' ? oldObject.spec.?tolerations.orValue([]) : [])"
@@ -113,7 +101,7 @@ def _enforcement() -> Validating:
     )
     key = cel.text("t", "key")
     message = (
-        f"'toleration ' + {describe('t')} + ' lets this pod onto nodes reserved for ' + {key}"
+        f"'toleration ' + {cel.describe('t')} + ' lets this pod onto nodes reserved for ' + {key}"
         f" + ', but no container requests ' + {key} + ' and no claim of the pod is for a device"
         f" class of ' + {key} + ': request it in resources.requests or limits, claim such a"
         " device, or remove the toleration'"
@@ -125,7 +113,7 @@ def _enforcement() -> Validating:
     )
     conditions = (
         (
-            "not-a-mirror-pod",
+            "skips-mirror-pods",
             "!('kubernetes.io/config.mirror' in object.metadata.?annotations.orValue({}))",
         ),
         (

@@ -75,13 +75,16 @@ def _mutation(settings: Settings) -> Mutation:
 
 
 def _unreadable() -> str:
-    """The webhook's message for an annotation that does not parse (the first bad item)."""
+    """The webhook's message for an annotation that does not parse (its first bad item):
+    ``parse_label_set``'s reason, after the namespace and the annotation."""
     first = "variables.pnsBad[0]"
     key, value = f"{first}[0].trim()", f"{first}[1].trim()"
     reason = (
         f"size({first}) != 2 ? 'invalid selector: [' + {first}.join(' ') + ']'"
-        f" : !{cel.qualified_name(key)} ? 'invalid label key \"' + {key} + '\"'"
-        f" : 'invalid label value: \"' + {value} + '\": at key: \"' + {key} + '\"'"
+        f" : !{cel.qualified_name(key)} ? 'invalid label key ' + {cel.go_quote(key)} + ': '"
+        f" + {cel.qualified_name_messages(key)}.join('; ')"
+        f" : 'invalid label value: ' + {cel.go_quote(value)} + ': at key: ' + {cel.go_quote(key)}"
+        f" + ': ' + {cel.label_value_messages(value)}.join('; ')"
     )
     return (
         f"'namespace \\'' + request.namespace + '\\' annotation {NODE_SELECTOR_ANNOTATION}: '"
@@ -104,15 +107,18 @@ def _validation(settings: Settings) -> Validating:
     )
     selector = "variables.pnsSelector"
     allowed = (
-        f"!(request.namespace in {table}) || {selector}.all(k, k in {table}[request.namespace]"
-        f" && {table}[request.namespace][k] == {selector}[k])"
+        f"(!(request.namespace in {table}) || {selector}.all(k, k in {table}[request.namespace]"
+        f" && {table}[request.namespace][k] == {selector}[k]))"
         if whitelists
         else "true"
     )
     checks = (
         Check("size(variables.pnsBad) == 0", _unreadable()),
-        Check("!variables.pnsConflict", cel.quote(CONFLICT)),
-        Check(allowed, cel.quote(NOT_WHITELISTED)),
+        Check("size(variables.pnsBad) > 0 || !variables.pnsConflict", cel.quote(CONFLICT)),
+        Check(
+            f"size(variables.pnsBad) > 0 || variables.pnsConflict || {allowed}",
+            cel.quote(NOT_WHITELISTED),
+        ),
     )
     return Validating(("pods",), frozenset({"CREATE"}), checks, _variables(settings))
 

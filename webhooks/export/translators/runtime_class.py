@@ -116,12 +116,31 @@ def _mutation() -> Mutation:
     return Mutation("pods", frozenset({"CREATE"}), expression, variables, runtime_class=True)
 
 
-def _with_class() -> Validating:
+def _scheduling() -> Validating:
+    """The mutating half's refusals (§5b, §5d): an overhead that differs from the
+    RuntimeClass's, a nodeSelector key the RuntimeClass sets to another value."""
     conflict = (
         "'conflict: runtimeClass.scheduling.nodeSelector[' + variables.rcConflicts[0] + '] = '"
         " + variables.rcSelector[variables.rcConflicts[0]] + '; pod.spec.nodeSelector['"
         " + variables.rcConflicts[0] + '] = ' + variables.rcPodSelector[variables.rcConflicts[0]]"
     )
+    checks = (
+        Check("!variables.rcOverheadRefused", cel.quote(OVERHEAD_MISMATCH)),
+        Check("variables.rcOverheadRefused || size(variables.rcConflicts) == 0", conflict),
+    )
+    return Validating(
+        ("pods",),
+        frozenset({"CREATE"}),
+        checks,
+        _COMMON,
+        runtime_class=True,
+        suffix="scheduling",
+        phase="mutate",
+    )
+
+
+def _with_class() -> Validating:
+    """The validating half (§5c) for a pod whose RuntimeClass exists."""
     overhead_ok = (
         "size(variables.rcOverhead) == 0 || (has(params.overhead)"
         f" && {equal_quantities('variables.rcOverhead', 'variables.rcFixed')})"
@@ -130,11 +149,13 @@ def _with_class() -> Validating:
         f"has(params.overhead) ? {cel.quote(OVERHEAD_MISMATCH)}"
         f" : {cel.quote(OVERHEAD_WITHOUT_RUNTIME_CLASS)}"
     )
-    checks = (
-        Check(overhead_ok, overhead_reason),
-        Check("size(variables.rcConflicts) == 0", conflict),
+    return Validating(
+        ("pods",),
+        frozenset({"CREATE"}),
+        (Check(overhead_ok, overhead_reason),),
+        _COMMON[:2],
+        runtime_class=True,
     )
-    return Validating(("pods",), frozenset({"CREATE"}), checks, _COMMON, runtime_class=True)
 
 
 def _without_class() -> Validating:
@@ -154,7 +175,7 @@ def translate(settings: Settings) -> Translation:
     return Translation(
         NAME,
         mutations=(_mutation(),),
-        validating=(_with_class(), _without_class()),
+        validating=(_scheduling(), _with_class(), _without_class()),
         mutate=EXACT,
         validate=EXCEPT,
         lines=(Line(f"plugins.{NAME}", EXCEPT, NOT_FOUND_GAP),),
