@@ -49,7 +49,8 @@ class ApiServerOptions:
     """One API server: its name (and etcd prefix), admission set-up and extra flags.
 
     ``webhooks``: run ``serve`` with ``webhook_config`` (``None``: the built-in defaults)
-    for this API server and register it, as modes ``webhooks`` and ``managed`` do.
+    for this API server and register it, as modes ``webhooks`` and ``managed`` do;
+    ``webhook_config_args`` are more ``webhook-config`` options for that registration.
     """
 
     name: str = "main"
@@ -57,6 +58,7 @@ class ApiServerOptions:
     webhooks: bool = False
     webhook_config: Path | None = None
     extra_args: tuple[str, ...] = ()
+    webhook_config_args: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

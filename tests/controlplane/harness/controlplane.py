@@ -144,7 +144,9 @@ class ControlPlane:
         # What webhook-config prints needs only serve's URL and CA: ask while serve boots.
         registrations = {
             name: webhookserver.configurations(
-                webhook, self.apiservers[name].options.webhook_config
+                webhook,
+                self.apiservers[name].options.webhook_config,
+                self.apiservers[name].options.webhook_config_args,
             )
             for name, webhook in self.webhooks.items()
         }

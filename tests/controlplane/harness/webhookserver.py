@@ -73,8 +73,10 @@ def ready(webhook: WebhookServer) -> bool:
     return status == 200
 
 
-def configurations(webhook: WebhookServer, config: Path | None) -> list[dict[str, Any]]:
-    """What ``webhook-config`` prints for ``webhook``: the objects to register."""
+def configurations(
+    webhook: WebhookServer, config: Path | None, extra: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
+    """What ``webhook-config`` prints for ``webhook`` (``extra`` options added)."""
     args = [
         sys.executable,
         "-m",
@@ -85,6 +87,7 @@ def configurations(webhook: WebhookServer, config: Path | None) -> list[dict[str
     ]
     if config is not None:
         args.append(f"--config={config}")
+    args.extend(extra)
     proc = subprocess.run(args, capture_output=True, text=True, cwd=REPO, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"webhook-config failed ({proc.returncode}): {proc.stderr.strip()}")

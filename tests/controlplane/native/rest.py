@@ -97,6 +97,8 @@ _PLURALS = {
     "DaemonSet": "daemonsets",
     "Deployment": "deployments",
     "ServiceAccount": "serviceaccounts",
+    "DeviceClass": "deviceclasses",
+    "ResourceClaimTemplate": "resourceclaimtemplates",
 }
 
 
