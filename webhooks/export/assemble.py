@@ -602,8 +602,11 @@ def export(
     names = [p.name for p in chosen]
     lines += _exception_lines(config, names)
     native = native_halves(plan)
+    active = {(p.plugin.name, "mutate") for p in plan if p.mutate is not None} | {
+        (p.plugin.name, "validate") for p in plan if p.validate is not None
+    }
     objects = _objects(plan, settings, native if hybrid else None)
-    return Export(tuple(objects), tuple(lines), native, tuple(names))
+    return Export(tuple(objects), tuple(lines), native, frozenset(active - native), tuple(names))
 
 
 def setting_names(plugin: Plugin) -> list[str]:

@@ -127,12 +127,14 @@ class Export:
 
     ``native`` holds the (plugin, phase) halves a hybrid installation runs natively:
     exported exactly, and for mutations also a prefix of the chain (see
-    :func:`webhooks.export.assemble.native_halves`).
+    :func:`webhooks.export.assemble.native_halves`); ``webhook`` the halves its webhooks
+    still serve: every other half that checks anything under the settings.
     """
 
     objects: tuple[dict[str, object], ...]
     lines: tuple[Line, ...]
     native: frozenset[tuple[str, str]] = frozenset()
+    webhook: frozenset[tuple[str, str]] = frozenset()
     plugins: tuple[str, ...] = field(default_factory=tuple)
 
     @property
