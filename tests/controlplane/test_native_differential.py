@@ -178,3 +178,30 @@ def test_a_pod_with_a_device_claim_is_judged_only_by_the_webhook(both: Pair) -> 
     assert not webhook.allowed
     assert "lets this pod onto nodes reserved for example.com/gpu" in webhook.reason
     assert native.allowed
+
+
+@pytest.mark.parametrize(
+    ("count", "alike"),
+    [
+        pytest.param(100, True, id="a hundred tolerations on one key merge alike"),
+        pytest.param(200, False, id="two hundred exceed the API server's CEL cost limit"),
+    ],
+)
+def test_the_runtime_class_merge_is_bounded_by_the_cel_cost_limit(
+    both: Pair, count: int, alike: bool
+) -> None:
+    """The report's second ``exact except`` for runtime-class: the webhook merges any number
+    of tolerations, a policy only as many as one expression's cost budget allows."""
+    tolerations = [
+        {"key": "team", "operator": "Equal", "value": f"v{i}", "effect": "NoSchedule"}
+        for i in range(count)
+    ]
+    pod = _pod(f"many{count}", runtimeClassName="rc-sandbox", tolerations=tolerations)
+    case = Case(f"many{count}", {}, pod)
+    webhook = run(both.webhooks, case, f"many{count}")
+    native = run(both.native, case, f"many{count}")
+    assert webhook.allowed
+    if alike:
+        assert differences(webhook, native) == []
+    else:
+        assert not native.allowed and "cost limit exceeded" in native.reason

@@ -193,22 +193,41 @@ def merge_variables(prefix: str, combined: str) -> list[tuple[str, str]]:
     is a superset of it" (``tests/export/test_cel.py`` checks this on every small case), which
     needs no recursion: ``<prefix>Dominated[i]`` says a later non-identical element is a
     superset of element ``i``, and ``<prefix>Merged`` keeps the survivors in order.
+
+    Why the keys first: the merge compares every pair, and the API server bounds the cost
+    of one expression. A superset has the same key or is a wildcard (an empty key with
+    Exists), so pairs are first tested on the keys, read once into ``<prefix>Keys`` and
+    ``<prefix>Wild``; only pairs that pass pay for the full test.
+    When every key differs and none is a wildcard, no element is a superset of another and
+    the merge keeps the list as it is; that is checked in linear cost first.
     Returns (name, expression) pairs; ``<prefix>Merged`` is the result.
     """
     c = f"variables.{prefix}Combined"
     d = f"variables.{prefix}Dominated"
+    keys, wild = f"variables.{prefix}Keys", f"variables.{prefix}Wild"
     n = f"size({c})"
+
+    def may(a: str, b: str) -> str:
+        return f"({keys}[{a}] == {keys}[{b}] || {wild}[{a}])"
+
     dominated = (
-        f"lists.range({n}).map(i, lists.range({n}).exists(k, k > i"
+        f"lists.range({n}).map(i, lists.range({n}).exists(k, k > i && {may('k', 'i')}"
         f" && !{same(f'{c}[k]', f'{c}[i]')} && {superset(f'{c}[k]', f'{c}[i]')}))"
     )
     merged = (
+        f"size({keys}.distinct()) == {n} && !{wild}.exists(w, w) ? {c} : "
         f"lists.range({n}).filter(i, !{d}[i]"
-        f" && !lists.range(i).exists(j, !{d}[j] && {superset(f'{c}[j]', f'{c}[i]')}))"
+        f" && !lists.range(i).exists(j, {may('j', 'i')} && !{d}[j]"
+        f" && {superset(f'{c}[j]', f'{c}[i]')}))"
         f".map(i, {c}[i])"
     )
     return [
         (f"{prefix}Combined", combined),
+        (f"{prefix}Keys", f"{c}.map(t, {text('t', 'key')})"),
+        (
+            f"{prefix}Wild",
+            f"{c}.map(t, {text('t', 'key')} == '' && {text('t', 'operator')} == 'Exists')",
+        ),
         (f"{prefix}Dominated", dominated),
         (f"{prefix}Merged", merged),
     ]
