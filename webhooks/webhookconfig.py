@@ -136,6 +136,20 @@ def plugin_table(registry: Registry) -> PluginTable:
     return table
 
 
+def without_halves(table: PluginTable, halves: Iterable[tuple[str, str]]) -> PluginTable:
+    """``table`` without the (plugin, phase) halves given: what is left for webhooks when
+    native admission policies do the rest (``webhook-config --native``).
+
+    Why a table and not a flag per plugin: a plugin's two halves can part ways (its
+    mutation native, its refusal of a missing RuntimeClass on the webhook).
+    """
+    gone = set(halves)
+    return [
+        {key: value for key, value in row.items() if (row["name"], key) not in gone}
+        for row in table
+    ]
+
+
 def rules(
     table: PluginTable,
     phase: Phase,

@@ -13,6 +13,7 @@ from webhooks.cli import audit as _audit
 from webhooks.cli import certs as _certs
 from webhooks.cli import check as _check
 from webhooks.cli import explain as _explain
+from webhooks.cli import export as _export
 from webhooks.cli import mutate as _mutate
 from webhooks.cli import policytests as _policytests
 from webhooks.cli import probe as _probe
@@ -37,6 +38,7 @@ for _command in (
     _audit.audit,
     _certs.certs,
     _webhook_config.webhook_config,
+    _export.export,
     _probe.probe,
 ):
     main.add_command(_command)

@@ -28,6 +28,7 @@ from webhooks.webhookconfig import (
     configurations,
     inject_ca_bundle,
     plugin_table,
+    without_halves,
 )
 
 EXIT_CLUSTER = 1
@@ -118,6 +119,12 @@ POLICIES = click.Choice(["Ignore", "Fail"])
     type=POLICIES,
     help="failurePolicy of the Node webhook (--nodes).",
 )
+@click.option(
+    "--native",
+    is_flag=True,
+    help="A hybrid installation: register only what the native admission policies of "
+    "`placement-webhooks export --hybrid` do not do exactly, one webhook per plugin half.",
+)
 @click.option("--label", "labels", multiple=True, help="KEY=VALUE on both configurations.")
 @click.option(
     "--annotation", "annotations", multiple=True, help="KEY=VALUE on both configurations."
@@ -159,6 +166,7 @@ def webhook_config(
     object_selector: str | None,
     nodes: bool,
     nodes_failure_policy: str,
+    native: bool,
     labels: tuple[str, ...],
     annotations: tuple[str, ...],
     inject: bool,
@@ -171,6 +179,7 @@ def webhook_config(
     The defaults are the Helm chart's: one webhook per phase, failurePolicy Ignore for
     mutating and Fail for validating, sideEffects None, timeout 5 s, reinvocation
     IfNeeded, rules for exactly what the enabled plugins handle except Nodes (--nodes).
+    With --native, only what native admission policies do not do exactly is registered.
     Exit 1 when --inject fails at the API server, 2 on unusable input.
     """
     from webhooks.plugins import REGISTRY
@@ -186,7 +195,7 @@ def webhook_config(
             port=port,
             url=url,
             ca_bundle=ca_bundle,
-            per_plugin=per_plugin,
+            per_plugin=per_plugin or native,
             timeout_seconds=timeout_seconds,
             mutating_failure_policy="Fail" if mutating_failure_policy == "Fail" else "Ignore",
             validating_failure_policy="Ignore" if validating_failure_policy == "Ignore" else "Fail",
@@ -205,7 +214,14 @@ def webhook_config(
     except ValueError as exc:
         fail(str(exc))
     enabled = [p.name for p in REGISTRY if config.plugins[p.name].enabled]
-    objects = configurations(settings, plugin_table(REGISTRY), enabled)
+    table = plugin_table(REGISTRY)
+    if native:
+        from webhooks.export import export
+
+        served = export(config, REGISTRY, settings=settings).webhook
+        halves = {(row["name"], phase) for row in table for phase in ("mutate", "validate")}
+        table = without_halves(table, halves - served)
+    objects = configurations(settings, table, enabled)
     if watch_seconds and not inject:
         fail("--watch needs --inject")
     if inject:

@@ -12,6 +12,16 @@ The plugin table (files/plugins.yaml): what each plugin handles, in chain order.
 {{- end }}
 
 {{/*
+"true" when half .phase of plugin .name is served by a webhook: always, unless
+native.enabled leaves it to the native policies (files/native/native.yaml, templates/native.yaml).
+*/}}
+{{- define "placement-webhooks.webhookServes" -}}
+{{- if not .root.Values.native.enabled }}true
+{{- else if has (printf "%s/%s" .name .phase) (.root.Files.Get "files/native/native.yaml" | fromYaml).webhook }}true
+{{- end }}
+{{- end }}
+
+{{/*
 Admission rules for one webhook, as a YAML list: what the enabled plugins' halves of .phase
 handle (only plugin .only when set). A resource handled by several plugins is listed once
 with the union of their operations; resources of one API group with the same operations
@@ -28,7 +38,7 @@ the same list from the server's registry.
 {{- $versions := dict "" "v1" "apps" "v1" "batch" "v1" }}
 {{- $byResource := dict }}
 {{- range (include "placement-webhooks.pluginTable" $root | fromYaml).plugins }}
-{{- if and (hasKey . $phase) (or (not $only) (eq $only .name)) (include "placement-webhooks.enabled" (dict "root" $root "name" .name)) }}
+{{- if and (hasKey . $phase) (or (not $only) (eq $only .name)) (include "placement-webhooks.enabled" (dict "root" $root "name" .name)) (include "placement-webhooks.webhookServes" (dict "root" $root "name" .name "phase" $phase)) }}
 {{- range $resource, $ops := index . $phase }}
 {{- if not (or (and (eq $nodes "exclude") (eq $resource "nodes")) (and (eq $nodes "only") (ne $resource "nodes"))) }}
 {{- $set := dict }}
@@ -164,7 +174,7 @@ for the phase (or one per plugin), then the Node webhook when webhooks.nodes.ena
 {{- $phase := .phase }}
 {{- $fullname := include "placement-webhooks.fullname" $root }}
 {{- $common := dict "root" $root "phase" $phase "caBundle" .caBundle "failOpen" .failOpen }}
-{{- if $root.Values.webhooks.perPlugin }}
+{{- if or $root.Values.webhooks.perPlugin $root.Values.native.enabled }}
 {{- range (include "placement-webhooks.pluginTable" $root | fromYaml).plugins }}
 {{- $rules := include "placement-webhooks.rules" (dict "root" $root "phase" $phase "only" .name "nodes" "exclude") }}
 {{- if ne $rules "[]" }}

@@ -58,7 +58,8 @@ class ApiServerOptions:
     """One API server: its name (and etcd prefix), admission set-up and extra flags.
 
     ``webhooks``: run ``serve`` with ``webhook_config`` (``None``: the built-in defaults)
-    for this API server and register it, as modes ``webhooks`` and ``managed`` do.
+    for this API server and register it, as modes ``webhooks`` and ``managed`` do;
+    ``webhook_args`` are more ``webhook-config`` options for that registration.
     """
 
     name: str = "main"

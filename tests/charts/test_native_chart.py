@@ -1,0 +1,108 @@
+"""The chart's ``native.enabled``: the packaged native policies are current, installed with the
+release's names, and the webhooks narrowed to exactly what ``webhook-config --native`` keeps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from tests.charts import native
+from tests.charts.render import NAMESPACE, RELEASE, of_kind, render
+from webhooks.cli import main
+
+ON = {"native": {"enabled": True}}
+POLICY_KINDS = (
+    "MutatingAdmissionPolicy",
+    "MutatingAdmissionPolicyBinding",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+)
+
+
+def _policies(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [o for o in objects if o["kind"] in POLICY_KINDS]
+
+
+def _hooks(objects: list[dict[str, Any]]) -> dict[str, str]:
+    return {
+        w["name"]: w["clientConfig"]["service"]["path"]
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+        for o in of_kind(objects, kind)
+        for w in o["webhooks"]
+    }
+
+
+def test_the_packaged_native_files_are_what_export_makes_of_the_default_values() -> None:
+    for path, text in native.generate().items():
+        assert path.read_text(encoding="utf-8") == text, f"{path.name} is stale: make chart-native"
+
+
+def test_by_default_the_chart_installs_no_native_policy() -> None:
+    assert _policies(render()) == []
+
+
+def test_native_enabled_installs_the_exported_policies_under_the_release_s_names() -> None:
+    objects = _policies(render(ON))
+    assert objects
+    text = yaml.safe_dump_all(objects)
+    assert native.FULLNAME not in text and native.NAMESPACE not in text
+    assert {o["metadata"]["name"].split("-runtime-class")[0] for o in objects} >= {RELEASE}
+    mutating = next(o for o in objects if o["metadata"]["name"] == RELEASE)
+    selector = mutating["spec"]["matchConstraints"]["namespaceSelector"]
+    assert selector["matchExpressions"][0]["values"][0] == NAMESPACE
+
+
+def test_native_enabled_creates_no_webhook_for_an_exported_half() -> None:
+    """The default install keeps one webhook: runtime-class's refusal of a missing class."""
+    assert _hooks(render(ON)) == {
+        f"runtime-class.validate.{RELEASE}.svc": "/validate/runtime-class"
+    }
+
+
+def test_the_chart_s_webhooks_are_webhook_config_native_s() -> None:
+    result = CliRunner().invoke(
+        main,
+        [
+            "webhook-config",
+            "--native",
+            "--name",
+            RELEASE,
+            "--namespace",
+            NAMESPACE,
+            "--service",
+            RELEASE,
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    printed = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+    assert _hooks(printed) == _hooks(render(ON))
+
+
+@pytest.mark.parametrize(
+    ("values", "refused"),
+    [
+        pytest.param(
+            {"plugins": {"dedicated-nodes": {"enabled": True}}},
+            "made for the chart's default plugins",
+            id="another plugin set",
+        ),
+        pytest.param(
+            {"exceptions": [{"name": "x", "plugins": ["*"], "namespaces": ["a"]}]},
+            "made for the chart's default exceptions",
+            id="an exception",
+        ),
+        pytest.param(
+            {"webhooks": {"excludeNamespaces": ["kube-system"]}},
+            "default webhooks.excludeNamespaces",
+            id="other excluded namespaces",
+        ),
+    ],
+)
+def test_values_the_packaged_policies_do_not_fit_are_refused(
+    values: dict[str, Any], refused: str
+) -> None:
+    with pytest.raises(Exception, match=refused):
+        render({**ON, **values})

@@ -1,0 +1,617 @@
+"""From translations to objects: the policies, their bindings, and the report.
+
+Why the mutations of every plugin share one MutatingAdmissionPolicy: the API server orders
+the policies it runs by walking a Go map, which is random, while mutations inside one
+policy run in order, each on the previous one's output. So the chain order of
+:data:`webhooks.plugins.ORDER` is kept by putting every Pod mutation into one policy, in
+that order. RuntimeClass needs a param (the pod's RuntimeClass), and a policy with a param
+kind runs once per param, so Pods that name a RuntimeClass get a second policy holding the
+same mutations plus RuntimeClass's, keyed to the one RuntimeClass they name; the first
+policy skips them on CREATE. DaemonSets get a policy of their own.
+
+The webhook's chain runs again when one of our own plugins changed a pod (the DaemonSet
+defaults can make a pod's toleration redundant, which the RuntimeClass merge then
+removes); the Pod policies repeat their mutations in passes to do the same
+(:func:`_passes`), and are ``reinvocationPolicy: Never``: the API server's reinvocation
+would run them again after *any* change, which the webhook's chain does not.
+
+Validations are order-free (they all judge the final object), so each plugin gets its own
+ValidatingAdmissionPolicy, whose binding carries the plugin's action
+(``validationActions``). The scoping is the webhooks' own (:mod:`webhooks.webhookconfig`:
+the excluded namespaces, the match conditions), so a native policy judges exactly the
+requests the webhook would have been sent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from webhooks.core.chain import MAX_PASSES
+from webhooks.core.config import Config, camel
+from webhooks.core.plugin import Plugin, Registry
+from webhooks.core.policy import ACTIONS, Action, PolicyException
+from webhooks.export import cel
+from webhooks.export.model import (
+    EXACT,
+    EXCEPT,
+    NOT_EXPORTED,
+    Check,
+    Export,
+    Line,
+    Mutation,
+    Target,
+    Translation,
+    Validating,
+    Variable,
+    Verdict,
+    worst,
+)
+from webhooks.export.translators import TRANSLATORS
+from webhooks.webhookconfig import (
+    API_VERSION,
+    GROUP_VERSIONS,
+    TEMPLATE_FIELDS,
+    WebhookSettings,
+    match_conditions,
+    namespace_selector,
+)
+
+#: What each action does, as a binding's ``validationActions``: ``warn`` tells the user
+#: and the audit log, ``audit`` only the audit log (:mod:`webhooks.core.policy`).
+VALIDATION_ACTIONS: Mapping[Action, list[str]] = {
+    "enforce": ["Deny"],
+    "warn": ["Warn", "Audit"],
+    "audit": ["Audit"],
+}
+
+RUNTIME_CLASS_PARAM = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass"}
+
+MONITOR_WHY = (
+    "monitor records the change the plugin would make without making it; a "
+    "MutatingAdmissionPolicy records nothing (no audit annotations), so there is nothing "
+    "to export"
+)
+EXPIRES_WHY = (
+    "expires {when} is not applied: admission CEL has no clock, so natively the exception "
+    "applies until it is removed from the config"
+)
+
+
+# --------------------------------------------------------------------------- resources
+
+
+def _template_rules(operations: Sequence[str]) -> list[dict[str, Any]]:
+    by_group: dict[str, list[str]] = {}
+    for resource, _ in TEMPLATE_FIELDS.items():
+        group = (
+            ""
+            if resource in ("replicationcontrollers", "podtemplates")
+            else ("batch" if resource in ("jobs", "cronjobs") else "apps")
+        )
+        by_group.setdefault(group, []).append(resource)
+    return [
+        {
+            "apiGroups": [group],
+            "apiVersions": [GROUP_VERSIONS[group]],
+            "operations": operations,
+            "resources": sorted(resources),
+        }
+        for group, resources in sorted(by_group.items())
+    ]
+
+
+def resource_rules(targets: Iterable[Target], operations: Iterable[str]) -> list[dict[str, Any]]:
+    """``resourceRules`` for ``targets`` and ``operations`` (in the webhooks' order)."""
+    ops = [op for op in ("CREATE", "UPDATE") if op in set(operations)]
+    rules: list[dict[str, Any]] = []
+    for target in dict.fromkeys(targets):
+        if target == "pods":
+            rules.append(
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ops, "resources": ["pods"]}
+            )
+        elif target == "daemonsets":
+            rules.append(
+                {
+                    "apiGroups": ["apps"],
+                    "apiVersions": ["v1"],
+                    "operations": ops,
+                    "resources": ["daemonsets"],
+                }
+            )
+        else:
+            rules.extend(_template_rules(ops))
+    return rules
+
+
+# --------------------------------------------------------------------------- exceptions
+
+
+def _service_account(target: Target) -> str:
+    """CEL for the ServiceAccount the object's pods run as (``service_account``)."""
+    if target == "pods":
+        spec = "object.spec"
+    elif target == "daemonsets":
+        spec = "object.spec.template.spec"
+    else:
+        spec = (
+            "(request.kind.kind == 'PodTemplate' ? object.template.spec"
+            " : request.kind.kind == 'CronJob' ? object.spec.jobTemplate.spec.template.spec"
+            " : object.spec.template.spec)"
+        )
+    return f"({spec}.?serviceAccountName.orValue('') == '' ? 'default' : {spec}.serviceAccountName)"
+
+
+def exception_matches(exception: PolicyException, target: Target) -> str:
+    """CEL that is true when ``exception`` matches the request and its object.
+
+    Every matcher given must match (``PolicyException.matches``); none given matches all.
+    """
+    parts = []
+    if exception.namespaces:
+        parts.append(f"request.namespace in {cel.strings(exception.namespaces)}")
+    if exception.object_selector is not None:
+        parts.append(cel.selector_matches(exception.object_selector, cel.labels_of("object")))
+    if exception.service_accounts:
+        account = f"request.namespace + ':' + {_service_account(target)}"
+        parts.append(f"({account}) in {cel.strings(exception.service_accounts)}")
+    if exception.users:
+        parts.append(f"request.userInfo.username in {cel.strings(exception.users)}")
+    if exception.groups:
+        parts.append(
+            f"request.userInfo.?groups.orValue([]).exists(g, g in {cel.strings(exception.groups)})"
+        )
+    return "(" + " && ".join(parts) + ")" if parts else "true"
+
+
+def _unexcepted(exceptions: Sequence[PolicyException], target: Target) -> str:
+    """CEL: no exception of ``exceptions`` matches."""
+    if not exceptions:
+        return "true"
+    return " && ".join(f"!{exception_matches(e, target)}" for e in exceptions)
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Planned:
+    """One plugin as it will be exported: its translation, its exceptions and actions."""
+
+    plugin: Plugin
+    translation: Translation
+    mutate_exceptions: tuple[PolicyException, ...]
+    validate_exceptions: tuple[PolicyException, ...]
+    action: Action
+    overrides: tuple[tuple[Mapping[str, Any], Action], ...]
+    mutate: Verdict | None
+    validate: Verdict | None
+    lines: tuple[Line, ...]
+
+
+def _plan(plugin: Plugin, config: Config) -> Planned:
+    rules = config.plugins[plugin.name]
+    translation = TRANSLATORS[plugin.name](rules.settings)
+    lines: list[Line] = list(translation.lines)
+    mutate, validate = translation.mutate, translation.validate
+    mutations = translation.mutations
+    key = f"plugins.{plugin.name}"
+    if plugin.mutate is not None:
+        if rules.mutation == "monitor":
+            mutate, mutations = NOT_EXPORTED, ()
+            lines.append(Line(f"{key}.mutation", NOT_EXPORTED, MONITOR_WHY))
+        else:
+            lines.append(Line(f"{key}.mutation", EXACT))
+    active = plugin.validate is not None and (
+        plugin.validate.active is None or plugin.validate.active(rules.settings)
+    )
+    if not active:
+        validate = None
+    if plugin.validate is not None:
+        lines.append(Line(f"{key}.action", EXACT))
+        if rules.action_overrides:
+            lines.append(Line(f"{key}.actionOverrides", EXACT))
+    if plugin.exempt_namespaces is not None:
+        lines.append(Line(f"{key}.exemptNamespaces", EXACT))
+    covering = [e for e in config.exceptions if plugin.name in e.plugins or "*" in e.plugins]
+    expiring = [e for e in covering if e.expires is not None]
+    if expiring:
+        names = ", ".join(e.name for e in expiring)
+        why = f"exception {names} never expires natively (admission CEL has no clock)"
+        if mutate == EXACT and any(e.covers(plugin.name, "mutate") for e in expiring):
+            mutate = EXCEPT
+            lines.append(Line(f"{key}.exceptions", EXCEPT, why))
+        if validate == EXACT and any(e.covers(plugin.name, "validate") for e in expiring):
+            validate = EXCEPT
+            if not any(line.subject == f"{key}.exceptions" for line in lines):
+                lines.append(Line(f"{key}.exceptions", EXCEPT, why))
+    translation = dataclasses.replace(translation, mutations=mutations)
+    return Planned(
+        plugin=plugin,
+        translation=translation,
+        mutate_exceptions=tuple(e for e in covering if e.covers(plugin.name, "mutate")),
+        validate_exceptions=tuple(e for e in covering if e.covers(plugin.name, "validate")),
+        action=rules.action,
+        overrides=tuple((o.namespace_selector, o.action) for o in rules.action_overrides),
+        mutate=mutate if plugin.mutate is not None else None,
+        validate=validate,
+        lines=tuple(lines),
+    )
+
+
+def _plugin_line(planned: Planned) -> Line:
+    """The plugin's own line: the worst of its halves and settings, with the reasons."""
+    name = planned.plugin.name
+    halves = [v for v in (planned.mutate, planned.validate) if v is not None]
+    verdict = worst([*halves, *(line.verdict for line in planned.lines)])
+    own = [line for line in planned.lines if line.subject == f"plugins.{name}"]
+    if own:
+        return Line(own[0].subject, verdict, own[0].why)
+    if verdict == EXACT:
+        return Line(f"plugins.{name}", EXACT)
+    settings = [
+        line.subject.removeprefix(f"plugins.{name}.")
+        for line in planned.lines
+        if line.verdict != EXACT
+    ]
+    return Line(f"plugins.{name}", verdict, "see " + ", ".join(settings))
+
+
+def native_halves(plan: Sequence[Planned]) -> frozenset[tuple[str, str]]:
+    """The halves a hybrid installation runs natively; the webhook runs the rest.
+
+    A validating half goes native when it is exported exactly (validations are order-free).
+    Mutating halves go native only as a prefix of the chain: the API server runs every
+    mutating policy before any mutating webhook, so a mutation after one that stays with the
+    webhook would otherwise run out of order.
+    """
+    native: set[tuple[str, str]] = set()
+    prefix = True
+    for planned in plan:
+        if planned.mutate is not None:
+            prefix = prefix and planned.mutate == EXACT
+            if prefix:
+                native.add((planned.plugin.name, "mutate"))
+        if planned.validate == EXACT:
+            native.add((planned.plugin.name, "validate"))
+    return frozenset(native)
+
+
+# --------------------------------------------------------------------------- objects
+
+
+def _metadata(name: str, settings: WebhookSettings) -> dict[str, Any]:
+    labels = {"app.kubernetes.io/name": settings.app_name, **settings.labels}
+    metadata: dict[str, Any] = {"name": name, "labels": labels}
+    if settings.annotations:
+        metadata["annotations"] = dict(settings.annotations)
+    return metadata
+
+
+def _merge_variables(groups: Iterable[Iterable[Variable]]) -> list[dict[str, str]]:
+    seen: dict[str, str] = {}
+    for group in groups:
+        for name, expression in group:
+            if seen.setdefault(name, expression) != expression:
+                raise ValueError(f"variable {name} is defined twice, differently")
+    return [{"name": name, "expression": expression} for name, expression in seen.items()]
+
+
+def _conditions(settings: WebhookSettings, extra: Iterable[Variable] = ()) -> list[dict[str, str]]:
+    base = match_conditions(settings) if settings.match_conditions else []
+    return [*base, *({"name": n, "expression": e} for n, e in extra)]
+
+
+def _constraints(settings: WebhookSettings, rules: list[dict[str, Any]]) -> dict[str, Any]:
+    constraints: dict[str, Any] = {
+        "resourceRules": rules,
+        "matchPolicy": "Equivalent",
+        "namespaceSelector": namespace_selector(settings),
+    }
+    if settings.object_selector:
+        constraints["objectSelector"] = dict(settings.object_selector)
+    return constraints
+
+
+#: The annotation a pass leaves when one of our own plugins changed the object (``-<n>``),
+#: and how many passes run at most (:data:`webhooks.core.chain.MAX_PASSES`).
+PASS_MARKER = "placement-webhooks.io/native-pass"
+
+
+def _marker(n: int) -> str:
+    return f"{PASS_MARKER}-{n}"
+
+
+def _marked(n: int) -> str:
+    """CEL: pass ``n`` left its marker (one of our plugins changed the object in it)."""
+    return f"{cel.quote(_marker(n))} in object.metadata.?annotations.orValue({{}})"
+
+
+def _mark(n: int) -> str:
+    """CEL: the JSONPatch op that leaves pass ``n``'s marker."""
+    escaped = _marker(n).replace("~", "~0").replace("/", "~1")
+    return (
+        f"has(object.metadata.annotations) ? JSONPatch{{op: 'add',"
+        f" path: '/metadata/annotations/{escaped}', value: 'changed'}}"
+        f" : JSONPatch{{op: 'add', path: '/metadata/annotations',"
+        f" value: {{{cel.quote(_marker(n))}: 'changed'}}}}"
+    )
+
+
+def _guarded(entry: tuple[Planned, Mutation], n: int = 1) -> dict[str, Any]:
+    """The mutation for pass ``n``: guarded by its operations, its exceptions and, after the
+    first pass, by the previous pass's marker; one of our own plugins leaves the marker."""
+    planned, mutation = entry
+    guards = []
+    if n > 1:
+        guards.append(_marked(n - 1))
+    if mutation.operations != frozenset({"CREATE", "UPDATE"}):
+        ops = sorted(mutation.operations)
+        guards.append(f"request.operation in {cel.strings(ops)}")
+    if planned.mutate_exceptions:
+        guards.append(_unexcepted(planned.mutate_exceptions, mutation.target))
+    expression = mutation.expression
+    if not planned.plugin.upstream and _reinvoking(mutation.target):
+        expression = cel.bind(f"({expression})", "ops", f"size(ops) > 0 ? ops + [{_mark(n)}] : ops")
+    if guards:
+        expression = f"({' && '.join(guards)}) ? ({expression}) : []"
+    return {"patchType": "JSONPatch", "jsonPatch": {"expression": expression}}
+
+
+def _reinvoking(target: Target) -> bool:
+    """Whether a change by one of our plugins to ``target`` runs the chain again: only Pods
+    have upstream mutations for it to affect."""
+    return target == "pods"
+
+
+def _passes(entries: Sequence[tuple[Planned, Mutation]], target: Target) -> list[dict[str, Any]]:
+    """The mutations of every pass, then the markers' removal.
+
+    Why passes, as the webhook's chain has them (:mod:`webhooks.core.chain`): when one of
+    our own plugins changes a pod, the chain runs again on the result, up to
+    ``MAX_PASSES`` times, so an upstream rule sees what ours added (a DaemonSet default that
+    makes a pod's toleration redundant, which the RuntimeClass merge then removes). The
+    API server's own reinvocation cannot say "only when ours changed it", so each pass
+    leaves a marker when ours did, the next pass runs only behind it, and the markers go
+    before the object is stored.
+    """
+    ours = any(not planned.plugin.upstream for planned, _ in entries)
+    if not ours or not _reinvoking(target):
+        return [_guarded(entry) for entry in entries]
+    passes = [_guarded(entry, n) for n in range(1, MAX_PASSES + 1) for entry in entries]
+    removals = " + ".join(
+        f"({_marked(n)} ? [JSONPatch{{op: 'remove',"
+        f" path: '/metadata/annotations/{_marker(n).replace('/', '~1')}'}}] : [])"
+        for n in range(1, MAX_PASSES + 1)
+    )
+    return [*passes, {"patchType": "JSONPatch", "jsonPatch": {"expression": removals}}]
+
+
+def _mutating(
+    name: str,
+    settings: WebhookSettings,
+    entries: Sequence[tuple[Planned, Mutation]],
+    target: Target,
+    *,
+    conditions: Iterable[Variable] = (),
+    runtime_class: bool = False,
+    reinvocation: str = "Never",
+) -> list[dict[str, Any]]:
+    operations = {op for _, m in entries for op in m.operations}
+    spec: dict[str, Any] = {}
+    if runtime_class:
+        spec["paramKind"] = dict(RUNTIME_CLASS_PARAM)
+    spec["matchConstraints"] = _constraints(settings, resource_rules([target], operations))
+    spec["matchConditions"] = _conditions(settings, conditions)
+    spec["variables"] = _merge_variables(m.variables for _, m in entries)
+    spec["mutations"] = _passes(entries, target)
+    spec["failurePolicy"] = "Fail"
+    spec["reinvocationPolicy"] = reinvocation
+    binding: dict[str, Any] = {"policyName": name}
+    if runtime_class:
+        binding["paramRef"] = {"selector": {}, "parameterNotFoundAction": "Allow"}
+    return [
+        {
+            "apiVersion": API_VERSION,
+            "kind": "MutatingAdmissionPolicy",
+            "metadata": _metadata(name, settings),
+            "spec": spec,
+        },
+        {
+            "apiVersion": API_VERSION,
+            "kind": "MutatingAdmissionPolicyBinding",
+            "metadata": _metadata(name, settings),
+            "spec": binding,
+        },
+    ]
+
+
+def _chosen_action(planned: Planned) -> str:
+    """CEL naming the action for the request's namespace: the first override that matches."""
+    labels = cel.labels_of("namespaceObject")
+    expression = cel.quote(planned.action)
+    for selector, action in reversed(planned.overrides):
+        expression = (
+            f"{cel.selector_matches(selector, labels)} ? {cel.quote(action)} : ({expression})"
+        )
+    return expression
+
+
+def _validation(check: Check, action: str | None) -> dict[str, Any]:
+    expression = check.expression
+    if action is not None:
+        expression = f"variables.action != {cel.quote(action)} || ({expression})"
+    return {"expression": expression, "messageExpression": check.message, "reason": check.reason}
+
+
+def _validating(
+    base: str, settings: WebhookSettings, planned: Planned, part: Validating
+) -> list[dict[str, Any]]:
+    stem = f"{base}-{planned.plugin.name}" + (f"-{part.suffix}" if part.suffix else "")
+    conditions = list(part.conditions)
+    if part.runtime_class:
+        conditions.append(
+            (
+                "the-pod-s-runtime-class",
+                "has(object.spec.runtimeClassName)"
+                " && object.spec.runtimeClassName == params.metadata.name",
+            )
+        )
+    exceptions = (
+        planned.mutate_exceptions if part.phase == "mutate" else planned.validate_exceptions
+    )
+    if exceptions:
+        target: Target = part.targets[0] if len(part.targets) == 1 else "templates"
+        conditions.append(("not-excepted", _unexcepted(exceptions, target)))
+    if planned.overrides:
+        actions = list(dict.fromkeys([planned.action, *(a for _, a in planned.overrides)]))
+        variants: list[tuple[str, Action | None]] = [(f"{stem}-{a}", a) for a in actions]
+    else:
+        variants = [(stem, None)]
+    objects: list[dict[str, Any]] = []
+    for name, action in variants:
+        variables = list(part.variables)
+        if action is not None:
+            variables.insert(0, ("action", _chosen_action(planned)))
+        spec: dict[str, Any] = {}
+        if part.runtime_class:
+            spec["paramKind"] = dict(RUNTIME_CLASS_PARAM)
+        spec["matchConstraints"] = _constraints(
+            settings, resource_rules(part.targets, part.operations)
+        )
+        spec["matchConditions"] = _conditions(settings, conditions)
+        if variables:
+            spec["variables"] = _merge_variables([variables])
+        spec["validations"] = [_validation(c, action) for c in part.checks]
+        spec["failurePolicy"] = "Fail"
+        binding: dict[str, Any] = {
+            "policyName": name,
+            "validationActions": VALIDATION_ACTIONS[action or planned.action],
+        }
+        if part.runtime_class:
+            binding["paramRef"] = {"selector": {}, "parameterNotFoundAction": "Allow"}
+        objects += [
+            {
+                "apiVersion": API_VERSION,
+                "kind": "ValidatingAdmissionPolicy",
+                "metadata": _metadata(name, settings),
+                "spec": spec,
+            },
+            {
+                "apiVersion": API_VERSION,
+                "kind": "ValidatingAdmissionPolicyBinding",
+                "metadata": _metadata(name, settings),
+                "spec": binding,
+            },
+        ]
+    return objects
+
+
+def _objects(
+    plan: Sequence[Planned], settings: WebhookSettings, halves: frozenset[tuple[str, str]] | None
+) -> list[dict[str, Any]]:
+    def wanted(planned: Planned, phase: str, verdict: Verdict | None) -> bool:
+        if verdict is None or verdict == NOT_EXPORTED:
+            return False
+        return halves is None or (planned.plugin.name, phase) in halves
+
+    pods: list[tuple[Planned, Mutation]] = []
+    daemonsets: list[tuple[Planned, Mutation]] = []
+    for planned in plan:
+        if not wanted(planned, "mutate", planned.mutate):
+            continue
+        for mutation in planned.translation.mutations:
+            (pods if mutation.target == "pods" else daemonsets).append((planned, mutation))
+    base = settings.name
+    objects: list[dict[str, Any]] = []
+    with_class = [e for e in pods if e[1].runtime_class]
+    without_class = [e for e in pods if not e[1].runtime_class]
+    if with_class:
+        skip = (
+            "not-a-runtime-class-pod",
+            "request.operation != 'CREATE' || !has(object.spec.runtimeClassName)",
+        )
+        if without_class:
+            objects += _mutating(base, settings, without_class, "pods", conditions=[skip])
+        objects += _mutating(
+            f"{base}-runtime-class",
+            settings,
+            pods,
+            "pods",
+            conditions=[
+                (
+                    "the-pod-s-runtime-class",
+                    "request.operation == 'CREATE' && has(object.spec.runtimeClassName)"
+                    " && object.spec.runtimeClassName == params.metadata.name",
+                )
+            ],
+            runtime_class=True,
+        )
+    elif pods:
+        objects += _mutating(base, settings, pods, "pods")
+    if daemonsets:
+        objects += _mutating(f"{base}-daemonsets", settings, daemonsets, "daemonsets")
+    for planned in plan:
+        for part in planned.translation.validating:
+            verdict = planned.mutate if part.phase == "mutate" else planned.validate
+            if wanted(planned, part.phase, verdict):
+                objects += _validating(base, settings, planned, part)
+    return objects
+
+
+def _exception_lines(config: Config, plugins: Sequence[str]) -> list[Line]:
+    lines = []
+    for index, exception in enumerate(config.exceptions):
+        if exception.name.endswith(".exemptNamespaces"):
+            continue
+        if "*" not in exception.plugins and not set(exception.plugins) & set(plugins):
+            continue
+        subject = f"exceptions[{index}] ({exception.name})"
+        if exception.expires is None:
+            lines.append(Line(subject, EXACT))
+        else:
+            when = exception.expires.strftime("%Y-%m-%dT%H:%M:%SZ")
+            lines.append(Line(subject, EXCEPT, EXPIRES_WHY.format(when=when)))
+    return lines
+
+
+def export(
+    config: Config,
+    registry: Registry,
+    only: Sequence[str] = (),
+    settings: WebhookSettings | None = None,
+    *,
+    hybrid: bool = False,
+) -> Export:
+    """The enabled plugins (or exactly ``only``) as native policies, and the report.
+
+    ``settings`` scope the policies as the webhooks are scoped (their defaults are the
+    chart's). With ``hybrid`` only the halves a hybrid installation runs natively are
+    exported (:func:`native_halves`); the report is the same.
+    """
+    settings = settings or WebhookSettings()
+    chosen = [p for p in registry if p.name in only] if only else config.chain(registry)
+    plan = [_plan(plugin, config) for plugin in chosen]
+    lines: list[Line] = []
+    for planned in plan:
+        lines.append(_plugin_line(planned))
+        lines += [
+            line for line in planned.lines if line.subject != f"plugins.{planned.plugin.name}"
+        ]
+    names = [p.name for p in chosen]
+    lines += _exception_lines(config, names)
+    native = native_halves(plan)
+    active = {(p.plugin.name, "mutate") for p in plan if p.mutate is not None} | {
+        (p.plugin.name, "validate") for p in plan if p.validate is not None
+    }
+    objects = _objects(plan, settings, native if hybrid else None)
+    return Export(tuple(objects), tuple(lines), native, frozenset(active - native), tuple(names))
+
+
+def setting_names(plugin: Plugin) -> list[str]:
+    """The plugin's settings as they are spelt in the config (camelCase)."""
+    return [camel(f.name) for f in dataclasses.fields(plugin.settings)]
+
+
+__all__ = ["ACTIONS", "export", "native_halves", "setting_names"]
