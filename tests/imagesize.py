@@ -142,7 +142,10 @@ def main() -> int:
         )
     records = _records()
     with tempfile.TemporaryDirectory(prefix="image-layer-") as tmp:
-        layer = du(build_layer(Path(tmp)))
+        root = build_layer(Path(tmp))
+        layer = du(root)
+        client = root / "usr" / "local" / "lib" / "python3.11" / "dist-packages" / "kubernetes"
+        kubernetes, kubernetes_aio = du(client), du(client / "aio")
     with tempfile.TemporaryDirectory(prefix="image-layer-312-") as tmp:
         python312 = CPYTHON_BUILD / "bin" / "python3.12"
         layer_before = du(build_layer(Path(tmp), python312, BEFORE_SITE))
@@ -155,6 +158,8 @@ def main() -> int:
     after = sum(distroless.values()) + layer
     print(f"before: our layer for CPython 3.12 (/{BEFORE_SITE}), du: {mb(layer_before)}")
     print(f"after: our layer for Debian's python3.11 (/usr/local/lib/python3.11), du: {mb(layer)}")
+    print(f"  of which the kubernetes client package: {mb(kubernetes)}")
+    print(f"  of which kubernetes/aio (asyncio; nothing here imports it): {mb(kubernetes_aio)}")
     for part, size in distroless.items():
         print(f"distroless python3-debian12 {part}: {mb(size)} ({len(DISTROLESS[part])} packages)")
     print(f"debian:bookworm-slim (Priority: required, {len(required)} packages): {mb(slim_base)}")
