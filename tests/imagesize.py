@@ -6,8 +6,10 @@ shows them; a registry shows the compressed ones, roughly a third.
 
 * The layer of our own (the locked serving set, the project and their bytecode): built with
   :func:`tests.imagelayer.build_layer` exactly as the Dockerfile lays it out, and measured
-  with ``du`` (apparent size). The image before installed the same locked wheels into the
-  same kind of location, so the same figure stands for both.
+  with ``du`` (apparent size). The image before (the Dockerfile at 8f221e0) installed the
+  same locked set for its own Python: that layer is built too, with the serving set's
+  CPython 3.12 wheels installed into ``/usr/local/lib/python3.12/site-packages`` by
+  CPython 3.12 (pyenv's build, below), and measured the same way.
 * A base image is the sum of its Debian packages' ``Installed-Size`` (``apt-cache`` on a
   Debian 12 machine, the release both bases are built from), plus, for the python:slim
   image, its CPython build under /usr/local, measured from a CPython source build of the
@@ -77,6 +79,9 @@ PYTHON_SLIM_APT = [
     "zlib1g",
 ]
 CPYTHON_BUILD = Path.home() / ".pyenv" / "versions" / "3.12.1"
+#: Where the image before installed the wheels (``python -m pip install`` as root in
+#: python:3.12-slim).
+BEFORE_SITE = "usr/local/lib/python3.12/site-packages"
 
 
 def du(path: Path) -> int:
@@ -131,17 +136,30 @@ def mb(size: int) -> str:
 
 def main() -> int:
     """Print every figure and the totals."""
+    if not CPYTHON_BUILD.is_dir():
+        raise SystemExit(
+            f"{CPYTHON_BUILD} is missing: `pyenv install 3.12.1` (the image before's Python)"
+        )
     records = _records()
     with tempfile.TemporaryDirectory(prefix="image-layer-") as tmp:
-        layer = du(build_layer(Path(tmp)))
+        root = build_layer(Path(tmp))
+        layer = du(root)
+        client = root / "usr" / "local" / "lib" / "python3.11" / "dist-packages" / "kubernetes"
+        kubernetes, kubernetes_aio = du(client), du(client / "aio")
+    with tempfile.TemporaryDirectory(prefix="image-layer-312-") as tmp:
+        python312 = CPYTHON_BUILD / "bin" / "python3.12"
+        layer_before = du(build_layer(Path(tmp), python312, BEFORE_SITE))
     distroless = {part: installed_size(records, pkgs) for part, pkgs in DISTROLESS.items()}
     required = [name for name, r in records.items() if r.get("Priority") == "required"]
     slim_base = installed_size(records, required)
     slim_apt = installed_size(records, sorted(set(PYTHON_SLIM_APT) - set(required)))
-    slim_cpython = cpython_slim(CPYTHON_BUILD) if CPYTHON_BUILD.is_dir() else 0
-    before = slim_base + slim_apt + slim_cpython + layer
+    slim_cpython = cpython_slim(CPYTHON_BUILD)
+    before = slim_base + slim_apt + slim_cpython + layer_before
     after = sum(distroless.values()) + layer
-    print(f"our layer (locked serving set + project, bytecode), du: {mb(layer)}")
+    print(f"before: our layer for CPython 3.12 (/{BEFORE_SITE}), du: {mb(layer_before)}")
+    print(f"after: our layer for Debian's python3.11 (/usr/local/lib/python3.11), du: {mb(layer)}")
+    print(f"  of which the kubernetes client package: {mb(kubernetes)}")
+    print(f"  of which kubernetes/aio (asyncio; nothing here imports it): {mb(kubernetes_aio)}")
     for part, size in distroless.items():
         print(f"distroless python3-debian12 {part}: {mb(size)} ({len(DISTROLESS[part])} packages)")
     print(f"debian:bookworm-slim (Priority: required, {len(required)} packages): {mb(slim_base)}")

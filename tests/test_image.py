@@ -338,3 +338,20 @@ def test_the_layer_runs_the_images_command_with_debians_python_and_no_path_trick
         stop(process, grace=20)
     assert list(workdir.iterdir()) == [], "the server wrote into its working directory"
     assert list(scratch.iterdir()) == [], "the server left files in TMPDIR"
+
+
+def test_the_size_figures_written_down_are_the_scripts_and_agree() -> None:
+    """docs/operations.md keeps ``make image-size``'s output as printed; README quotes it."""
+    docs = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    block = docs.split("- **Size**", 1)[1].split("```", 2)[1]
+    printed = dict(line.strip().rsplit(": ", 1) for line in block.strip().splitlines())
+    source = (ROOT / "tests" / "imagesize.py").read_text(encoding="utf-8")
+    for label in printed:
+        # Each line is one the script prints: its fixed words are in the script's f-string.
+        fixed = re.split(r"\d[\d.]*|/\S+|\(.*\)", label)
+        assert all(part.strip() in source for part in fixed), label
+    before = printed["before (python:3.12-slim-bookworm + layer; pip, a shell, apt)"]
+    after = printed["after (distroless python3-debian12 + layer; no pip, no shell)"]
+    assert f"**{before}**" in docs and f"**{after}**" in docs, "the table's totals"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"{after} after and {before} before" in " ".join(readme.split())

@@ -160,3 +160,33 @@ def test_bad_knobs_are_refused(values: dict[str, Any], named: str) -> None:
     with pytest.raises(helm.HelmError) as caught:
         render(values)
     assert named in str(caught.value)
+
+
+def _pod_specs(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every pod spec an object carries (a Pod's own, a template's, a CronJob's job's)."""
+    spec = obj.get("spec") or {}
+    if obj["kind"] == "Pod":
+        return [spec]
+    if obj["kind"] == "CronJob":
+        return [spec["jobTemplate"]["spec"]["template"]["spec"]]
+    template = spec.get("template")
+    return [template["spec"]] if isinstance(template, dict) else []
+
+
+def test_every_container_the_chart_runs_takes_the_digest_and_the_registry() -> None:
+    """Hooks, the test pod, the audit, init containers: one reference, so a mirror and a
+    pinned digest reach every pod an install starts, not only the server's."""
+    values = {
+        "image": {"digest": DIGEST},
+        "global": {"imageRegistry": "mirror.example"},
+        "audit": {"enabled": True},
+    }
+    images = {
+        (obj["kind"], c["name"]): c["image"]
+        for obj in render(values)
+        for spec in _pod_specs(obj)
+        for c in [*spec.get("initContainers", []), *spec["containers"]]
+    }
+    kinds = {kind for kind, _ in images}
+    assert {"Deployment", "CronJob", "Job", "Pod"} <= kinds, kinds
+    assert set(images.values()) == {f"mirror.example/placement-webhooks@{DIGEST}"}, images
