@@ -337,8 +337,13 @@ def test_not_exported_plugins_leave_no_objects_behind() -> None:
         ),
         pytest.param(
             {"plugins": {"pod-toleration-restriction": {"enabled": True}}},
-            {("default-toleration-seconds", "mutate"), ("taint-toleration-rules", "validate")},
-            id="no mutation after one that stays with the webhook goes native",
+            {
+                ("daemonset-tolerations", "mutate"),
+                ("default-toleration-seconds", "mutate"),
+                ("taint-toleration-rules", "validate"),
+            },
+            id="no mutation after one that stays with the webhook goes native;"
+            " the DaemonSet defaults come first",
         ),
         pytest.param(
             {"plugins": {"dedicated-nodes": {"enabled": True}}},

@@ -260,6 +260,12 @@ def _plugin_line(planned: Planned) -> Line:
     return Line(f"plugins.{name}", verdict, "see " + ", ".join(settings))
 
 
+def _chain_order(plan: Sequence[Planned]) -> list[Planned]:
+    """The mutators' order in the webhook's chain (:func:`webhooks.core.chain.resolve`): what
+    a controller writes before admission first, then :data:`webhooks.plugins.ORDER`."""
+    return sorted(plan, key=lambda planned: not planned.plugin.precedes_admission)
+
+
 def native_halves(plan: Sequence[Planned]) -> frozenset[tuple[str, str]]:
     """The halves a hybrid installation runs natively; the webhook runs the rest.
 
@@ -270,7 +276,7 @@ def native_halves(plan: Sequence[Planned]) -> frozenset[tuple[str, str]]:
     """
     native: set[tuple[str, str]] = set()
     prefix = True
-    for planned in plan:
+    for planned in _chain_order(plan):
         if planned.mutate is not None:
             prefix = prefix and planned.mutate == EXACT
             if prefix:
@@ -526,9 +532,7 @@ def _objects(
 
     pods: list[tuple[Planned, Mutation]] = []
     daemonsets: list[tuple[Planned, Mutation]] = []
-    # The chain's order (webhooks.core.chain.resolve): what a controller writes before
-    # admission first, then ORDER.
-    for planned in sorted(plan, key=lambda p: not p.plugin.precedes_admission):
+    for planned in _chain_order(plan):
         if not wanted(planned, "mutate", planned.mutate):
             continue
         for mutation in planned.translation.mutations:
