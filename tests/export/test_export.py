@@ -170,18 +170,20 @@ def test_every_object_is_admissionregistration_v1_and_each_policy_has_its_bindin
 
 
 def test_every_pod_mutation_sits_in_one_policy_in_chain_order() -> None:
-    """The API server runs separate policies in no fixed order; mutations in one, in order."""
+    """The API server runs separate policies in no fixed order; mutations in one, in the
+    chain's order: the DaemonSet defaults first (the controller writes them before
+    admission), then ORDER."""
     policies = _named(_export(ALL_EXPRESSIBLE).objects, "MutatingAdmissionPolicy")
     with_class = policies["placement-webhooks-runtime-class"]["spec"]["mutations"]
     expressions = [m["jsonPatch"]["expression"] for m in with_class]
     firsts = [
         next(i for i, e in enumerate(expressions) if marker in e)
         for marker in (
+            "dsPodMissing",
             "pnsImposed",
             "dtsMissing",
             "ertWanted",
             "rcMerged",
-            "dsPodMissing",
             "dnWanted",
         )
     ]
@@ -202,10 +204,20 @@ def test_pods_naming_a_runtime_class_get_the_policy_whose_params_are_runtime_cla
 
 
 def test_a_change_by_one_of_our_plugins_runs_the_mutations_again_behind_a_marker() -> None:
-    spec = _named(_export(None).objects, "MutatingAdmissionPolicy")["placement-webhooks"]["spec"]
-    last = spec["mutations"][-1]["jsonPatch"]["expression"]
+    document = {"plugins": {"dedicated-nodes": {"enabled": True}}}
+    spec = _named(_export(document).objects, "MutatingAdmissionPolicy")["placement-webhooks"]
+    last = spec["spec"]["mutations"][-1]["jsonPatch"]["expression"]
     assert PASS_MARKER in last and "'remove'" in last
-    assert spec["reinvocationPolicy"] == "Never"
+    assert spec["spec"]["reinvocationPolicy"] == "Never"
+
+
+def test_the_daemonset_defaults_ask_for_no_second_pass() -> None:
+    """As in the chain: they stand for the controller's writes, which nothing reinvokes; with
+    no other plugin of ours mutating, the built-in defaults need one pass only."""
+    spec = _named(_export(None).objects, "MutatingAdmissionPolicy")["placement-webhooks"]["spec"]
+    expressions = [m["jsonPatch"]["expression"] for m in spec["mutations"]]
+    assert "dsPodMissing" in expressions[0]
+    assert not any(PASS_MARKER in e for e in expressions)
 
 
 @pytest.mark.parametrize(
@@ -325,8 +337,13 @@ def test_not_exported_plugins_leave_no_objects_behind() -> None:
         ),
         pytest.param(
             {"plugins": {"pod-toleration-restriction": {"enabled": True}}},
-            {("default-toleration-seconds", "mutate"), ("taint-toleration-rules", "validate")},
-            id="no mutation after one that stays with the webhook goes native",
+            {
+                ("daemonset-tolerations", "mutate"),
+                ("default-toleration-seconds", "mutate"),
+                ("taint-toleration-rules", "validate"),
+            },
+            id="no mutation after one that stays with the webhook goes native;"
+            " the DaemonSet defaults come first",
         ),
         pytest.param(
             {"plugins": {"dedicated-nodes": {"enabled": True}}},

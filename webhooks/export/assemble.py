@@ -9,11 +9,13 @@ kind runs once per param, so Pods that name a RuntimeClass get a second policy h
 same mutations plus RuntimeClass's, keyed to the one RuntimeClass they name; the first
 policy skips them on CREATE. DaemonSets get a policy of their own.
 
-The webhook's chain runs again when one of our own plugins changed a pod (the DaemonSet
-defaults can make a pod's toleration redundant, which the RuntimeClass merge then
-removes); the Pod policies repeat their mutations in passes to do the same
-(:func:`_passes`), and are ``reinvocationPolicy: Never``: the API server's reinvocation
-would run them again after *any* change, which the webhook's chain does not.
+The DaemonSet defaults come first, as in the webhook's chain (``Plugin.precedes_admission``:
+the DaemonSet controller writes them before admission, so every upstream rule sees them),
+and like upstream's mutations they ask for no second pass. The webhook's chain runs again
+when one of our other plugins changed a pod (dedicated-nodes' toleration, which the
+RuntimeClass merge may then absorb); the Pod policies repeat their mutations in passes to
+do the same (:func:`_passes`), and are ``reinvocationPolicy: Never``: the API server's
+reinvocation would run them again after *any* change, which the webhook's chain does not.
 
 Validations are order-free (they all judge the final object), so each plugin gets its own
 ValidatingAdmissionPolicy, whose binding carries the plugin's action
@@ -258,6 +260,12 @@ def _plugin_line(planned: Planned) -> Line:
     return Line(f"plugins.{name}", verdict, "see " + ", ".join(settings))
 
 
+def _chain_order(plan: Sequence[Planned]) -> list[Planned]:
+    """The mutators' order in the webhook's chain (:func:`webhooks.core.chain.resolve`): what
+    a controller writes before admission first, then :data:`webhooks.plugins.ORDER`."""
+    return sorted(plan, key=lambda planned: not planned.plugin.precedes_admission)
+
+
 def native_halves(plan: Sequence[Planned]) -> frozenset[tuple[str, str]]:
     """The halves a hybrid installation runs natively; the webhook runs the rest.
 
@@ -268,7 +276,7 @@ def native_halves(plan: Sequence[Planned]) -> frozenset[tuple[str, str]]:
     """
     native: set[tuple[str, str]] = set()
     prefix = True
-    for planned in plan:
+    for planned in _chain_order(plan):
         if planned.mutate is not None:
             prefix = prefix and planned.mutate == EXACT
             if prefix:
@@ -352,11 +360,17 @@ def _guarded(entry: tuple[Planned, Mutation], n: int = 1) -> dict[str, Any]:
     if planned.mutate_exceptions:
         guards.append(_unexcepted(planned.mutate_exceptions, mutation.target))
     expression = mutation.expression
-    if not planned.plugin.upstream and _reinvoking(mutation.target):
+    if _asks_again(planned.plugin) and _reinvoking(mutation.target):
         expression = cel.bind(f"({expression})", "ops", f"size(ops) > 0 ? ops + [{_mark(n)}] : ops")
     if guards:
         expression = f"({' && '.join(guards)}) ? ({expression}) : []"
     return {"patchType": "JSONPatch", "jsonPatch": {"expression": expression}}
+
+
+def _asks_again(plugin: Plugin) -> bool:
+    """Whether a change by ``plugin`` runs the chain again (:mod:`webhooks.core.chain`): one of
+    ours, not upstream's and not one that stands for a controller's writes."""
+    return not (plugin.upstream or plugin.precedes_admission)
 
 
 def _reinvoking(target: Target) -> bool:
@@ -370,13 +384,13 @@ def _passes(entries: Sequence[tuple[Planned, Mutation]], target: Target) -> list
 
     Why passes, as the webhook's chain has them (:mod:`webhooks.core.chain`): when one of
     our own plugins changes a pod, the chain runs again on the result, up to
-    ``MAX_PASSES`` times, so an upstream rule sees what ours added (a DaemonSet default that
-    makes a pod's toleration redundant, which the RuntimeClass merge then removes). The
+    ``MAX_PASSES`` times, so an upstream rule sees what ours added (dedicated-nodes'
+    toleration, which a RuntimeClass's wildcard then absorbs). The
     API server's own reinvocation cannot say "only when ours changed it", so each pass
     leaves a marker when ours did, the next pass runs only behind it, and the markers go
     before the object is stored.
     """
-    ours = any(not planned.plugin.upstream for planned, _ in entries)
+    ours = any(_asks_again(planned.plugin) for planned, _ in entries)
     if not ours or not _reinvoking(target):
         return [_guarded(entry) for entry in entries]
     passes = [_guarded(entry, n) for n in range(1, MAX_PASSES + 1) for entry in entries]
@@ -518,7 +532,7 @@ def _objects(
 
     pods: list[tuple[Planned, Mutation]] = []
     daemonsets: list[tuple[Planned, Mutation]] = []
-    for planned in plan:
+    for planned in _chain_order(plan):
         if not wanted(planned, "mutate", planned.mutate):
             continue
         for mutation in planned.translation.mutations:
