@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.namespaces import Unreachable, namespace
-from tests.reviews import container, pod, tol
+from tests import reviews
+from tests.reviews import Unreachable, container, namespace, pod, tol
 from tests.reviews import request as build_request
 from webhooks.cluster.files import StaticCluster
 from webhooks.core.admission import Admission
@@ -30,8 +30,7 @@ CLUSTER = StaticCluster(
 
 
 def admit(obj: dict[str, Any], config: dict[str, Any], **kw: Any) -> Outcome:
-    admission = Admission(REGISTRY, load_config(config, REGISTRY), CLUSTER, now=lambda: NOW)
-    return admission.decide(build_request(obj, **kw), ("mutate", "validate"))
+    return reviews.decide(obj, config=config, cluster=CLUSTER, now=lambda: NOW, **kw)
 
 
 def dedicated(**section: Any) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests import reviews
 from tests.plugins.examples import EXAMPLES, MORE_EXAMPLES, SETTINGS, example_objects
 from tests.reviews import RESOURCES, apply, request
 from webhooks.core.admission import Admission
@@ -52,8 +53,9 @@ MUTATE_IDS = [i for c, i in zip(CASES, CASE_IDS, strict=True) if c[1] == "mutate
 
 def _decide(plugin: Plugin, phase: Phase, obj: dict[str, Any], **kw: Any) -> Any:
     _, cluster = EXAMPLES[plugin.name]
-    admission = Admission(REGISTRY, EXAMPLE_CONFIG, cluster)
-    return admission.decide(request(obj, **kw), (phase,), plugin.name)
+    return reviews.decide(
+        obj, config=EXAMPLE_CONFIG, cluster=cluster, phases=(phase,), only=plugin.name, **kw
+    )
 
 
 def _acts(outcome: Any) -> bool:

@@ -13,11 +13,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from tests.plugins.namespaces import Unreachable, namespace
-from tests.reviews import apply, container, pod, request, review, tol
+from tests import reviews
+from tests.reviews import Unreachable, apply, container, namespace, pod, review, tol
 from webhooks.cli import main
 from webhooks.cluster.files import StaticCluster
-from webhooks.core.admission import Admission
 from webhooks.core.config import ConfigError, load_config
 from webhooks.core.plugin import Phase
 from webhooks.core.result import Outcome
@@ -67,11 +66,9 @@ def decide(
     only: str | None = NAME,
     **kw: Any,
 ) -> Outcome:
-    config = load_config(
-        {"plugins": {NAME: {"enabled": True, **(settings or {})}, **(plugins or {})}}, REGISTRY
-    )
+    config = {"plugins": {NAME: {"enabled": True, **(settings or {})}, **(plugins or {})}}
     view = StaticCluster(CLUSTER) if cluster is None else cluster
-    return Admission(REGISTRY, config, view).decide(request(obj, **kw), phases, only)
+    return reviews.decide(obj, config=config, cluster=view, phases=phases, only=only, **kw)
 
 
 def mutated(obj: dict[str, Any], **kw: Any) -> dict[str, Any]:

@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.namespaces import Unreachable, decide_alone
-from tests.reviews import apply, pod
+from tests.reviews import Unreachable, apply, decide_alone, pod
 from webhooks.cluster.files import StaticCluster
 from webhooks.core.config import ConfigError, load_config
 from webhooks.core.plugin import Phase

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.namespaces import Unreachable, decide_alone
-from tests.reviews import apply, container, pod, tol
+from tests.reviews import Unreachable, apply, container, decide_alone, pod, tol
 from webhooks.cluster.files import StaticCluster
 from webhooks.core.config import ConfigError, load_config
 from webhooks.core.plugin import Phase

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
+from tests import reviews
 from tests.reviews import apply, container, owned_by, pod, request, review, tol
 from webhooks.cluster.files import StaticCluster
 from webhooks.core.admission import Admission
@@ -89,8 +90,7 @@ def scheduling_pod(
 
 def decide(obj: dict[str, Any], *rcs: dict[str, Any], **kw: Any) -> Outcome:
     """Both halves of runtime-class, mutating then validating, as the API server calls them."""
-    admission = Admission(REGISTRY, CONFIG, StaticCluster(rcs))
-    return admission.decide(request(obj, **kw), PHASES, "runtime-class")
+    return reviews.decide(obj, config=CONFIG, cluster=rcs, only="runtime-class", **kw)
 
 
 # --------------------------------------------------------------------------- TestSetOverhead
