@@ -115,3 +115,11 @@ MORE_EXAMPLES: dict[str, list[dict[str, Any]]] = {
 def example_objects(name: str) -> list[dict[str, Any]]:
     """Every contract example object of plugin ``name``, the EXAMPLES one first."""
     return [EXAMPLES[name][0], *MORE_EXAMPLES.get(name, [])]
+
+
+#: The plugins whose example makes them look cluster objects up (Namespaces, RuntimeClasses)
+#: in every phase; the lookup contract holds each of them to a 500 when a lookup fails, and
+#: every other plugin to an outcome that does not depend on the cluster answering.
+LOOKS_UP: frozenset[str] = frozenset(
+    {"dedicated-nodes", "pod-node-selector", "pod-toleration-restriction", "runtime-class"}
+)

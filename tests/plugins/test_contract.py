@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from tests import reviews
-from tests.plugins.examples import EXAMPLES, MORE_EXAMPLES, SETTINGS, example_objects
-from tests.reviews import RESOURCES, apply, request
+from tests.plugins.examples import EXAMPLES, LOOKS_UP, MORE_EXAMPLES, SETTINGS, example_objects
+from tests.reviews import RESOURCES, Unreachable, apply, request
 from webhooks.core.admission import Admission
 from webhooks.core.config import load_config
-from webhooks.core.plugin import Mutator, Phase, Plugin, Validator
+from webhooks.core.plugin import PHASES, Mutator, Phase, Plugin, Validator
 from webhooks.plugins import REGISTRY
 
 HALVES = [
@@ -165,6 +165,27 @@ def test_the_patch_applies_and_a_second_run_gives_no_patch(
     assert patched == outcome.obj
     again = _decide(plugin, phase, patched)
     assert again.patch == []
+
+
+LOOKUP_PHASES: list[tuple[Phase, ...]] = [("mutate",), ("validate",), PHASES]
+
+
+@pytest.mark.parametrize("phases", LOOKUP_PHASES, ids=["mutate", "validate", "both phases"])
+@pytest.mark.parametrize("plugin", list(REGISTRY), ids=list(REGISTRY.names))
+def test_a_failed_lookup_is_an_internal_error(plugin: Plugin, phases: tuple[Phase, ...]) -> None:
+    """Upstream answers a lookup it cannot complete with an internal error: neither a denial
+    (the pod may be fine) nor an admission (the policy was not applied)."""
+    obj, cluster = EXAMPLES[plugin.name]
+    unreachable = Unreachable()
+    kw = {"config": EXAMPLE_CONFIG, "phases": phases, "only": plugin.name}
+    outcome = reviews.decide(obj, cluster=unreachable, **kw)
+    if plugin.name not in LOOKS_UP:
+        assert unreachable.lookups == 0
+        assert outcome == reviews.decide(obj, cluster=cluster, **kw)
+        return
+    assert unreachable.lookups > 0
+    assert (outcome.allowed, outcome.code, outcome.reason) == (False, 500, "InternalError")
+    assert "cluster lookup failed: timed out" in outcome.message
 
 
 def test_the_whole_default_chain_is_idempotent() -> None:
