@@ -11,11 +11,10 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
 from tests import reviews
+from tests.command import invoke_cli
 from tests.reviews import apply, container, namespace, pod, review, tol
-from webhooks.cli import main
 from webhooks.cluster.files import StaticCluster
 from webhooks.core.config import ConfigError, load_config
 from webhooks.core.plugin import Phase
@@ -653,8 +652,7 @@ def _review_cli(tmp_path: Path, obj: dict[str, Any], objects: str) -> dict[str, 
     )
     (tmp_path / "objects.yaml").write_text(objects)
     (tmp_path / "review.json").write_text(json.dumps(review(obj)))
-    result = CliRunner().invoke(
-        main,
+    result = invoke_cli(
         [
             "review",
             "--config",
