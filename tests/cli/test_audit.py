@@ -19,8 +19,6 @@ from tests.command import invoke_cli, run_cli
 from tests.fakeapi import FakeApiServer, Request, refused_port, running, write_kubeconfig
 from webhooks.cluster.listing import Paging
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture
 def api() -> Any:

@@ -9,10 +9,8 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.command import invoke_cli, run_cli
+from tests.command import ROOT, invoke_cli, run_cli
 from tests.reviews import container, pod, review
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _patch(out: dict[str, Any]) -> list[dict[str, Any]]:
@@ -109,7 +107,7 @@ def test_python_dash_m_is_the_same_command() -> None:
     assert b"review" in proc.stdout and b"serve" in proc.stdout
 
 
-NODES_FILE = str(Path(__file__).parent / "fixtures" / "as-kubectl-reads" / "nodes" / "nodes.yaml")
+NODES_FILE = str(ROOT / "tests" / "fixtures" / "as-kubectl-reads" / "nodes" / "nodes.yaml")
 EMPTY_ARGUMENTS = [
     pytest.param(["check", ""], "PATH", id="check with an empty PATH"),
     pytest.param(["check", NODES_FILE, ""], "PATH", id="check with an empty PATH among good ones"),

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from tests import dra
+from tests.cluster.test_api import FAST
 from tests.fakeapi import FakeApiServer
-from tests.test_cluster_api import FAST
 from tests.waiting import eventually
 from webhooks.cluster.api import ApiCluster
 from webhooks.cluster.files import StaticCluster

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +13,6 @@ from tests.command import run_cli
 from tests.reviews import pod, review
 from webhooks.core.review import decode_patch
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = "examples/runtimeclass.yaml"
 TIMEOUT = 60.0
 

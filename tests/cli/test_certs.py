@@ -15,7 +15,6 @@ from tests.certfiles import write_expired_pair
 from tests.command import invoke_cli, run_cli
 from webhooks import certs
 
-ROOT = Path(__file__).resolve().parent.parent
 SANS = ["pw", "pw.placement", "pw.placement.svc", "pw.placement.svc.cluster.local"]
 OPENSSL = shutil.which("openssl")
 GENERATE = ["certs", "generate", "--service", "pw", "--namespace", "placement"]

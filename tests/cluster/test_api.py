@@ -456,7 +456,7 @@ def test_the_kubernetes_client_is_imported_only_for_a_cluster_source() -> None:
         "assert open_cluster(ClusterSettings(source='none')) is None\n"
         "print('kubernetes' in sys.modules)\n"
     )
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root)}
     result = subprocess.run(
         [sys.executable, "-c", code],

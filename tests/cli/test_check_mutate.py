@@ -12,7 +12,7 @@ import yaml
 
 import webhooks.cli.check as check_command
 import webhooks.cli.mutate as mutate_command
-from tests.command import invoke_cli, run_cli
+from tests.command import ROOT, invoke_cli, run_cli
 from tests.dryrun import fakes
 from webhooks.core.config import load_config
 from webhooks.core.plugin import Registry
@@ -23,7 +23,6 @@ from webhooks.manifests.reader import parse_field
 from webhooks.manifests.tree import depth
 from webhooks.plugins import ORDER
 
-ROOT = Path(__file__).parent.parent.parent
 #: ``--schema`` at a fixed Kubernetes version, so a newer kubernetes-validate (whose newest
 #: schemas are the default) cannot change what these tests see.
 SCHEMA = ("--schema", "--kubernetes-version", "1.37")

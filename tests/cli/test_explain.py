@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.command import invoke_cli, run_cli
+from tests.command import ROOT, invoke_cli, run_cli
 
-ROOT = Path(__file__).parent.parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "explain"
 ONE_ZONE = str(FIXTURES / "one-zone.yaml")
 WORKLOADS = str(FIXTURES / "workloads.yaml")
