@@ -13,10 +13,17 @@ from typing import Any
 import pytest
 
 from tests import reviews
-from tests.plugins.examples import EXAMPLES, LOOKS_UP, MORE_EXAMPLES, SETTINGS, example_objects
+from tests.plugins.examples import (
+    BAD_SETTINGS,
+    EXAMPLES,
+    LOOKS_UP,
+    MORE_EXAMPLES,
+    SETTINGS,
+    example_objects,
+)
 from tests.reviews import RESOURCES, Unreachable, apply, request
 from webhooks.core.admission import Admission
-from webhooks.core.config import load_config
+from webhooks.core.config import ConfigError, load_config
 from webhooks.core.plugin import PHASES, Mutator, Phase, Plugin, Validator
 from webhooks.plugins import REGISTRY
 
@@ -186,6 +193,26 @@ def test_a_failed_lookup_is_an_internal_error(plugin: Plugin, phases: tuple[Phas
     assert unreachable.lookups > 0
     assert (outcome.allowed, outcome.code, outcome.reason) == (False, 500, "InternalError")
     assert "cluster lookup failed: timed out" in outcome.message
+
+
+BAD = [
+    *((name, *case) for name, cases in BAD_SETTINGS.items() for case in cases),
+    *(
+        (name, "a key it does not have", {"noSuchSetting": 1}, "noSuchSetting: unknown key")
+        for name in REGISTRY.names
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("plugin", "section", "message"),
+    [(name, section, message) for name, _, section, message in BAD],
+    ids=[f"{name}: {case}" for name, case, _, _ in BAD],
+)
+def test_a_bad_setting_names_its_key(plugin: str, section: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config({"plugins": {plugin: section}}, REGISTRY)
+    assert str(caught.value).startswith(f"plugins.{plugin}.{message}")
 
 
 def test_the_whole_default_chain_is_idempotent() -> None:

@@ -118,15 +118,6 @@ def test_settings_read_camel_case() -> None:
     assert exempt.namespaces == ("kube-system", "monitoring")
 
 
-BAD_SETTINGS: list[tuple[str, dict[str, Any], str]] = [
-    ("an unknown effect", {"effect": "NoAdmit"}, "effect: must be one of"),
-    ("a taint key that is not a qualified name", {"key": "bad key"}, "key: 'bad key' is not"),
-    ("a label key with two slashes", {"namespaceLabel": "a/b/c"}, "namespaceLabel: 'a/b/c'"),
-    ("an empty group", {"namespaces": {"ml": ""}}, "namespaces: group '' of namespace 'ml'"),
-    ("a group that is not a label value", {"namespaces": {"ml": "a b"}}, "namespaces: group"),
-    ("an unknown key", {"group": "x"}, "group: unknown key"),
-]
-
 MOVED = [
     ("clusterDefaultNodeSelector", "pool=a", "pod-node-selector"),
     ("nodeSelectorWhitelist", {}, "pod-node-selector"),
@@ -147,15 +138,6 @@ def test_an_old_namespace_annotation_setting_names_the_plugin_that_took_it(
     assert str(caught.value).startswith(
         f"plugins.{NAME}.{key}: moved to plugins.{plugin}.{key} (the {plugin} plugin"
     )
-
-
-@pytest.mark.parametrize(
-    ("section", "message"), [c[1:] for c in BAD_SETTINGS], ids=[c[0] for c in BAD_SETTINGS]
-)
-def test_a_bad_setting_names_its_key(section: dict[str, Any], message: str) -> None:
-    with pytest.raises(ConfigError) as caught:
-        load_config({"plugins": {NAME: section}}, REGISTRY)
-    assert str(caught.value).startswith(f"plugins.{NAME}.{message}")
 
 
 def test_the_readme_config_block_loads_and_documents_the_defaults() -> None:
