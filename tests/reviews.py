@@ -278,6 +278,14 @@ def tol(
     return out
 
 
+def taint(key: str, effect: str = "NoSchedule", value: str = "") -> dict[str, str]:
+    """A node (or device) taint; ``value`` only when not empty."""
+    out = {"key": key, "effect": effect}
+    if value:
+        out["value"] = value
+    return out
+
+
 def apply(obj: dict[str, Any], patch: list[dict[str, Any]]) -> dict[str, Any]:
     """Apply a JSON Patch to a deep copy with the reference implementation."""
     return jsonpatch.apply_patch(copy.deepcopy(obj), patch)  # type: ignore[no-any-return]
