@@ -9,9 +9,7 @@ import pytest
 
 from tests import reviews
 from tests.reviews import Unreachable, container, namespace, pod, tol
-from tests.reviews import request as build_request
 from webhooks.cluster.files import StaticCluster
-from webhooks.core.admission import Admission
 from webhooks.core.config import ConfigError, load_config
 from webhooks.core.result import Outcome
 from webhooks.plugins import REGISTRY
@@ -104,9 +102,7 @@ def test_the_first_matching_override_wins() -> None:
 
 def test_an_action_never_turns_a_lookup_failure_into_an_admission() -> None:
     config = load_config(dedicated(action="audit"), REGISTRY)
-    outcome = Admission(REGISTRY, config, Unreachable()).decide(
-        build_request(foreign()), ("validate",)
-    )
+    outcome = reviews.decide(foreign(), config=config, cluster=Unreachable(), phases=("validate",))
     assert not outcome.allowed and outcome.code == 500
 
 
@@ -310,7 +306,5 @@ def test_enforcing_turns_every_action_into_enforce() -> None:
     strict = config.enforcing()
     assert strict.plugins[DEDICATED].action == "enforce"
     assert strict.plugins[DEDICATED].action_overrides == ()
-    outcome = Admission(REGISTRY, strict, CLUSTER).decide(
-        build_request(foreign()), ("mutate", "validate")
-    )
+    outcome = reviews.decide(foreign(), config=strict, cluster=CLUSTER)
     assert not outcome.allowed

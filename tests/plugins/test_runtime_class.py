@@ -443,8 +443,7 @@ def test_admit_a_runtime_class_that_does_not_exist() -> None:
 
 def test_the_validating_half_alone_also_refuses_a_missing_runtime_class() -> None:
     obj = pod(runtimeClassName="missing")
-    admission = Admission(REGISTRY, CONFIG, StaticCluster())
-    outcome = admission.decide(request(obj), ("validate",), "runtime-class")
+    outcome = decide(obj, phases=("validate",))
     assert (
         outcome.message == 'pods "web" is forbidden: pod rejected: RuntimeClass "missing" not found'
     )
@@ -466,8 +465,8 @@ def test_a_pod_without_runtime_class_name_is_left_alone() -> None:
 )
 def test_update_is_never_touched_because_overhead_is_immutable(phase: Phase) -> None:
     obj = overhead_pod(SMALL, rc="foo")
-    admission = Admission(REGISTRY, CONFIG, StaticCluster([runtime_class(overhead=LARGE)]))
-    outcome = admission.decide(request(obj, operation="UPDATE", old=obj), (phase,), "runtime-class")
+    rc = runtime_class(overhead=LARGE)
+    outcome = decide(obj, rc, phases=(phase,), operation="UPDATE", old=obj)
     assert outcome.allowed and outcome.patch == []
 
 
