@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.reviews import taint
+
 API = "resource.k8s.io/v1"
 GPU_CLASS = "gpu.example.com"
 GPU_DRIVER = "gpu.example.com"
@@ -167,13 +169,6 @@ def resource_slice(
     if per_device:
         spec["perDeviceNodeSelection"] = True
     return {"apiVersion": API, "kind": "ResourceSlice", "metadata": {"name": name}, "spec": spec}
-
-
-def taint(key: str, effect: str, value: str = "") -> dict[str, Any]:
-    body = {"key": key, "effect": effect}
-    if value:
-        body["value"] = value
-    return body
 
 
 def device_taint_rule(

@@ -1,16 +1,38 @@
-"""Builders for real AdmissionReview v1 requests and common objects used across tests."""
+"""Builders for real AdmissionReview v1 requests and common objects used across tests, and
+the one way a test runs the chain on an object (:func:`decide`).
+
+Why one module: the same Pod, Namespace or toleration written in every test file drifts
+apart, and a test then proves something about its own builder instead of the plugin.
+"""
 
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jsonpatch
 
-from webhooks.core.plugin import RESOURCE_KINDS
+from webhooks.cluster.files import StaticCluster
+from webhooks.core.admission import Admission
+from webhooks.core.config import Config, load_config
+from webhooks.core.plugin import (
+    PHASES,
+    RESOURCE_KINDS,
+    ClusterView,
+    LookupFailure,
+    Phase,
+    Registry,
+)
+from webhooks.core.result import Outcome
 from webhooks.core.review import AdmissionRequest, parse_review
+from webhooks.plugins import REGISTRY
 from webhooks.webhookconfig import GROUP_VERSIONS
+
+#: The label that names a Namespace's dedicated group by default.
+GROUP_LABEL = "placement-webhooks.io/dedicated"
 
 #: kind → (group, version, resource): every kind a plugin may handle, in the version its
 #: webhook is registered for (the version the API server then sends), and two it never does.
@@ -63,6 +85,95 @@ def review(
 def request(obj: dict[str, Any] | None, **kwargs: Any) -> AdmissionRequest:
     """A parsed :class:`AdmissionRequest` for ``obj``."""
     return parse_review(review(obj, **kwargs))
+
+
+def decide(
+    obj: dict[str, Any] | None,
+    *,
+    config: Config | Mapping[str, Any] | None = None,
+    cluster: ClusterView | Sequence[dict[str, Any]] | None = None,
+    phases: Sequence[Phase] = PHASES,
+    only: str | None = None,
+    registry: Registry = REGISTRY,
+    now: Callable[[], dt.datetime] | None = None,
+    **kw: Any,
+) -> Outcome:
+    """The chain of ``config`` (a :class:`Config`, or a config mapping to load; the defaults
+    when ``None``) decides ``obj`` over ``cluster`` (a view, or the objects of a static one),
+    running ``phases`` in order, of every enabled plugin or just ``only``.
+
+    Why one helper: it is how the server answers a review (:class:`Admission`), so every
+    plugin test goes through the chain production runs; ``kw`` shapes the request
+    (:func:`review`).
+    """
+    if not isinstance(config, Config):
+        config = load_config(config, registry)
+    if cluster is not None and not hasattr(cluster, "namespace"):
+        cluster = StaticCluster(cluster)  # type: ignore[arg-type]
+    admission = Admission(registry, config, cluster, now=now)  # type: ignore[arg-type]
+    return admission.decide(request(obj, **kw), phases, only)
+
+
+def decide_alone(
+    plugin: str,
+    obj: dict[str, Any],
+    *,
+    annotations: dict[str, str] | None = None,
+    settings: Mapping[str, Any] | None = None,
+    cluster: ClusterView | Sequence[dict[str, Any]] | None = None,
+    **kw: Any,
+) -> Outcome:
+    """``plugin`` alone, enabled with ``settings``, on ``obj``; namespace ``web`` carries
+    ``annotations`` unless another ``cluster`` is given (see :func:`decide` for ``kw``)."""
+    if cluster is None:
+        cluster = [namespace("web", annotations=annotations)]
+    config = {"plugins": {plugin: {"enabled": True, **(settings or {})}}}
+    return decide(obj, config=config, cluster=cluster, only=plugin, **kw)
+
+
+def namespace(
+    name: str, group: str | None = None, annotations: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A v1 Namespace, dedicated to ``group`` when given, with ``annotations`` when given."""
+    metadata: dict[str, Any] = {"name": name}
+    if group is not None:
+        metadata["labels"] = {GROUP_LABEL: group}
+    if annotations is not None:
+        metadata["annotations"] = annotations
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata}
+
+
+class Unreachable:
+    """A cluster whose every lookup fails, as an API server that does not answer in time;
+    it counts the lookups it was asked for (``lookups``)."""
+
+    def __init__(self, reason: str = "timed out") -> None:
+        self.reason = reason
+        self.lookups = 0
+
+    def _fail(self) -> None:
+        self.lookups += 1
+        raise LookupFailure(self.reason)
+
+    def runtime_class(self, name: str) -> None:
+        """Always fails."""
+        self._fail()
+
+    def namespace(self, name: str) -> None:
+        """Always fails."""
+        self._fail()
+
+    def device_class(self, name: str) -> None:
+        """Always fails."""
+        self._fail()
+
+    def resource_claim(self, namespace: str, name: str) -> None:
+        """Always fails."""
+        self._fail()
+
+    def resource_claim_template(self, namespace: str, name: str) -> None:
+        """Always fails."""
+        self._fail()
 
 
 def pod(
@@ -164,6 +275,14 @@ def tol(
         out["effect"] = effect
     if seconds is not None:
         out["tolerationSeconds"] = seconds
+    return out
+
+
+def taint(key: str, effect: str = "NoSchedule", value: str = "") -> dict[str, str]:
+    """A node (or device) taint; ``value`` only when not empty."""
+    out = {"key": key, "effect": effect}
+    if value:
+        out["value"] = value
     return out
 
 

@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from cryptography import x509
 
+from tests.command import invoke_cli
 from tests.fakeapi import FakeApiServer, running
 from webhooks import certs
 from webhooks.certrotation import Material, Policy, bundle_pem, plan
-from webhooks.cli import main
 from webhooks.managedcerts import (
     ManageError,
     Manager,
@@ -395,23 +394,21 @@ def test_certs_manage_once(tmp_path: Path) -> None:
             "--service=pw", "--webhook-config=pw", f"--cert-dir={tmp_path / 'tls'}",
             f"--kubeconfig={kubeconfig}",
         ]  # fmt: skip
-        result = CliRunner().invoke(main, args)
-        again = CliRunner().invoke(main, args)
+        result = invoke_cli(args)
+        again = invoke_cli(args)
     assert result.exit_code == 0, result.output
     assert "Secret: created a CA" in result.stdout
     assert "files: wrote ca.crt, tls.crt and tls.key" in result.stdout
     assert "ValidatingWebhookConfiguration pw: caBundle updated" in result.stdout
     assert again.exit_code == 0 and again.stdout == ""
-    inspected = CliRunner().invoke(main, ["certs", "inspect", str(tmp_path / "tls")])
+    inspected = invoke_cli(["certs", "inspect", str(tmp_path / "tls")])
     assert inspected.exit_code == 0, inspected.output
 
 
 def test_certs_manage_once_exits_1_when_the_api_refuses(tmp_path: Path) -> None:
     with running() as api:
         api.fault = lambda request: 403
-        result = CliRunner().invoke(
-            main,
-            [
+        result = invoke_cli([
                 "certs", "manage", "--once", "--secret=pw-certs", "--namespace=placement",
                 "--service=pw", f"--cert-dir={tmp_path / 'tls'}",
                 f"--kubeconfig={api.kubeconfig(tmp_path / 'kubeconfig')}",

@@ -12,12 +12,11 @@ from typing import Any
 
 import orjson
 import pytest
-from click.testing import CliRunner
 
+from tests.command import invoke_cli
 from tests.e2e.serving import Server, free_port, serving
 from tests.fakeapi import FakeApiServer, running
 from webhooks import certs
-from webhooks.cli import main
 from webhooks.core.review import ReviewError, read_response
 from webhooks.probe import Target, round_trip, targets
 from webhooks.webhookconfig import POLICY_FIELD_MANAGER, WebhookSettings, configurations
@@ -53,7 +52,7 @@ def _registered(server: Server, *, ca_bundle: str | None = None) -> list[dict[st
 
 def _probe(api: FakeApiServer, tmp_path: Path, *args: str) -> Any:
     kubeconfig = api.kubeconfig(tmp_path / "kubeconfig")
-    return CliRunner().invoke(main, ["probe", "--name=pw", f"--kubeconfig={kubeconfig}", *args])
+    return invoke_cli(["probe", "--name=pw", f"--kubeconfig={kubeconfig}", *args])
 
 
 # --------------------------------------------------------------------------- targets
@@ -172,8 +171,7 @@ def test_what_would_fail_at_the_api_server_fails_the_probe(
 
 
 def test_probe_by_url_needs_no_cluster(server: Server) -> None:
-    result = CliRunner().invoke(
-        main,
+    result = invoke_cli(
         ["probe", f"--url=https://localhost:{server.port}/mutate", f"--ca-file={server.ca}"],
     )
     assert result.exit_code == 0, result.output
@@ -267,7 +265,7 @@ def test_an_unknown_webhook_to_switch_exits_1(server: Server, tmp_path: Path) ->
     ],
 )
 def test_unusable_input_exits_2(args: list[str], message: str) -> None:
-    result = CliRunner().invoke(main, ["probe", *args])
+    result = invoke_cli(["probe", *args])
     assert result.exit_code == 2
     assert message in result.stderr
 

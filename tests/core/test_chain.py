@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from tests import reviews
 from tests.reviews import apply, pod, request
-from webhooks.core.admission import Admission
 from webhooks.core.chain import MAX_PASSES, resolve, run_chain
 from webhooks.core.config import load_config
 from webhooks.core.patch import Editor
@@ -46,9 +46,7 @@ def _validator(name: str, message: str | None, exc: Exception | None = None) -> 
 
 
 def _run(plugins: list[Plugin], obj: dict[str, Any] | None = None) -> Any:
-    registry = Registry(plugins)
-    admission = Admission(registry, load_config(None, registry))
-    return admission.decide(request(obj or pod()), ("mutate", "validate"))
+    return reviews.decide(obj or pod(), registry=Registry(plugins))
 
 
 def test_mutators_see_each_others_output_in_registry_order() -> None:

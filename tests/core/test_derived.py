@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.namespaces import namespace
-from tests.reviews import pod, request, tol
+from tests.reviews import namespace, pod, request, tol
 from webhooks.core.admission import Admission
 from webhooks.core.config import load_config
 from webhooks.core.derived import Derived

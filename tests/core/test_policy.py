@@ -7,11 +7,9 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.namespaces import Unreachable, namespace
-from tests.reviews import container, pod, tol
-from tests.reviews import request as build_request
+from tests import reviews
+from tests.reviews import Unreachable, container, namespace, pod, tol
 from webhooks.cluster.files import StaticCluster
-from webhooks.core.admission import Admission
 from webhooks.core.config import ConfigError, load_config
 from webhooks.core.result import Outcome
 from webhooks.plugins import REGISTRY
@@ -30,8 +28,7 @@ CLUSTER = StaticCluster(
 
 
 def admit(obj: dict[str, Any], config: dict[str, Any], **kw: Any) -> Outcome:
-    admission = Admission(REGISTRY, load_config(config, REGISTRY), CLUSTER, now=lambda: NOW)
-    return admission.decide(build_request(obj, **kw), ("mutate", "validate"))
+    return reviews.decide(obj, config=config, cluster=CLUSTER, now=lambda: NOW, **kw)
 
 
 def dedicated(**section: Any) -> dict[str, Any]:
@@ -105,9 +102,7 @@ def test_the_first_matching_override_wins() -> None:
 
 def test_an_action_never_turns_a_lookup_failure_into_an_admission() -> None:
     config = load_config(dedicated(action="audit"), REGISTRY)
-    outcome = Admission(REGISTRY, config, Unreachable()).decide(
-        build_request(foreign()), ("validate",)
-    )
+    outcome = reviews.decide(foreign(), config=config, cluster=Unreachable(), phases=("validate",))
     assert not outcome.allowed and outcome.code == 500
 
 
@@ -311,7 +306,5 @@ def test_enforcing_turns_every_action_into_enforce() -> None:
     strict = config.enforcing()
     assert strict.plugins[DEDICATED].action == "enforce"
     assert strict.plugins[DEDICATED].action_overrides == ()
-    outcome = Admission(REGISTRY, strict, CLUSTER).decide(
-        build_request(foreign()), ("mutate", "validate")
-    )
+    outcome = reviews.decide(foreign(), config=strict, cluster=CLUSTER)
     assert not outcome.allowed

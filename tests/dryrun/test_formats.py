@@ -20,11 +20,10 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from click.testing import CliRunner
 
 import webhooks.cli.check as commands
+from tests.command import invoke_cli
 from tests.dryrun import fakes
-from webhooks.cli import main
 from webhooks.dryrun import formats
 from webhooks.dryrun.engine import Engine, Report
 from webhooks.manifests.reader import read, split
@@ -86,7 +85,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         args = ["check", "--config", "placement.yaml", "manifests"]
         for fmt in FILES:
             args += ["--output", f"{fmt}={out / fmt}"]
-        result = CliRunner().invoke(main, args)
+        result = invoke_cli(args)
     finally:
         mp.undo()
     assert result.exit_code in (0, 1), result.output
@@ -100,7 +99,7 @@ def test_check_output_matches_its_golden_file(outputs: dict[str, str], fmt: str)
 
 
 def test_mutate_output_matches_its_golden_file(in_fixtures: None) -> None:
-    result = CliRunner().invoke(main, ["mutate", "manifests"])
+    result = invoke_cli(["mutate", "manifests"])
     assert result.exit_code in (0, 1), result.stderr
     _compare("mutate.yaml", result.stdout)
 
@@ -229,7 +228,7 @@ def test_unusable_inputs_appear_in_every_format(tmp_path: Path) -> None:
     args = ["check", str(tmp_path / "in")]
     for fmt in FILES:
         args += ["--output", f"{fmt}={tmp_path / fmt}"]
-    result = CliRunner().invoke(main, args)
+    result = invoke_cli(args)
     assert result.exit_code == 2
     out = {fmt: (tmp_path / fmt).read_text() for fmt in FILES}
     sarif = json.loads(out["sarif"])

@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from webhooks.cli import main
+from tests.command import invoke_cli
 
 MANIFESTS = """\
 apiVersion: v1
@@ -41,8 +40,8 @@ spec:
 def run(tmp_path: Path, config: dict[str, Any], *args: str) -> tuple[int, str, str]:
     (tmp_path / "config.yaml").write_text(json.dumps(config))
     (tmp_path / "in.yaml").write_text(MANIFESTS)
-    result = CliRunner().invoke(
-        main, ["check", "--config", str(tmp_path / "config.yaml"), *args, str(tmp_path / "in.yaml")]
+    result = invoke_cli(
+        ["check", "--config", str(tmp_path / "config.yaml"), *args, str(tmp_path / "in.yaml")]
     )
     return result.exit_code, result.stdout, result.stderr
 
@@ -163,8 +162,8 @@ def test_a_kube_system_gpu_pod_gets_its_toleration_and_a_skip_only_where_one_hap
 ) -> None:
     (tmp_path / "config.yaml").write_text(json.dumps(config))
     (tmp_path / "gpu.yaml").write_text(GPU_POD)
-    result = CliRunner().invoke(
-        main, ["check", "--config", str(tmp_path / "config.yaml"), str(tmp_path / "gpu.yaml")]
+    result = invoke_cli(
+        ["check", "--config", str(tmp_path / "config.yaml"), str(tmp_path / "gpu.yaml")]
     )
     assert result.exit_code == 0
     lines = [line.split(": ", 1)[1] for line in result.stdout.splitlines()[:-1]]
@@ -177,8 +176,8 @@ def test_an_exception_for_both_halves_still_says_the_plugin_was_skipped(tmp_path
     exception = {"name": "dcgm", "plugins": [ERT], "namespaces": ["kube-system"]}
     (tmp_path / "config.yaml").write_text(json.dumps({"exceptions": [exception]}))
     (tmp_path / "gpu.yaml").write_text(GPU_POD)
-    result = CliRunner().invoke(
-        main, ["check", "--config", str(tmp_path / "config.yaml"), str(tmp_path / "gpu.yaml")]
+    result = invoke_cli(
+        ["check", "--config", str(tmp_path / "config.yaml"), str(tmp_path / "gpu.yaml")]
     )
     assert f"dcgm: Pod kube-system/dcgm: {ERT} skipped: exception dcgm covers this object" in (
         result.stdout

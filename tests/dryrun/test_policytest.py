@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from webhooks.cli import main
+from tests.command import invoke_cli, run_cli
 from webhooks.dryrun import engine, judging
 from webhooks.dryrun.judging import Verdict, differences
 from webhooks.dryrun.policytest import Results, run
@@ -164,7 +160,7 @@ def pod(namespace: str, name: str) -> dict[str, str]:
 
 
 def cli(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, ["test", *args])
+    result = invoke_cli(["test", *args])
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -744,21 +740,8 @@ def test_results_count_failures_and_problems() -> None:
 # --- the example suite, as a user runs it ----------------------------------------------------
 
 
-def _run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "webhooks", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=60,
-        check=False,
-    )
-
-
 def test_the_example_suite_passes_in_a_real_process() -> None:
-    result = _run("test", "examples/policy-tests")
+    result = run_cli("test", "examples/policy-tests")
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert all(line.startswith("PASS examples/policy-tests/") for line in lines[:-1])
@@ -777,7 +760,7 @@ def test_one_wrong_expectation_fails_the_suite_naming_it_and_showing_the_differe
     )
     assert wrong != text
     path.write_text(wrong)
-    result = _run("test", "suite", cwd=tmp_path)
+    result = run_cli("test", "suite", cwd=tmp_path)
     assert result.returncode == 1
     failed = [line for line in result.stdout.splitlines() if line.startswith("FAIL")]
     assert failed == [

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import http.client
-import os
 import shutil
 import socket
 import ssl
@@ -24,6 +23,7 @@ import orjson
 import pytest
 
 from tests.certfiles import SecretVolume
+from tests.command import run_cli
 from tests.e2e.serving import Server, serving
 from tests.reviews import pod, review
 from webhooks import certs
@@ -246,31 +246,11 @@ def test_a_half_written_secret_keeps_the_old_certificate_and_fails_readiness(
 def test_a_pair_that_cannot_serve_stops_start_up_with_the_files_named(
     tmp_path: Path, chains: tuple[certs.CertPaths, certs.CertPaths]
 ) -> None:
-    import subprocess
-    import sys
-
     old, new = chains
     broken = tmp_path / "broken"
     broken.mkdir()
     shutil.copy(new.cert, broken / "tls.crt")
     shutil.copy(old.key, broken / "tls.key")
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "webhooks",
-            "serve",
-            "--cert-dir",
-            str(broken),
-            "--bind",
-            "127.0.0.1:0",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
-    )
+    run = run_cli("serve", "--cert-dir", str(broken), "--bind", "127.0.0.1:0", cwd=tmp_path)
     assert run.returncode == 1
     assert f"cannot serve TLS with {broken / 'tls.crt'} and {broken / 'tls.key'}" in run.stderr

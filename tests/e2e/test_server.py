@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests.command import run_cli
 from tests.e2e.serving import Server, serving
 from tests.reviews import container, pod, review
 
@@ -113,19 +114,9 @@ def test_metrics_count_the_reviews(server: Server) -> None:
 
 
 def test_an_unusable_config_stops_startup_with_the_key_named(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
     cfg = tmp_path / "bad.yaml"
     cfg.write_text("plugins:\n  default-toleration-seconds:\n    notReadySeconds: soon\n")
-    run = subprocess.run(
-        [sys.executable, "-m", "webhooks", "serve", "--config", str(cfg)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    run = run_cli("serve", "--config", str(cfg), cwd=tmp_path)
     assert run.returncode == 2
     assert "plugins.default-toleration-seconds.notReadySeconds" in run.stderr
 

@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
 from tests import dra
-from webhooks.cli import main
+from tests.command import invoke_cli
 from webhooks.explain.allocation import STEPS, Claim, allocate
 from webhooks.explain.devices import Device, DeviceInventory, device_count
 from webhooks.k8s.claims import ALL, DeviceRequest, MatchAttribute
@@ -27,7 +26,7 @@ FLAVORS = str(FIXTURES / "kueue-flavors.yaml")
 
 
 def explain(*args: str) -> tuple[int, dict[str, Any]]:
-    result = CliRunner().invoke(main, ["explain", "-o", "json", *args])
+    result = invoke_cli(["explain", "-o", "json", *args])
     assert result.exit_code in (0, 1), result.output
     return result.exit_code, json.loads(result.output)
 
@@ -82,8 +81,8 @@ def test_an_untolerated_device_taint_fits_none_and_a_noexecute_one_evicts(tmp_pa
 
 def test_the_eviction_is_in_the_text_failover_view(tmp_path: Path) -> None:
     rule = dra.device_taint_rule("r", "gpu.example.com/ecc", "NoExecute", device="gpu-0")
-    result = CliRunner().invoke(
-        main, ["explain", "--nodes", NODES, "--nodes", write(tmp_path, "r.yaml", rule), JOB]
+    result = invoke_cli(
+        ["explain", "--nodes", NODES, "--nodes", write(tmp_path, "r.yaml", rule), JOB]
     )
     assert (
         "    device taint on gpu-1: device gpu.example.com/gpu-1/gpu-0 has "
@@ -399,8 +398,6 @@ def test_gt_tolerations_match_only_with_the_feature_gate(tmp_path: Path) -> None
 
 
 def test_an_unknown_feature_gate_is_refused() -> None:
-    result = CliRunner().invoke(
-        main, ["explain", "--nodes", NODES, "--feature-gates", "Nope=true", JOB]
-    )
+    result = invoke_cli(["explain", "--nodes", NODES, "--feature-gates", "Nope=true", JOB])
     assert result.exit_code == 2
     assert "unknown feature gate 'Nope'" in result.output

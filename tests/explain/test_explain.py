@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.reviews import taint, tol
 from webhooks.explain.explanation import explain
 from webhooks.explain.failure import Rates, failover, parse_duration, simulate, zone_state
 from webhooks.explain.fit import fit, no_execute, place
@@ -16,30 +17,6 @@ from webhooks.explain.pods import PodView, pod_requests, show_quantity
 from webhooks.explain.templates import parse_template
 
 ZONE = "topology.kubernetes.io/zone"
-
-
-def taint(key: str, effect: str, value: str = "") -> dict[str, str]:
-    out = {"key": key, "effect": effect}
-    if value:
-        out["value"] = value
-    return out
-
-
-def tol(
-    key: str = "", effect: str = "", value: str = "", op: str = "", seconds: int | None = None
-) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if key:
-        out["key"] = key
-    if op:
-        out["operator"] = op
-    if value:
-        out["value"] = value
-    if effect:
-        out["effect"] = effect
-    if seconds is not None:
-        out["tolerationSeconds"] = seconds
-    return out
 
 
 def node_obj(
@@ -82,8 +59,8 @@ def pod(daemon: bool = False, **spec: Any) -> PodView:
 
 
 DEFAULTS = [
-    tol(NOT_READY, "NoExecute", op="Exists", seconds=300),
-    tol(UNREACHABLE, "NoExecute", op="Exists", seconds=300),
+    tol(NOT_READY, "Exists", effect="NoExecute", seconds=300),
+    tol(UNREACHABLE, "Exists", effect="NoExecute", seconds=300),
 ]
 
 
@@ -207,17 +184,22 @@ TAINTS: list[tuple[str, dict[str, str], list[dict[str, Any]], bool]] = [
     ("an untolerated NoSchedule taint keeps the pod off", taint("a", "NoSchedule"), [], False),
     ("an untolerated NoExecute taint keeps the pod off", taint("a", "NoExecute"), [], False),
     ("an untolerated PreferNoSchedule taint does not", taint("a", "PreferNoSchedule"), [], True),
-    ("Equal compares values", taint("a", "NoSchedule", "1"), [tol("a", "NoSchedule", "1")], True),
+    (
+        "Equal compares values",
+        taint("a", "NoSchedule", "1"),
+        [tol("a", value="1", effect="NoSchedule")],
+        True,
+    ),
     (
         "Equal with another value does not tolerate",
         taint("a", "NoSchedule", "1"),
-        [tol("a", "NoSchedule", "2", "Equal")],
+        [tol("a", "Equal", "2", "NoSchedule")],
         False,
     ),
     (
         "Exists ignores the value",
         taint("a", "NoSchedule", "1"),
-        [tol("a", "NoSchedule", op="Exists")],
+        [tol("a", "Exists", effect="NoSchedule")],
         True,
     ),
     (
@@ -229,25 +211,25 @@ TAINTS: list[tuple[str, dict[str, str], list[dict[str, Any]], bool]] = [
     (
         "an empty key with Exists matches every key",
         taint("z", "NoSchedule", "9"),
-        [tol(op="Exists")],
+        [tol(operator="Exists")],
         True,
     ),
     (
         "another effect does not tolerate",
         taint("a", "NoSchedule"),
-        [tol("a", "NoExecute", op="Exists")],
+        [tol("a", "Exists", effect="NoExecute")],
         False,
     ),
     (
         "another key does not tolerate",
         taint("a", "NoSchedule"),
-        [tol("b", "NoSchedule", op="Exists")],
+        [tol("b", "Exists", effect="NoSchedule")],
         False,
     ),
     (
         "an unknown operator tolerates nothing",
         taint("a", "NoSchedule"),
-        [tol("a", "NoSchedule", op="Lt")],
+        [tol("a", "Lt", effect="NoSchedule")],
         False,
     ),
 ]
@@ -265,7 +247,7 @@ def test_taints_filter_like_the_scheduler(
 
 def test_every_untolerated_taint_is_reported() -> None:
     n = node("n", taint("a", "NoSchedule"), taint("b", "NoExecute"), taint("c", "NoSchedule"))
-    result = fit(pod(tolerations=[tol("b", op="Exists")]), n)
+    result = fit(pod(tolerations=[tol("b", "Exists")]), n)
     assert [u.message for u in result.unmet] == [
         "taint a:NoSchedule is not tolerated",
         "taint c:NoSchedule is not tolerated",
@@ -287,8 +269,8 @@ def test_the_taint_docs_example_keeps_a_running_pod_but_schedules_no_new_one() -
     )
     p = pod(
         tolerations=[
-            tol("key1", "NoSchedule", "value1", "Equal"),
-            tol("key1", "NoExecute", "value1", "Equal"),
+            tol("key1", "Equal", "value1", "NoSchedule"),
+            tol("key1", "Equal", "value1", "NoExecute"),
         ]
     )
     result = fit(p, n)
@@ -298,7 +280,7 @@ def test_the_taint_docs_example_keeps_a_running_pod_but_schedules_no_new_one() -
 
 
 def test_an_admitted_toleration_is_marked_as_added_by_admission() -> None:
-    t = tol("nvidia.com/gpu", "NoSchedule", op="Exists")
+    t = tol("nvidia.com/gpu", "Exists", effect="NoSchedule")
     p = PodView(
         "Pod p",
         {"tolerations": [t]},
@@ -319,63 +301,63 @@ NOEXEC: list[tuple[str, list[dict[str, str]], list[dict[str, Any]], str, int | N
     (
         "a toleration without seconds keeps the pod forever",
         [taint("a", "NoExecute")],
-        [tol("a", "NoExecute", op="Exists")],
+        [tol("a", "Exists", effect="NoExecute")],
         "never",
         None,
     ),
     (
         "tolerationSeconds delays the eviction",
         [taint("a", "NoExecute")],
-        [tol("a", "NoExecute", op="Exists", seconds=60)],
+        [tol("a", "Exists", effect="NoExecute", seconds=60)],
         "after",
         60,
     ),
     (
         "zero seconds evicts at once",
         [taint("a", "NoExecute")],
-        [tol("a", "NoExecute", op="Exists", seconds=0)],
+        [tol("a", "Exists", effect="NoExecute", seconds=0)],
         "at-once",
         0,
     ),
     (
         "negative seconds evict at once",
         [taint("a", "NoExecute")],
-        [tol("a", "NoExecute", op="Exists", seconds=-5)],
+        [tol("a", "Exists", effect="NoExecute", seconds=-5)],
         "at-once",
         0,
     ),
     (
         "the smallest seconds of the tolerations used wins",
         [taint("a", "NoExecute"), taint("b", "NoExecute")],
-        [tol("a", op="Exists", seconds=600), tol("b", op="Exists", seconds=60)],
+        [tol("a", "Exists", seconds=600), tol("b", "Exists", seconds=60)],
         "after",
         60,
     ),
     (
         "a forever toleration does not outlast another taint's seconds",
         [taint("a", "NoExecute"), taint("b", "NoExecute")],
-        [tol("a", op="Exists"), tol("b", op="Exists", seconds=60)],
+        [tol("a", "Exists"), tol("b", "Exists", seconds=60)],
         "after",
         60,
     ),
     (
         "one untolerated NoExecute taint evicts at once whatever else is tolerated",
         [taint("a", "NoExecute"), taint("b", "NoExecute")],
-        [tol("a", op="Exists")],
+        [tol("a", "Exists")],
         "at-once",
         0,
     ),
     (
         "only the first toleration matching a taint is used",
         [taint("a", "NoExecute")],
-        [tol("a", op="Exists"), tol("a", op="Exists", seconds=5)],
+        [tol("a", "Exists"), tol("a", "Exists", seconds=5)],
         "never",
         None,
     ),
     (
         "so a timed first match wins over a later forever one",
         [taint("a", "NoExecute")],
-        [tol("a", op="Exists", seconds=5), tol(op="Exists")],
+        [tol("a", "Exists", seconds=5), tol(operator="Exists")],
         "after",
         5,
     ),
@@ -632,8 +614,8 @@ def test_a_pod_that_fits_no_node_reports_the_closest() -> None:
 def test_the_exit_code_fails_a_pod_that_fits_nowhere_or_is_denied() -> None:
     nodes = [node("n", taint("x", "NoSchedule"))]
     assert explain(nodes, [pod()], Rates()).exit_code == 1
-    assert explain(nodes, [pod(tolerations=[tol("x", op="Exists")])], Rates()).exit_code == 0
-    denied = PodView("Pod p", {"tolerations": [tol(op="Exists")]}, denied=("x: no",))
+    assert explain(nodes, [pod(tolerations=[tol("x", "Exists")])], Rates()).exit_code == 0
+    denied = PodView("Pod p", {"tolerations": [tol(operator="Exists")]}, denied=("x: no",))
     assert explain(nodes, [denied], Rates()).exit_code == 1
 
 
@@ -716,7 +698,7 @@ def test_a_normal_zone_taints_nodes_at_the_normal_rate_and_pods_go_after_their_s
 
 
 def test_a_pod_tolerating_unreachable_for_6000_seconds() -> None:
-    tols = [tol(UNREACHABLE, "NoExecute", op="Exists", seconds=6000), DEFAULTS[0]]
+    tols = [tol(UNREACHABLE, "Exists", effect="NoExecute", seconds=6000), DEFAULTS[0]]
     sim = simulate(cluster(10, 1), [pod(tolerations=tols)], Rates())
     assert sim is not None
     (eviction,) = sim.evictions
@@ -733,7 +715,10 @@ def test_a_pod_tolerating_unreachable_for_6000_seconds() -> None:
 
 
 def test_daemonset_pods_are_never_evicted() -> None:
-    forever = [tol(NOT_READY, "NoExecute", op="Exists"), tol(UNREACHABLE, "NoExecute", op="Exists")]
+    forever = [
+        tol(NOT_READY, "Exists", effect="NoExecute"),
+        tol(UNREACHABLE, "Exists", effect="NoExecute"),
+    ]
     sim = simulate(cluster(10, 2), [pod(daemon=True, tolerations=forever)], Rates())
     assert sim is not None
     assert [(e.at, e.verdict.outcome, e.daemon) for e in sim.evictions] == [
@@ -839,13 +824,13 @@ FAILOVER: list[tuple[str, list[dict[str, Any]], float, list[tuple[str, float | N
     ),
     (
         "a 30 s not-ready toleration fails over after 80 s",
-        [tol(NOT_READY, "NoExecute", op="Exists", seconds=30), DEFAULTS[1]],
+        [tol(NOT_READY, "Exists", effect="NoExecute", seconds=30), DEFAULTS[1]],
         50.0,
         [("after", 80.0), ("after", 350.0)],
     ),
     (
         "a grace period of 40 s, as before v1.32, gives 70 s",
-        [tol(NOT_READY, "NoExecute", op="Exists", seconds=30)],
+        [tol(NOT_READY, "Exists", effect="NoExecute", seconds=30)],
         40.0,
         [("after", 70.0), ("at-once", 40.0)],
     ),
@@ -858,21 +843,21 @@ FAILOVER: list[tuple[str, list[dict[str, Any]], float, list[tuple[str, float | N
     (
         "zero or negative seconds evict as soon as the node is marked",
         [
-            tol(NOT_READY, "NoExecute", op="Exists", seconds=0),
-            tol(UNREACHABLE, "NoExecute", op="Exists", seconds=-5),
+            tol(NOT_READY, "Exists", effect="NoExecute", seconds=0),
+            tol(UNREACHABLE, "Exists", effect="NoExecute", seconds=-5),
         ],
         50.0,
         [("at-once", 50.0), ("at-once", 50.0)],
     ),
     (
         "a toleration without seconds never evicts, as DaemonSet pods",
-        [tol(NOT_READY, "NoExecute", op="Exists"), tol(UNREACHABLE, op="Exists")],
+        [tol(NOT_READY, "Exists", effect="NoExecute"), tol(UNREACHABLE, "Exists")],
         50.0,
         [("never", None), ("never", None)],
     ),
     (
         "the first matching toleration is the one used, as the taint manager uses it",
-        [tol(op="Exists"), tol(NOT_READY, "NoExecute", op="Exists", seconds=30)],
+        [tol(operator="Exists"), tol(NOT_READY, "Exists", effect="NoExecute", seconds=30)],
         50.0,
         [("never", None), ("never", None)],
     ),

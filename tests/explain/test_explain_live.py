@@ -10,12 +10,11 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
 from bench import stored as cluster
 from tests import dra
+from tests.command import invoke_cli
 from tests.fakeapi import FakeApiServer, refused_port, running, write_kubeconfig
-from webhooks.cli import main
 from webhooks.cluster import listing
 
 GPU_TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
@@ -51,7 +50,7 @@ def explain(api: FakeApiServer, tmp_path: Path) -> Callable[..., tuple[int, str,
 
     def invoke(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
         argv = ["explain", "--kubeconfig", str(kubeconfig), "--config", str(config), *args]
-        result = CliRunner().invoke(main, argv, input=stdin)
+        result = invoke_cli(argv, stdin=stdin)
         if result.exception is not None and not isinstance(result.exception, SystemExit):
             raise result.exception
         return result.exit_code, result.stdout, result.stderr
@@ -79,10 +78,9 @@ def test_files_and_the_cluster_give_the_same_answer(
     namespaces.write_text(yaml.safe_dump({"kind": "List", "items": api.stored("namespaces")}))
     _, live, _ = explain("-n", "ml", "-", stdin=GPU_POD)
     config = ["--config", str(tmp_path / "config.yaml")]
-    offline = CliRunner().invoke(
-        main,
+    offline = invoke_cli(
         ["explain", "--nodes", str(nodes), "--objects", str(namespaces), "-n", "ml", "-", *config],
-        input=GPU_POD,
+        stdin=GPU_POD,
     )
     assert offline.exit_code == 0
     assert live == offline.stdout
@@ -133,7 +131,7 @@ def test_misuse_is_one_line(explain: Callable[..., Any], args: list[str], messag
 
 
 def test_without_nodes_or_a_cluster_it_says_what_to_give() -> None:
-    result = CliRunner().invoke(main, ["explain"])
+    result = invoke_cli(["explain"])
     assert result.exit_code == 2
     assert result.stderr == (
         "placement-webhooks: give --nodes (the nodes there are), --kubeconfig/--context "
@@ -147,7 +145,7 @@ def test_an_unreachable_cluster_is_one_line_naming_the_request(
     monkeypatch.setattr(listing, "Paging", functools.partial(listing.Paging, backoff=0.001))
     with refused_port() as port:
         kubeconfig = write_kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{port}")
-        result = CliRunner().invoke(main, ["explain", "--kubeconfig", str(kubeconfig)])
+        result = invoke_cli(["explain", "--kubeconfig", str(kubeconfig)])
     assert result.exit_code == 2
     assert result.stderr.startswith("placement-webhooks: list namespaces: cannot connect: ")
     assert result.stderr.count("\n") == 1
@@ -156,7 +154,7 @@ def test_an_unreachable_cluster_is_one_line_naming_the_request(
 def test_a_cluster_without_nodes_is_refused(tmp_path: Path) -> None:
     with running(cluster.namespace("shop")) as fake:
         kubeconfig = fake.kubeconfig(tmp_path / "kc")
-        result = CliRunner().invoke(main, ["explain", "--kubeconfig", str(kubeconfig)])
+        result = invoke_cli(["explain", "--kubeconfig", str(kubeconfig)])
     assert result.exit_code == 2
     assert result.stderr == "placement-webhooks: the cluster has no Node objects\n"
 
@@ -173,7 +171,7 @@ def test_dra_objects_come_from_the_cluster(api: FakeApiServer, tmp_path: Path) -
         encoding="utf-8",
     )
     argv = ["explain", "--kubeconfig", str(kubeconfig), "-o", "json", str(job)]
-    pod = json.loads(CliRunner().invoke(main, argv).stdout)["pods"][0]
+    pod = json.loads(invoke_cli(argv).stdout)["pods"][0]
     gpu = next(n for n in pod["nodes"] if n["node"] == "gpu-1")
     # The slice's device is there; only the node's dedicated taint keeps the pod off.
     assert [u["rule"] for u in gpu["unmet"]] == ["taint"]
@@ -184,5 +182,5 @@ def test_dra_objects_come_from_the_cluster(api: FakeApiServer, tmp_path: Path) -
 def test_a_cluster_without_dra_is_read_as_having_none(api: FakeApiServer, tmp_path: Path) -> None:
     api.unserved.update({"deviceclasses", "resourceslices"})
     kubeconfig = api.kubeconfig(tmp_path / "kubeconfig")
-    result = CliRunner().invoke(main, ["explain", "--kubeconfig", str(kubeconfig)])
+    result = invoke_cli(["explain", "--kubeconfig", str(kubeconfig)])
     assert result.exit_code == 0, result.output

@@ -5,9 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from webhooks.cli import main
+from tests.command import invoke_cli
 
 ROOT = Path(__file__).parent.parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "explain"
@@ -26,8 +24,7 @@ def test_the_readme_nodepool_is_the_fixture() -> None:
 
 
 def test_every_line_of_the_readme_output_is_printed() -> None:
-    result = CliRunner().invoke(
-        main,
+    result = invoke_cli(
         [
             "explain",
             "--nodes",

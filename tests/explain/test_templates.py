@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.reviews import taint, tol
 from webhooks.explain.coverage import coverage, coverage_warnings, daemon_overhead
 from webhooks.explain.explanation import explain
 from webhooks.explain.failure import Rates
@@ -63,24 +64,6 @@ def req(key: str, operator: str, *values: str, min_values: int | None = None) ->
         out["values"] = list(values)
     if min_values is not None:
         out["minValues"] = min_values
-    return out
-
-
-def taint(key: str, effect: str = "NoSchedule", value: str = "") -> dict[str, str]:
-    out = {"key": key, "effect": effect}
-    if value:
-        out["value"] = value
-    return out
-
-
-def tol(key: str = "", op: str = "Exists", effect: str = "", value: str = "") -> dict[str, str]:
-    out = {"operator": op}
-    if key:
-        out["key"] = key
-    if effect:
-        out["effect"] = effect
-    if value:
-        out["value"] = value
     return out
 
 
@@ -486,7 +469,7 @@ POOL_CASES: list[tuple[str, dict[str, Any], PodView, list[str], list[str]]] = [
     (
         "the pool's own label selects it",
         GPU_POOL,
-        pod(selector={"karpenter.sh/nodepool": "gpu"}, tolerations=[tol(GPU)]),
+        pod(selector={"karpenter.sh/nodepool": "gpu"}, tolerations=[tol(GPU, "Exists")]),
         [],
         [],
     ),
@@ -549,7 +532,7 @@ POOL_CASES: list[tuple[str, dict[str, Any], PodView, list[str], list[str]]] = [
     (
         "an extended resource the pool does not name is not offered",
         GENERAL,
-        pod(requests={GPU: "1"}, tolerations=[tol(GPU)]),
+        pod(requests={GPU: "1"}, tolerations=[tol(GPU, "Exists")]),
         ["resources"],
         [
             "requests nvidia.com/gpu 1: NodePool general does not say it offers nvidia.com/gpu "
@@ -559,7 +542,7 @@ POOL_CASES: list[tuple[str, dict[str, Any], PodView, list[str], list[str]]] = [
     (
         "a taint named after the resource offers it",
         GPU_POOL,
-        pod(requests={GPU: "1"}, tolerations=[tol(GPU)]),
+        pod(requests={GPU: "1"}, tolerations=[tol(GPU, "Exists")]),
         [],
         [],
     ),
@@ -639,23 +622,23 @@ GROUP = node_group(
 GROUP_CASES: list[tuple[str, PodView, list[str]]] = [
     (
         "a GPU pod that tolerates the taint fits, the startup taint ignored",
-        pod(tolerations=[tol(GPU)], requests={GPU: "1"}),
+        pod(tolerations=[tol(GPU, "Exists")], requests={GPU: "1"}),
         [],
     ),
     ("a pod without the toleration does not", pod(), ["taint"]),
     (
         "a label the group's nodes carry is matched as the scheduler does",
-        pod(tolerations=[tol(GPU)], selector={"accelerator": "a10"}),
+        pod(tolerations=[tol(GPU, "Exists")], selector={"accelerator": "a10"}),
         [],
     ),
     (
         "another zone does not match",
-        pod(tolerations=[tol(GPU)], terms=[[req(ZONE, "In", "eu-west-1b")]]),
+        pod(tolerations=[tol(GPU, "Exists")], terms=[[req(ZONE, "In", "eu-west-1b")]]),
         ["nodeAffinity"],
     ),
     (
         "more GPUs than a node of the group has",
-        pod(tolerations=[tol(GPU)], requests={GPU: "2"}),
+        pod(tolerations=[tol(GPU, "Exists")], requests={GPU: "2"}),
         ["resources"],
     ),
 ]
@@ -671,9 +654,11 @@ def test_a_pod_against_a_node_group(candidate: PodView, rules: list[str]) -> Non
 
 def test_a_node_groups_allocatable_is_reduced_by_its_daemonsets() -> None:
     template = parse_template(GROUP)
-    agent = daemon_set("agent", tolerations=[tol()], requests={"cpu": "500m"})
+    agent = daemon_set("agent", tolerations=[tol(operator="Exists")], requests={"cpu": "500m"})
     overhead = daemon_overhead([agent], template)
-    found = fit(pod(tolerations=[tol(GPU)], requests={"cpu": "3600m"}), template, overhead)
+    found = fit(
+        pod(tolerations=[tol(GPU, "Exists")], requests={"cpu": "3600m"}), template, overhead
+    )
     assert [u.message for u in found.unmet] == [
         "requests cpu 3600m (+500m for DaemonSets), the group's nodes have 4 allocatable"
     ]
@@ -682,11 +667,11 @@ def test_a_node_groups_allocatable_is_reduced_by_its_daemonsets() -> None:
 # --- DaemonSet coverage ---------------------------------------------------------------------
 
 PLUGIN = daemon_set("nvidia-device-plugin", requests={"cpu": "50m"})
-EXPORTER = daemon_set("node-exporter", tolerations=[tol()])
+EXPORTER = daemon_set("node-exporter", tolerations=[tol(operator="Exists")])
 WINDOWS = daemon_set("windows-agent", selector={"kubernetes.io/os": "windows"})
 CNI = daemon_set(
     "cilium",
-    tolerations=[tol("node.cilium.io/agent-not-ready")],
+    tolerations=[tol("node.cilium.io/agent-not-ready", "Exists")],
     selector={"kubernetes.io/os": "linux"},
 )
 
@@ -786,7 +771,7 @@ def templates(*objs: dict[str, Any]) -> list[Template]:
 
 
 def test_a_pod_that_fits_only_a_template_is_placeable() -> None:
-    job = pod(tolerations=[tol(GPU)], requests={GPU: "1"})
+    job = pod(tolerations=[tol(GPU, "Exists")], requests={GPU: "1"})
     answer = explain([], [job], Rates(), templates(GENERAL, GPU_POOL))
     (found,) = answer.pods
     assert found.scale_up is not None

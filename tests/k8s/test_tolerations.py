@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.reviews import tol
+from tests.reviews import taint, tol
 from webhooks.k8s.tolerations import is_superset, merge, tolerates
 
 # Upstream's named tolerations (pkg/util/tolerations tests).
@@ -289,58 +289,54 @@ def test_every_input_toleration_is_covered_by_the_merge(
         assert any(is_superset(kept, toleration) for kept in result)
 
 
-def taint(key: str, value: str) -> dict[str, Any]:
-    return {"key": key, "value": value, "effect": "NoSchedule"}
-
-
 COMPARISONS: list[tuple[str, dict[str, Any], dict[str, Any], bool, bool]] = [
     # (toleration, taint, with the gate, without it)
     (
         "Gt tolerates a greater value",
         tol("tier", "Gt", "5", "NoSchedule"),
-        taint("tier", "7"),
+        taint("tier", value="7"),
         True,
         False,
     ),
     (
         "Gt does not tolerate an equal value",
         tol("tier", "Gt", "5", "NoSchedule"),
-        taint("tier", "5"),
+        taint("tier", value="5"),
         False,
         False,
     ),
     (
         "Lt tolerates a smaller value",
         tol("tier", "Lt", "5", "NoSchedule"),
-        taint("tier", "-2"),
+        taint("tier", value="-2"),
         True,
         False,
     ),
     (
         "a taint value that is not an integer never matches",
         tol("tier", "Gt", "5", "NoSchedule"),
-        taint("tier", "high"),
+        taint("tier", value="high"),
         False,
         False,
     ),
     (
         "a value with a leading zero is not canonical",
         tol("tier", "Lt", "10", "NoSchedule"),
-        taint("tier", "07"),
+        taint("tier", value="07"),
         False,
         False,
     ),
     (
         "a value past int64 never matches",
         tol("tier", "Lt", "10", "NoSchedule"),
-        taint("tier", "-9223372036854775809"),
+        taint("tier", value="-9223372036854775809"),
         False,
         False,
     ),
     (
         "an empty key compares every key",
         tol("", "Gt", "0", "NoSchedule"),
-        taint("any", "1"),
+        taint("any", value="1"),
         True,
         False,
     ),

@@ -115,3 +115,71 @@ MORE_EXAMPLES: dict[str, list[dict[str, Any]]] = {
 def example_objects(name: str) -> list[dict[str, Any]]:
     """Every contract example object of plugin ``name``, the EXAMPLES one first."""
     return [EXAMPLES[name][0], *MORE_EXAMPLES.get(name, [])]
+
+
+#: The plugins whose example makes them look cluster objects up (Namespaces, RuntimeClasses)
+#: in every phase; the lookup contract holds each of them to a 500 when a lookup fails, and
+#: every other plugin to an outcome that does not depend on the cluster answering.
+LOOKS_UP: frozenset[str] = frozenset(
+    {"dedicated-nodes", "pod-node-selector", "pod-toleration-restriction", "runtime-class"}
+)
+
+
+#: plugin name → settings it refuses: (case, the plugin's settings, how the message goes on
+#: after ``plugins.<name>.``); every plugin also refuses an unknown key (the contract adds it).
+BAD_SETTINGS: dict[str, list[tuple[str, dict[str, Any], str]]] = {
+    "dedicated-nodes": [
+        ("an unknown effect", {"effect": "NoAdmit"}, "effect: must be one of"),
+        ("a taint key that is not a qualified name", {"key": "bad key"}, "key: 'bad key' is not"),
+        ("a label key with two slashes", {"namespaceLabel": "a/b/c"}, "namespaceLabel: 'a/b/c'"),
+        ("an empty group", {"namespaces": {"ml": ""}}, "namespaces: group '' of namespace 'ml'"),
+        ("a group that is not a label value", {"namespaces": {"ml": "a b"}}, "namespaces: group"),
+        ("an unknown key", {"group": "x"}, "group: unknown key"),
+    ],
+    "pod-node-selector": [
+        (
+            "a cluster default selector without =",
+            {"clusterDefaultNodeSelector": "pool"},
+            "clusterDefaultNodeSelector: invalid selector: [pool]",
+        ),
+        (
+            "a whitelist selector with a bad key",
+            {"nodeSelectorWhitelist": {"ml": "bad key=a"}},
+            "nodeSelectorWhitelist: namespace 'ml': invalid label key",
+        ),
+        ("an unknown key", {"whitelist": {}}, "whitelist: unknown key"),
+    ],
+    "pod-toleration-restriction": [
+        (
+            "a default toleration with an unknown field",
+            {"defaultTolerations": [{"keys": "a"}]},
+            "defaultTolerations: [0]: unknown field 'keys'",
+        ),
+        (
+            "a default toleration with Exists and a value",
+            {"defaultTolerations": [{"key": "a", "operator": "Exists", "value": "b"}]},
+            'defaultTolerations: [0].operator: Invalid value: "b": value must be empty',
+        ),
+        (
+            "a whitelist toleration with seconds but not NoExecute",
+            {"tolerationsWhitelist": [{"key": "a", "operator": "Exists", "tolerationSeconds": 5}]},
+            "tolerationsWhitelist: [0].effect: Invalid value: \"\": effect must be 'NoExecute'",
+        ),
+        (
+            "a whitelist toleration with an empty key and Equal",
+            {"tolerationsWhitelist": [{"operator": "Equal", "value": "x"}]},
+            'tolerationsWhitelist: [0].operator: Invalid value: "Equal": operator must be Exists',
+        ),
+        (
+            "a default toleration with a bad effect",
+            {"defaultTolerations": [{"key": "a", "operator": "Exists", "effect": "Never"}]},
+            'defaultTolerations: [0].effect: Unsupported value: "Never"',
+        ),
+        (
+            "a default toleration that is not a mapping",
+            {"defaultTolerations": ["a"]},
+            "defaultTolerations[0]: must be a mapping",
+        ),
+        ("memoryPressureToleration that is not a boolean", {"memoryPressureToleration": "yes"}, ""),
+    ],
+}

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from tests import reviews
 from tests.reviews import pod, request
-from webhooks.core.admission import Admission
 from webhooks.core.config import ConfigError, load_config
 from webhooks.core.plugin import Context
 from webhooks.core.result import Violation
@@ -211,22 +211,21 @@ def test_unusable_allowed_topology_keys_are_config_errors(value: Any, message: s
     assert str(caught.value).startswith(message)
 
 
-def _admission() -> Admission:
-    enabled = {"plugins": {"anti-affinity-topology": {"enabled": True}}}
-    return Admission(REGISTRY, load_config(enabled, REGISTRY))
+ENABLED = {"plugins": {"anti-affinity-topology": {"enabled": True}}}
 
 
 def test_it_is_off_by_default_as_upstream() -> None:
     obj = _pod(anti(required=[term(ZONE)]))
-    default = Admission(REGISTRY, load_config(None, REGISTRY))
-    assert default.decide(request(obj), ("validate",)).allowed
-    assert not _admission().decide(request(obj), ("validate",)).allowed
+    assert reviews.decide(obj, phases=("validate",)).allowed
+    assert not reviews.decide(obj, config=ENABLED, phases=("validate",)).allowed
 
 
 def test_an_update_is_rechecked_even_when_affinity_did_not_change() -> None:
     obj = _pod(anti(required=[term(ZONE)]))
     relabelled = {**obj, "metadata": {**obj["metadata"], "labels": {"app": "web", "tier": "x"}}}
-    outcome = _admission().decide(request(relabelled, operation="UPDATE", old=obj), ("validate",))
+    outcome = reviews.decide(
+        relabelled, config=ENABLED, phases=("validate",), operation="UPDATE", old=obj
+    )
     assert not outcome.allowed
     assert (outcome.code, outcome.reason) == (403, "Forbidden")
     assert outcome.message == denial(ZONE)
@@ -242,4 +241,4 @@ def test_a_workload_template_is_not_checked() -> None:
         "metadata": {"name": "web", "namespace": "default"},
         "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": template},
     }
-    assert _admission().decide(request(deployment), ("validate",)).allowed
+    assert reviews.decide(deployment, config=ENABLED, phases=("validate",)).allowed

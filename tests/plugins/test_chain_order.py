@@ -13,14 +13,10 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.namespaces import namespace
-from tests.reviews import apply, container, owned_by, pod, tol
-from tests.reviews import request as build_request
-from webhooks.cluster.files import StaticCluster
-from webhooks.core.admission import Admission
-from webhooks.core.config import load_config
+from tests import reviews
+from tests.reviews import apply, container, namespace, owned_by, pod, tol
 from webhooks.core.result import Outcome
-from webhooks.plugins import ORDER, REGISTRY
+from webhooks.plugins import ORDER
 
 NOT_READY = "node.kubernetes.io/not-ready"
 UNREACHABLE = "node.kubernetes.io/unreachable"
@@ -62,11 +58,7 @@ def runtime_class(name: str, **scheduling: Any) -> dict[str, Any]:
 
 
 def admit(obj: dict[str, Any], *objects: dict[str, Any], **kw: Any) -> Outcome:
-    config = load_config({"plugins": ON}, REGISTRY)
-    cluster = StaticCluster(objects or [namespace("team")])
-    return Admission(REGISTRY, config, cluster).decide(
-        build_request(obj, **kw), ("mutate", "validate")
-    )
+    return reviews.decide(obj, config={"plugins": ON}, cluster=objects or [namespace("team")], **kw)
 
 
 def stored(obj: dict[str, Any], *objects: dict[str, Any], **kw: Any) -> Any:

@@ -12,11 +12,19 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.examples import EXAMPLES, MORE_EXAMPLES, SETTINGS, example_objects
-from tests.reviews import RESOURCES, apply, request
+from tests import reviews
+from tests.plugins.examples import (
+    BAD_SETTINGS,
+    EXAMPLES,
+    LOOKS_UP,
+    MORE_EXAMPLES,
+    SETTINGS,
+    example_objects,
+)
+from tests.reviews import RESOURCES, Unreachable, apply, request
 from webhooks.core.admission import Admission
-from webhooks.core.config import load_config
-from webhooks.core.plugin import Mutator, Phase, Plugin, Validator
+from webhooks.core.config import ConfigError, load_config
+from webhooks.core.plugin import PHASES, Mutator, Phase, Plugin, Validator
 from webhooks.plugins import REGISTRY
 
 HALVES = [
@@ -52,8 +60,9 @@ MUTATE_IDS = [i for c, i in zip(CASES, CASE_IDS, strict=True) if c[1] == "mutate
 
 def _decide(plugin: Plugin, phase: Phase, obj: dict[str, Any], **kw: Any) -> Any:
     _, cluster = EXAMPLES[plugin.name]
-    admission = Admission(REGISTRY, EXAMPLE_CONFIG, cluster)
-    return admission.decide(request(obj, **kw), (phase,), plugin.name)
+    return reviews.decide(
+        obj, config=EXAMPLE_CONFIG, cluster=cluster, phases=(phase,), only=plugin.name, **kw
+    )
 
 
 def _acts(outcome: Any) -> bool:
@@ -163,6 +172,47 @@ def test_the_patch_applies_and_a_second_run_gives_no_patch(
     assert patched == outcome.obj
     again = _decide(plugin, phase, patched)
     assert again.patch == []
+
+
+LOOKUP_PHASES: list[tuple[Phase, ...]] = [("mutate",), ("validate",), PHASES]
+
+
+@pytest.mark.parametrize("phases", LOOKUP_PHASES, ids=["mutate", "validate", "both phases"])
+@pytest.mark.parametrize("plugin", list(REGISTRY), ids=list(REGISTRY.names))
+def test_a_failed_lookup_is_an_internal_error(plugin: Plugin, phases: tuple[Phase, ...]) -> None:
+    """Upstream answers a lookup it cannot complete with an internal error: neither a denial
+    (the pod may be fine) nor an admission (the policy was not applied)."""
+    obj, cluster = EXAMPLES[plugin.name]
+    unreachable = Unreachable()
+    kw = {"config": EXAMPLE_CONFIG, "phases": phases, "only": plugin.name}
+    outcome = reviews.decide(obj, cluster=unreachable, **kw)
+    if plugin.name not in LOOKS_UP:
+        assert unreachable.lookups == 0
+        assert outcome == reviews.decide(obj, cluster=cluster, **kw)
+        return
+    assert unreachable.lookups > 0
+    assert (outcome.allowed, outcome.code, outcome.reason) == (False, 500, "InternalError")
+    assert "cluster lookup failed: timed out" in outcome.message
+
+
+BAD = [
+    *((name, *case) for name, cases in BAD_SETTINGS.items() for case in cases),
+    *(
+        (name, "a key it does not have", {"noSuchSetting": 1}, "noSuchSetting: unknown key")
+        for name in REGISTRY.names
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("plugin", "section", "message"),
+    [(name, section, message) for name, _, section, message in BAD],
+    ids=[f"{name}: {case}" for name, case, _, _ in BAD],
+)
+def test_a_bad_setting_names_its_key(plugin: str, section: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config({"plugins": {plugin: section}}, REGISTRY)
+    assert str(caught.value).startswith(f"plugins.{plugin}.{message}")
 
 
 def test_the_whole_default_chain_is_idempotent() -> None:

@@ -7,11 +7,9 @@ from typing import Any
 
 import pytest
 
+from tests import reviews
 from tests.reviews import apply, daemonset, owned_by, pod, request, tol
-from webhooks.core.admission import Admission
-from webhooks.core.config import load_config
 from webhooks.core.plugin import Context
-from webhooks.plugins import REGISTRY
 from webhooks.plugins.daemonset_tolerations import Settings, mutate
 
 NR, UR = "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"
@@ -317,17 +315,15 @@ def test_the_whole_chain_gives_a_daemonset_pod_its_defaults_before_any_other_mut
     # The controller writes them before admission, so this plugin runs first: upstream's
     # DefaultTolerationSeconds then finds not-ready and unreachable covered and adds no
     # 300 s entries, and the pod ends as the DaemonSet controller's pods end.
-    admission = Admission(REGISTRY, load_config(None, REGISTRY))
     obj = owned_by(pod())
-    outcome = admission.decide(request(obj), ("mutate",))
+    outcome = reviews.decide(obj, phases=("mutate",))
     assert outcome.changed_by == ("daemonset-tolerations",)
     assert apply(obj, outcome.patch)["spec"]["tolerations"] == SIX
 
 
 def test_the_whole_chain_touches_a_daemonset_only_through_this_plugin() -> None:
-    admission = Admission(REGISTRY, load_config(None, REGISTRY))
     obj = daemonset(tolerations=[FOO])
-    outcome = admission.decide(request(obj), ("mutate", "validate"))
+    outcome = reviews.decide(obj)
     assert outcome.allowed
     assert outcome.changed_by == ("daemonset-tolerations",)
     assert apply(obj, outcome.patch)["spec"]["template"]["spec"]["tolerations"] == [FOO, *SIX]

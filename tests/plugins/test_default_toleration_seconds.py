@@ -7,11 +7,9 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.namespaces import namespace
-from tests.reviews import apply, pod, request, tol
-from tests.reviews import request as build_request
+from tests import reviews
+from tests.reviews import apply, namespace, pod, request, tol
 from webhooks.cluster.files import StaticCluster
-from webhooks.core.admission import Admission
 from webhooks.core.config import load_config
 from webhooks.core.plugin import Context, LookupFailure
 from webhooks.core.result import Outcome
@@ -174,15 +172,13 @@ def admit(
     plugins: dict[str, Any] | None = None,
 ) -> Outcome:
     """The whole default chain, as the server runs it, with the Namespace ``web``."""
-    config = load_config({"plugins": {NAME: settings, **(plugins or {})}}, REGISTRY)
+    config = {"plugins": {NAME: settings, **(plugins or {})}}
     if cluster is None:
         cluster = StaticCluster([namespace("web", annotations=annotations)])
     kw: dict[str, Any] = {"operation": operation}
     if operation == "UPDATE":
         kw["old"] = obj
-    return Admission(REGISTRY, config, cluster).decide(
-        build_request(obj, **kw), ("mutate", "validate")
-    )
+    return reviews.decide(obj, config=config, cluster=cluster, **kw)
 
 
 def stored(outcome: Outcome, obj: dict[str, Any]) -> Any:

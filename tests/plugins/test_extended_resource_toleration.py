@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from tests import reviews
 from tests.reviews import container, pod, request, tol
-from webhooks.core.admission import Admission
 from webhooks.core.config import load_config
 from webhooks.core.plugin import Context
 from webhooks.plugins import REGISTRY
@@ -225,7 +225,7 @@ EXEMPTIONS: list[tuple[str, dict[str, Any], str, bool]] = [
 def test_enforce_settings_and_exemptions(section: dict[str, Any], ns: str, allowed: bool) -> None:
     config = load_config({"plugins": {"extended-resource-toleration": section}}, REGISTRY)
     obj = pod(namespace=ns, tolerations=[T(GPU)])
-    outcome = Admission(REGISTRY, config).decide(request(obj), ("validate",))
+    outcome = reviews.decide(obj, config=config, phases=("validate",))
     assert outcome.allowed is allowed
     if allowed and section.get("enforce"):
         assert outcome.excepted == (("extended-resource-toleration.exemptNamespaces", NAME),)
@@ -239,7 +239,7 @@ def test_enforce_settings_and_exemptions(section: dict[str, Any], ns: str, allow
 
 def test_exempt_namespaces_leave_the_mutation_alone() -> None:
     obj = pod(namespace="kube-system", containers=[container(requests={GPU: "1"})])
-    outcome = Admission(REGISTRY, load_config(None, REGISTRY)).decide(request(obj), ("mutate",))
+    outcome = reviews.decide(obj, phases=("mutate",))
     assert "extended-resource-toleration" in outcome.changed_by
 
 
@@ -254,9 +254,9 @@ def test_enforce_is_read_from_config_and_runs_in_the_validating_chain() -> None:
     config = load_config({"plugins": {"extended-resource-toleration": {"enforce": True}}}, REGISTRY)
     assert config.settings("extended-resource-toleration") == Settings(enforce=True)
     obj = pod(tolerations=[T(GPU)])
-    outcome = Admission(REGISTRY, config).decide(request(obj), ("mutate", "validate"))
+    outcome = reviews.decide(obj, config=config)
     assert not outcome.allowed and outcome.denied_by == ("extended-resource-toleration",)
-    off = Admission(REGISTRY, load_config(None, REGISTRY)).decide(request(obj), ("validate",))
+    off = reviews.decide(obj, phases=("validate",))
     assert off.allowed
 
 

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from tests import dra
-from tests.plugins.namespaces import Unreachable, decide_alone
-from tests.reviews import container, pod, tol
+from tests.reviews import Unreachable, container, decide_alone, pod, tol
 from webhooks.cluster.files import StaticCluster
 from webhooks.core.config import ConfigError, load_config
 from webhooks.core.plugin import LookupFailure
@@ -254,7 +253,7 @@ def test_enforce_counts_what_the_claims_stand_for(
 
 def test_the_default_settings_consult_no_device_objects() -> None:
     class Nothing(Unreachable):
-        pass  # every DRA lookup would raise AttributeError
+        pass  # every DRA lookup would fail, and a failed one warns
 
     outcome = decide(gpu_pod(("gpu", "template", "gpu-claim")), {}, Nothing())
     assert outcome.allowed and not outcome.warnings and outcome.patch == []

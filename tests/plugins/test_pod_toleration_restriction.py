@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.namespaces import Unreachable, decide_alone
-from tests.reviews import apply, container, pod, tol
+from tests.reviews import apply, container, decide_alone, pod, tol
 from webhooks.cluster.files import StaticCluster
-from webhooks.core.config import ConfigError, load_config
+from webhooks.core.config import load_config
 from webhooks.core.plugin import Phase
 from webhooks.core.result import Outcome
 from webhooks.plugins import REGISTRY
@@ -273,11 +272,6 @@ def test_an_unparsable_annotation_names_it(annotation: str, text: str, fragment:
     assert fragment in outcome.message
 
 
-def test_a_failed_lookup_is_an_internal_error() -> None:
-    outcome = decide(pod(namespace="web"), cluster=Unreachable())
-    assert (outcome.allowed, outcome.code, outcome.reason) == (False, 500, "InternalError")
-
-
 def test_a_missing_namespace_gets_the_cluster_defaults() -> None:
     settings = {"defaultTolerations": [CLUSTER_DEFAULT]}
     after = tolerations_after(pod(namespace="nowhere"), settings=settings, cluster=StaticCluster())
@@ -295,50 +289,6 @@ def test_tolerations_that_are_not_a_list_are_left_for_api_validation() -> None:
     obj["spec"]["tolerations"] = "junk"
     outcome = decide(obj, annotations={DEFAULTS: NS_DEFAULTS})
     assert outcome.allowed and outcome.patch == []
-
-
-BAD_SETTINGS: list[tuple[str, dict[str, Any], str]] = [
-    (
-        "a default toleration with an unknown field",
-        {"defaultTolerations": [{"keys": "a"}]},
-        "defaultTolerations: [0]: unknown field 'keys'",
-    ),
-    (
-        "a default toleration with Exists and a value",
-        {"defaultTolerations": [{"key": "a", "operator": "Exists", "value": "b"}]},
-        'defaultTolerations: [0].operator: Invalid value: "b": value must be empty',
-    ),
-    (
-        "a whitelist toleration with seconds but not NoExecute",
-        {"tolerationsWhitelist": [{"key": "a", "operator": "Exists", "tolerationSeconds": 5}]},
-        "tolerationsWhitelist: [0].effect: Invalid value: \"\": effect must be 'NoExecute'",
-    ),
-    (
-        "a whitelist toleration with an empty key and Equal",
-        {"tolerationsWhitelist": [{"operator": "Equal", "value": "x"}]},
-        'tolerationsWhitelist: [0].operator: Invalid value: "Equal": operator must be Exists',
-    ),
-    (
-        "a default toleration with a bad effect",
-        {"defaultTolerations": [{"key": "a", "operator": "Exists", "effect": "Never"}]},
-        'defaultTolerations: [0].effect: Unsupported value: "Never"',
-    ),
-    (
-        "a default toleration that is not a mapping",
-        {"defaultTolerations": ["a"]},
-        "defaultTolerations[0]: must be a mapping",
-    ),
-    ("memoryPressureToleration that is not a boolean", {"memoryPressureToleration": "yes"}, ""),
-]
-
-
-@pytest.mark.parametrize(
-    ("section", "message"), [c[1:] for c in BAD_SETTINGS], ids=[c[0] for c in BAD_SETTINGS]
-)
-def test_a_bad_setting_names_its_key(section: dict[str, Any], message: str) -> None:
-    with pytest.raises(ConfigError) as caught:
-        load_config({"plugins": {NAME: section}}, REGISTRY)
-    assert str(caught.value).startswith(f"plugins.{NAME}.{message}")
 
 
 def test_configured_tolerations_are_stored_as_the_api_server_stores_them() -> None:

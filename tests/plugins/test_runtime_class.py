@@ -9,12 +9,13 @@ from typing import Any
 import orjson
 import pytest
 
+from tests import reviews
 from tests.reviews import apply, container, owned_by, pod, request, review, tol
 from webhooks.cluster.files import StaticCluster
 from webhooks.core.admission import Admission
 from webhooks.core.config import load_config
 from webhooks.core.patch import Editor
-from webhooks.core.plugin import PHASES, Context, LookupFailure, Phase
+from webhooks.core.plugin import PHASES, Context, Phase
 from webhooks.core.result import Outcome
 from webhooks.plugins import REGISTRY
 from webhooks.plugins.runtime_class import (
@@ -89,8 +90,7 @@ def scheduling_pod(
 
 def decide(obj: dict[str, Any], *rcs: dict[str, Any], **kw: Any) -> Outcome:
     """Both halves of runtime-class, mutating then validating, as the API server calls them."""
-    admission = Admission(REGISTRY, CONFIG, StaticCluster(rcs))
-    return admission.decide(request(obj, **kw), PHASES, "runtime-class")
+    return reviews.decide(obj, config=CONFIG, cluster=rcs, only="runtime-class", **kw)
 
 
 # --------------------------------------------------------------------------- TestSetOverhead
@@ -443,8 +443,7 @@ def test_admit_a_runtime_class_that_does_not_exist() -> None:
 
 def test_the_validating_half_alone_also_refuses_a_missing_runtime_class() -> None:
     obj = pod(runtimeClassName="missing")
-    admission = Admission(REGISTRY, CONFIG, StaticCluster())
-    outcome = admission.decide(request(obj), ("validate",), "runtime-class")
+    outcome = decide(obj, phases=("validate",))
     assert (
         outcome.message == 'pods "web" is forbidden: pod rejected: RuntimeClass "missing" not found'
     )
@@ -454,23 +453,6 @@ def test_a_pod_without_runtime_class_name_is_left_alone() -> None:
     obj = pod(overhead={})
     outcome = decide(obj)
     assert outcome.allowed and outcome.patch == []
-
-
-class _Unreachable:
-    def runtime_class(self, name: str) -> dict[str, Any] | None:
-        raise LookupFailure("connection refused")
-
-    def namespace(self, name: str) -> dict[str, Any] | None:
-        raise LookupFailure("connection refused")
-
-
-def test_a_failed_lookup_is_an_internal_error_not_a_denial() -> None:
-    obj = pod(runtimeClassName="gvisor")
-    admission = Admission(REGISTRY, CONFIG, _Unreachable())
-    outcome = admission.decide(request(obj), PHASES, "runtime-class")
-    assert not outcome.allowed
-    assert (outcome.code, outcome.reason) == (500, "InternalError")
-    assert "connection refused" in outcome.message
 
 
 # ------------------------------------------------------------------- scope and naming (§0)
@@ -483,8 +465,8 @@ def test_a_failed_lookup_is_an_internal_error_not_a_denial() -> None:
 )
 def test_update_is_never_touched_because_overhead_is_immutable(phase: Phase) -> None:
     obj = overhead_pod(SMALL, rc="foo")
-    admission = Admission(REGISTRY, CONFIG, StaticCluster([runtime_class(overhead=LARGE)]))
-    outcome = admission.decide(request(obj, operation="UPDATE", old=obj), (phase,), "runtime-class")
+    rc = runtime_class(overhead=LARGE)
+    outcome = decide(obj, rc, phases=(phase,), operation="UPDATE", old=obj)
     assert outcome.allowed and outcome.patch == []
 
 

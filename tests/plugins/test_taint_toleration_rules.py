@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests import reviews
 from tests.reviews import RESOURCES, pod, request, tol
-from webhooks.core.admission import Admission
 from webhooks.core.config import load_config
 from webhooks.core.plugin import Context
 from webhooks.k8s.podspec import POD_SPEC_PATHS, dotted
@@ -271,9 +271,7 @@ def test_several_errors_in_one_object_are_all_reported_and_aggregated() -> None:
         ),
     ]
     assert found(obj) == expected
-    outcome = Admission(REGISTRY, load_config(None, REGISTRY)).decide(
-        request(obj), ("validate",), PLUGIN.name
-    )
+    outcome = reviews.decide(obj, phases=("validate",), only=PLUGIN.name)
     assert not outcome.allowed
     assert (outcome.code, outcome.reason) == (422, "Invalid")
     assert outcome.message == "[" + ", ".join(m for _, m in expected) + "]"
@@ -307,9 +305,7 @@ KINDS = sorted(POD_SPEC_PATHS)
 def test_every_workload_kind_reports_the_real_path(kind: str) -> None:
     obj = workload(kind, [tol("foo", "Exists"), tol("bad^key", "Exists")])
     path = dotted(POD_SPEC_PATHS[kind], "tolerations", 1, "key")
-    outcome = Admission(REGISTRY, load_config(None, REGISTRY)).decide(
-        request(obj), ("validate",), PLUGIN.name
-    )
+    outcome = reviews.decide(obj, phases=("validate",), only=PLUGIN.name)
     assert [(v.field, v.message, v.plugin) for v in outcome.violations] == [
         (path, f'{path}: Invalid value: "bad^key": {NAME_REGEX}', PLUGIN.name)
     ]
@@ -429,8 +425,8 @@ def test_node_taints(taints: Any, expected: Errors) -> None:
 
 def test_node_errors_are_reported_under_spec_not_metadata() -> None:
     obj = node([taint("bad^", "x", "NoSchedule")])
-    outcome = Admission(REGISTRY, load_config(None, REGISTRY)).decide(
-        request(obj, operation="UPDATE", old=copy.deepcopy(obj)), ("validate",), PLUGIN.name
+    outcome = reviews.decide(
+        obj, phases=("validate",), only=PLUGIN.name, operation="UPDATE", old=copy.deepcopy(obj)
     )
     assert [v.field for v in outcome.violations] == ["spec.taints[0].key"]
     assert outcome.message.startswith('spec.taints[0].key: Invalid value: "bad^": ')
@@ -718,9 +714,8 @@ def test_comparison_operators_are_configured_with_the_camel_case_key() -> None:
     config = load_config({"plugins": {PLUGIN.name: {"comparisonOperators": True}}}, REGISTRY)
     assert config.settings(PLUGIN.name) == ON
     obj = pod(tolerations=[LT])
-    assert Admission(REGISTRY, config).decide(request(obj), ("validate",)).allowed
-    default = Admission(REGISTRY, load_config(None, REGISTRY))
-    assert not default.decide(request(obj), ("validate",)).allowed
+    assert reviews.decide(obj, config=config, phases=("validate",)).allowed
+    assert not reviews.decide(obj, phases=("validate",)).allowed
 
 
 # --- scope ---------------------------------------------------------------------------------

@@ -9,14 +9,13 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from click.testing import CliRunner
 
 from tests import dra
+from tests.command import invoke_cli
 from tests.fakeapi import FakeApiServer, runtime_class
 from tests.reviews import pod, review
 from tests.waiting import eventually
 from webhooks.certs import generate
-from webhooks.cli import main
 from webhooks.cluster.api import ApiCluster
 from webhooks.configfile import read_config
 from webhooks.core.config import ClusterSettings, ConfigError
@@ -124,7 +123,7 @@ def test_serve_refuses_an_unusable_kubeconfig_before_starting(tmp_path: Path) ->
     config = write_config(
         tmp_path / "config.yaml", f"cluster: {{source: kubeconfig, kubeconfig: '{missing}'}}\n"
     )
-    result = CliRunner().invoke(main, ["serve", "--config", config, "--cert-dir", str(tmp_path)])
+    result = invoke_cli(["serve", "--config", config, "--cert-dir", str(tmp_path)])
     assert result.exit_code == 2
     assert result.output.startswith(f"placement-webhooks: cluster: kubeconfig {missing}: ")
 

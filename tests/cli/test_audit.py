@@ -5,25 +5,19 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 import webhooks.cli.audit as audit_command
 from bench import stored as cluster
 from tests import crds, dra
+from tests.command import invoke_cli, run_cli
 from tests.fakeapi import FakeApiServer, Request, refused_port, running, write_kubeconfig
-from webhooks.cli import main
 from webhooks.cluster.listing import Paging
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -44,7 +38,7 @@ def run(api: FakeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
     def invoke(*args: str) -> tuple[int, str, str]:
         argv = ["audit", "--kubeconfig", str(kubeconfig), "--config", str(config), *args]
-        result = CliRunner().invoke(main, argv)
+        result = invoke_cli(argv)
         if result.exception is not None and not isinstance(result.exception, SystemExit):
             raise result.exception
         return result.exit_code, result.stdout, result.stderr
@@ -319,7 +313,7 @@ def test_an_unreachable_api_server_is_one_line(
     monkeypatch.setattr(audit_command, "Paging", functools.partial(Paging, backoff=0.001))
     with refused_port() as port:
         kubeconfig = write_kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{port}")
-        result = CliRunner().invoke(main, ["audit", "--kubeconfig", str(kubeconfig)])
+        result = invoke_cli(["audit", "--kubeconfig", str(kubeconfig)])
     assert result.exit_code == 2
     assert result.stderr.startswith("placement-webhooks: list namespaces: cannot connect: ")
     assert result.stderr.count("\n") == 1
@@ -337,7 +331,7 @@ def test_reports_without_their_crd_say_so(run: Callable[..., Any], api: FakeApiS
 
 
 def test_a_missing_kubeconfig_is_one_line(tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["audit", "--kubeconfig", str(tmp_path / "none")])
+    result = invoke_cli(["audit", "--kubeconfig", str(tmp_path / "none")])
     assert result.exit_code == 2
     assert result.stderr.startswith(f"placement-webhooks: kubeconfig {tmp_path}/none: ")
 
@@ -346,16 +340,8 @@ def test_a_real_process_audits_and_writes_reports(api: FakeApiServer, tmp_path: 
     config = tmp_path / "config.yaml"
     config.write_text(cluster.DONE_WHEN_CONFIG, encoding="utf-8")
     kubeconfig = api.kubeconfig(tmp_path / "kubeconfig")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "KUBECONFIG": str(kubeconfig)}
-    env.pop("KUBERNETES_SERVICE_HOST", None)
-    result = subprocess.run(
-        [sys.executable, "-m", "webhooks", "audit", "--config", str(config), "--write-reports"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+    env = {"KUBECONFIG": str(kubeconfig), "KUBERNETES_SERVICE_HOST": None}
+    result = run_cli("audit", "--config", str(config), "--write-reports", env=env, timeout=120)
     assert result.returncode == 1, result.stderr
     assert "Deployment shop/web (3 pods)" in result.stdout
     assert sorted(reports(api)) == ["shop"]
@@ -415,7 +401,7 @@ def test_an_audit_reports_a_skip_only_where_something_was_skipped(
     with running(cluster.namespace(namespace), _gpu_pod(namespace)) as fake:
         argv = ["audit", "--kubeconfig", str(fake.kubeconfig(tmp_path / "kc"))]
         argv += ["--config", str(tmp_path / "config.yaml"), "-n", namespace]
-        result = CliRunner().invoke(main, argv)
+        result = invoke_cli(argv)
     assert result.exit_code == 0, result.stderr
     mine = f"Pod {namespace}/dcgm: {ERT}: "
     lines = result.stdout.splitlines()
@@ -462,7 +448,7 @@ def test_the_audit_resolves_claims_through_the_api_when_a_setting_needs_them(
             fake.unserved.update(DRA_READS)
         argv = ["audit", "--kubeconfig", str(fake.kubeconfig(tmp_path / "kc"))]
         argv += ["--config", str(tmp_path / "config.yaml"), "--page-size", "1"]
-        result = CliRunner().invoke(main, argv)
+        result = invoke_cli(argv)
         listed = [plural for plural in DRA_READS if fake.count("list", plural)]
     assert result.exit_code == 0, result.stderr
     said = f"Pod ml/trainer: {ERT}: drift: added {dra.GPU}:NoSchedule (Exists)"

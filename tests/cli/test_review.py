@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import base64
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from click.testing import CliRunner
 
+from tests.command import ROOT, invoke_cli, run_cli
 from tests.reviews import container, pod, review
-from webhooks.cli import main
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _patch(out: dict[str, Any]) -> list[dict[str, Any]]:
@@ -23,19 +18,8 @@ def _patch(out: dict[str, Any]) -> list[dict[str, Any]]:
     return orjson.loads(base64.b64decode(raw)) if raw else []
 
 
-def _run(args: list[str], stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "webhooks", *args],
-        input=stdin,
-        capture_output=True,
-        timeout=60,
-        check=False,
-        cwd=ROOT,
-    )
-
-
 def test_review_reads_stdin_and_prints_the_response(tmp_path: Path) -> None:
-    proc = _run(["review", "-"], orjson.dumps(review(pod(), uid="cli-1")))
+    proc = run_cli("review", "-", stdin=orjson.dumps(review(pod(), uid="cli-1")), text=False)
     assert proc.returncode == 0, proc.stderr
     out = orjson.loads(proc.stdout)
     assert out["response"]["uid"] == "cli-1"
@@ -47,8 +31,14 @@ def test_review_with_configured_seconds_and_one_plugin(tmp_path: Path) -> None:
     cfg.write_text("plugins:\n  default-toleration-seconds:\n    notReadySeconds: 60\n")
     body = tmp_path / "r.json"
     body.write_bytes(orjson.dumps(review(pod())))
-    proc = _run(
-        ["review", "--plugin", "default-toleration-seconds", "--config", str(cfg), str(body)]
+    proc = run_cli(
+        "review",
+        "--plugin",
+        "default-toleration-seconds",
+        "--config",
+        str(cfg),
+        str(body),
+        text=False,
     )
     assert proc.returncode == 0, proc.stderr
     added = _patch(orjson.loads(proc.stdout))[0]["value"]
@@ -62,10 +52,9 @@ def test_review_with_configured_seconds_and_one_plugin(tmp_path: Path) -> None:
 
 def test_review_of_a_gpu_pod_with_the_extended_resource_plugin() -> None:
     obj = pod(containers=[container(requests={"nvidia.com/gpu": "1"})])
-    result = CliRunner().invoke(
-        main,
+    result = invoke_cli(
         ["review", "--plugin", "extended-resource-toleration", "-"],
-        input=orjson.dumps(review(obj)),
+        stdin=orjson.dumps(review(obj)),
     )
     assert result.exit_code == 0, result.output
     assert _patch(orjson.loads(result.stdout))[0]["value"] == [
@@ -98,7 +87,7 @@ UNUSABLE = [
 def test_unusable_input_exits_2_with_the_reason_on_stderr(
     args: list[str], stdin: bytes | None, reason: str
 ) -> None:
-    result = CliRunner().invoke(main, args, input=stdin)
+    result = invoke_cli(args, stdin=stdin)
     assert result.exit_code == 2
     assert reason in result.stderr
     assert result.stdout == ""
@@ -107,18 +96,18 @@ def test_unusable_input_exits_2_with_the_reason_on_stderr(
 def test_an_unusable_config_exits_2_naming_the_key(tmp_path: Path) -> None:
     cfg = tmp_path / "c.yaml"
     cfg.write_text("plugins:\n  default-toleration-seconds:\n    bogus: 1\n")
-    result = CliRunner().invoke(main, ["review", "--config", str(cfg), "-"], input=b"{}")
+    result = invoke_cli(["review", "--config", str(cfg), "-"], stdin=b"{}")
     assert result.exit_code == 2
     assert "plugins.default-toleration-seconds.bogus: unknown key" in result.stderr
 
 
 def test_python_dash_m_is_the_same_command() -> None:
-    proc = _run(["--help"])
+    proc = run_cli("--help", text=False)
     assert proc.returncode == 0
     assert b"review" in proc.stdout and b"serve" in proc.stdout
 
 
-NODES_FILE = str(Path(__file__).parent / "fixtures" / "as-kubectl-reads" / "nodes" / "nodes.yaml")
+NODES_FILE = str(ROOT / "tests" / "fixtures" / "as-kubectl-reads" / "nodes" / "nodes.yaml")
 EMPTY_ARGUMENTS = [
     pytest.param(["check", ""], "PATH", id="check with an empty PATH"),
     pytest.param(["check", NODES_FILE, ""], "PATH", id="check with an empty PATH among good ones"),
@@ -137,7 +126,7 @@ EMPTY_ARGUMENTS = [
 
 @pytest.mark.parametrize(("args", "what"), EMPTY_ARGUMENTS)
 def test_an_empty_path_argument_exits_2_with_one_line(args: list[str], what: str) -> None:
-    result = CliRunner().invoke(main, args, input=b"")
+    result = invoke_cli(args, stdin=b"")
     assert result.exit_code == 2, result.output
     assert result.stdout == ""
     [line] = result.stderr.splitlines()

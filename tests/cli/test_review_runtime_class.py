@@ -4,35 +4,25 @@ as a real subprocess on the example RuntimeClass shipped in the repository."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.command import run_cli
 from tests.reviews import pod, review
 from webhooks.core.review import decode_patch
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = "examples/runtimeclass.yaml"
 TIMEOUT = 60.0
 
 
 def run_review(obj: dict[str, Any]) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     """Pipe one AdmissionReview for ``obj`` into ``python -m webhooks review``."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "webhooks", "review", "--plugin", "runtime-class"]
-    done = subprocess.run(
-        [*command, "--objects", EXAMPLE, "-"],
-        input=json.dumps(review(obj, uid="7f9c0a52-rc")),
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
+    done = run_cli(
+        *("review", "--plugin", "runtime-class", "--objects", EXAMPLE, "-"),
+        stdin=json.dumps(review(obj, uid="7f9c0a52-rc")),
         timeout=TIMEOUT,
-        check=False,
     )
     return done, json.loads(done.stdout) if done.stdout else {}
 

@@ -5,19 +5,16 @@ from __future__ import annotations
 import shutil
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from tests.certfiles import write_expired_pair
+from tests.command import invoke_cli, run_cli
 from webhooks import certs
-from webhooks.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
 SANS = ["pw", "pw.placement", "pw.placement.svc", "pw.placement.svc.cluster.local"]
 OPENSSL = shutil.which("openssl")
 GENERATE = ["certs", "generate", "--service", "pw", "--namespace", "placement"]
@@ -29,15 +26,7 @@ def _openssl(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_generate_as_a_new_user_gives_a_chain_openssl_accepts(tmp_path: Path) -> None:
-    run = subprocess.run(
-        [sys.executable, "-m", "webhooks", *GENERATE],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-    )
+    run = run_cli(*GENERATE, cwd=tmp_path, clean=True, env={"PATH": "/usr/bin:/bin"})
     assert run.returncode == 0, run.stderr
     out = tmp_path / "certs" / "pw.placement"
     assert sorted(p.name for p in out.iterdir()) == ["ca.crt", "tls.crt", "tls.key"]
@@ -65,7 +54,7 @@ def test_generate_as_a_new_user_gives_a_chain_openssl_accepts(tmp_path: Path) ->
 def test_generate_options(
     tmp_path: Path, args: list[str], key_class: type, days: int, ca_days: int
 ) -> None:
-    result = CliRunner().invoke(main, [*GENERATE, "--out", str(tmp_path), *args])
+    result = invoke_cli([*GENERATE, "--out", str(tmp_path), *args])
     assert result.exit_code == 0, result.output
     key = serialization.load_pem_private_key((tmp_path / "tls.key").read_bytes(), password=None)
     assert isinstance(key, key_class)
@@ -77,9 +66,7 @@ def test_generate_options(
 
 
 def test_extra_hosts_are_added_after_the_service_names(tmp_path: Path) -> None:
-    result = CliRunner().invoke(
-        main,
-        [
+    result = invoke_cli([
             "certs", "generate", "--service", "pw", "--namespace", "placement",
             "--out", str(tmp_path), "--host", "hooks.example", "--host", "10.0.0.7",
         ],
@@ -98,7 +85,7 @@ def test_extra_hosts_are_added_after_the_service_names(tmp_path: Path) -> None:
     ids=["the service is required", "the namespace is required", "zero days is refused"],
 )
 def test_generate_refuses_incomplete_arguments(tmp_path: Path, args: list[str]) -> None:
-    result = CliRunner().invoke(main, ["certs", "generate", "--out", str(tmp_path), *args])
+    result = invoke_cli(["certs", "generate", "--out", str(tmp_path), *args])
     assert result.exit_code == 2
     assert not (tmp_path / "tls.key").exists()
 
@@ -113,7 +100,7 @@ def chain(tmp_path: Path) -> Path:
 
 
 def test_inspect_a_secret_directory(chain: Path) -> None:
-    result = CliRunner().invoke(main, ["certs", "inspect", str(chain)])
+    result = invoke_cli(["certs", "inspect", str(chain)])
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert f"{chain / 'ca.crt'}:" in out and f"{chain / 'tls.crt'}:" in out
@@ -127,7 +114,7 @@ def test_inspect_a_secret_directory(chain: Path) -> None:
 
 
 def test_inspect_a_single_file(chain: Path) -> None:
-    result = CliRunner().invoke(main, ["certs", "inspect", str(chain / "tls.crt")])
+    result = invoke_cli(["certs", "inspect", str(chain / "tls.crt")])
     assert result.exit_code == 0
     assert "Certificate 1 of 1" in result.stdout
     assert "matches" not in result.stdout
@@ -158,7 +145,7 @@ def test_inspect_reports_problems_and_exits_1(
     else:
         target = tmp_path / "expired"
         write_expired_pair(target)
-    result = CliRunner().invoke(main, ["certs", "inspect", str(target)])
+    result = invoke_cli(["certs", "inspect", str(target)])
     assert result.exit_code == 1, result.output
     assert "problem: " in result.stdout and problem in result.stdout
 
@@ -178,6 +165,6 @@ def test_inspect_unusable_input_exits_2(tmp_path: Path, make: str) -> None:
         target.mkdir()
     elif make == "garbage":
         target.write_text("not a certificate")
-    result = CliRunner().invoke(main, ["certs", "inspect", str(target)])
+    result = invoke_cli(["certs", "inspect", str(target)])
     assert result.exit_code == 2
     assert str(target) in result.stderr

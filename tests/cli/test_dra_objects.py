@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
 from tests import dra
+from tests.command import invoke_cli
 from tests.reviews import pod, review
-from webhooks.cli import main
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "dra"
 JOB = str(FIXTURES / "training-job.yaml")
@@ -23,7 +22,7 @@ GPU_TOLERATION = {"key": dra.GPU, "operator": "Exists", "effect": "NoSchedule"}
 
 
 def run(*args: str, stdin: str | None = None) -> tuple[int, str]:
-    result = CliRunner().invoke(main, list(args), input=stdin)
+    result = invoke_cli(list(args), stdin=stdin)
     return result.exit_code, result.output
 
 

@@ -3,44 +3,29 @@ namespaced claims keyed ``namespace/name``, kept in a compact form, read back as
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests import dra
+from tests.cluster.conftest import FAST, OpenApi
 from tests.fakeapi import FakeApiServer
-from tests.test_cluster_api import FAST
 from tests.waiting import eventually
 from webhooks.cluster.api import ApiCluster
 from webhooks.cluster.files import StaticCluster
 from webhooks.cluster.informer import Timing, load_claim, store_claim
-from webhooks.cluster.kubeconfig import client_configuration
-from webhooks.core.config import ClusterSettings
 
-OpenApi = Callable[..., ApiCluster]
 DRA_CACHES = ("deviceclasses", "resourceclaims", "resourceclaimtemplates")
 
 
 @pytest.fixture
-def open_api(fake: FakeApiServer, tmp_path: Path) -> Iterator[OpenApi]:
-    started: list[ApiCluster] = []
-    kubeconfig = fake.kubeconfig(tmp_path / "kubeconfig")
+def open_api(open_api: OpenApi) -> OpenApi:
+    """The cluster fixture with the DRA resources cached unless a test names others."""
 
     def make(cached: tuple[str, ...] = DRA_CACHES, timing: Timing = FAST) -> ApiCluster:
-        settings = ClusterSettings(source="kubeconfig", kubeconfig=str(kubeconfig))
-        configuration = client_configuration(settings, "kubeconfig")
-        cluster = ApiCluster(configuration, timing, cached).start()
-        started.append(cluster)
-        eventually(cluster.synced, "the first lists")
-        return cluster
+        return open_api(timing, cached=cached)
 
-    try:
-        yield make
-    finally:
-        for cluster in started:
-            cluster.stop()
+    return make
 
 
 def test_only_the_resources_a_setting_needs_are_watched(

@@ -12,11 +12,10 @@ from typing import Any
 import celpy
 import pytest
 import yaml
-from click.testing import CliRunner
 
+from tests.command import invoke_cli
 from tests.fakeapi import TOKEN, refused_port, running, write_kubeconfig
 from webhooks import certs
-from webhooks.cli import main
 from webhooks.plugins import REGISTRY
 from webhooks.webhookconfig import (
     FIELD_MANAGER,
@@ -669,7 +668,7 @@ def chain(tmp_path_factory: pytest.TempPathFactory) -> certs.CertPaths:
 
 
 def _invoke(*args: str) -> Any:
-    return CliRunner().invoke(main, ["webhook-config", *args])
+    return invoke_cli(["webhook-config", *args])
 
 
 def test_webhook_config_prints_applyable_yaml_with_the_ca_bundle(chain: certs.CertPaths) -> None:

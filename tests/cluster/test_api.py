@@ -10,62 +10,23 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cluster.conftest import FAST, OpenApi
 from tests.fakeapi import FakeApiServer, namespace, runtime_class, status
 from tests.waiting import eventually
 from webhooks.cluster.api import ApiCluster, open_cluster, read_within
-from webhooks.cluster.informer import Timing
 from webhooks.cluster.kubeconfig import ClusterError, client_configuration, resolve_source
 from webhooks.core.config import ClusterSettings
 from webhooks.core.plugin import LookupFailure
 
-#: Small timeouts and backoff so failures and recoveries happen within a test. A lookup that
-#: should be answered gets seconds (a loaded machine can take longer than the stall tests'
-#: bound to answer a first GET); the stall tests ask for :data:`STALL` explicitly.
-FAST = Timing(
-    lookup=5.0,
-    connect=1.0,
-    list_read=5.0,
-    watch_seconds=30,
-    watch_slack=5.0,
-    backoff_base=0.05,
-    backoff_cap=0.2,
-)
-
 #: The bound the stall tests wait out: short, since nothing will answer.
 STALL = replace(FAST, lookup=0.5)
-
-OpenApi = Callable[..., ApiCluster]
-
-
-@pytest.fixture
-def kubeconfig(fake: FakeApiServer, tmp_path: Path) -> Path:
-    return fake.kubeconfig(tmp_path / "kubeconfig")
-
-
-@pytest.fixture
-def open_api(kubeconfig: Path) -> Iterator[OpenApi]:
-    started: list[ApiCluster] = []
-
-    def make(timing: Timing = FAST, wait: bool = True) -> ApiCluster:
-        settings = ClusterSettings(source="kubeconfig", kubeconfig=str(kubeconfig))
-        cluster = ApiCluster(client_configuration(settings, "kubeconfig"), timing).start()
-        started.append(cluster)
-        if wait:
-            eventually(cluster.synced, "the first lists")
-        return cluster
-
-    try:
-        yield make
-    finally:
-        for cluster in started:
-            cluster.stop()
 
 
 def cached(cluster: ApiCluster, plural: str, name: str) -> dict[str, Any] | None:
@@ -456,7 +417,7 @@ def test_the_kubernetes_client_is_imported_only_for_a_cluster_source() -> None:
         "assert open_cluster(ClusterSettings(source='none')) is None\n"
         "print('kubernetes' in sys.modules)\n"
     )
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root)}
     result = subprocess.run(
         [sys.executable, "-c", code],

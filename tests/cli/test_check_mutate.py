@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
 import webhooks.cli.check as check_command
 import webhooks.cli.mutate as mutate_command
+from tests.command import ROOT, invoke_cli, run_cli
 from tests.dryrun import fakes
-from webhooks.cli import main
 from webhooks.core.config import load_config
 from webhooks.core.plugin import Registry
 from webhooks.dryrun import engine as commands
@@ -25,7 +23,6 @@ from webhooks.manifests.reader import parse_field
 from webhooks.manifests.tree import depth
 from webhooks.plugins import ORDER
 
-ROOT = Path(__file__).parent.parent.parent
 #: ``--schema`` at a fixed Kubernetes version, so a newer kubernetes-validate (whose newest
 #: schemas are the default) cannot change what these tests see.
 SCHEMA = ("--schema", "--kubernetes-version", "1.37")
@@ -52,7 +49,7 @@ UNKNOWN_FIELD = DEPLOYMENT + "      tolerationz: []\n"
 
 
 def _check(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, ["check", *args], input=stdin)
+    result = invoke_cli(["check", *args], stdin=stdin)
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -193,7 +190,7 @@ def test_mutate_keeps_document_order_lists_and_other_kinds() -> None:
         + NODE.replace("\n", "\n  ").rstrip()
         + "\n"
     )
-    result = CliRunner().invoke(main, ["mutate", "-"], input=text)
+    result = invoke_cli(["mutate", "-"], stdin=text)
     assert result.exit_code == 0, result.stderr
     docs = result.stdout.split("---\n")[1:]
     assert [d.splitlines()[1] for d in docs] == [
@@ -205,22 +202,14 @@ def test_mutate_keeps_document_order_lists_and_other_kinds() -> None:
 
 
 def test_mutate_prints_nothing_when_an_input_is_unusable() -> None:
-    result = CliRunner().invoke(main, ["mutate", "-"], input=DEPLOYMENT + "---\nkind: [\n")
+    result = invoke_cli(["mutate", "-"], stdin=DEPLOYMENT + "---\nkind: [\n")
     assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr.startswith("<stdin>:")
 
 
 def _run(*args: str, stdin: bytes, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "webhooks", *args],
-        input=stdin,
-        capture_output=True,
-        env=env,
-        timeout=timeout,
-        check=False,
-    )
+    return run_cli(*args, stdin=stdin, timeout=timeout, text=False)
 
 
 def test_mutate_output_is_a_fixed_point_for_check_in_a_real_pipeline() -> None:
@@ -300,7 +289,7 @@ def test_check_names_each_violation_with_file_and_line(with_fakes: None) -> None
 
 
 def test_mutate_prints_everything_and_reports_violations_on_stderr(with_fakes: None) -> None:
-    result = CliRunner().invoke(main, ["mutate", str(DEPLOY)])
+    result = invoke_cli(["mutate", str(DEPLOY)])
     assert result.exit_code == 1
     assert result.stdout.count("\n---\n") + result.stdout.startswith("---\n") == 4
     assert f"{DEPLOY / 'gpu-node.yaml'}:15: taint-effects: " in result.stderr
@@ -354,10 +343,10 @@ def test_an_alias_bomb_is_refused_at_its_line_without_expanding_it() -> None:
 
 @pytest.mark.parametrize("command", ["check", "mutate"])
 def test_depth_500_checks_and_mutates_end_to_end(command: str) -> None:
-    result = CliRunner().invoke(main, [command, "-"], input=_deep_pod(500))
+    result = invoke_cli([command, "-"], stdin=_deep_pod(500))
     assert result.exit_code == 0, result.stderr
     if command == "mutate":
-        again = CliRunner().invoke(main, ["check", "--fail-on-mutation", "-"], input=result.stdout)
+        again = invoke_cli(["check", "--fail-on-mutation", "-"], stdin=result.stdout)
         assert again.exit_code == 0, again.stdout
         (written,) = [raw.value for raw in decode(result.stdout).documents]
         assert depth(written["spec"]["extra"]) == 500
@@ -389,7 +378,7 @@ def test_an_object_python_cannot_process_is_unusable_input(monkeypatch: pytest.M
     code, _, err = _check("-", stdin=_deep_pod(3))
     assert code == 2
     _one_line_error(err, "<stdin>:1: nested too deeply to check (5 levels)")
-    result = CliRunner().invoke(main, ["mutate", "-"], input=_deep_pod(3))
+    result = invoke_cli(["mutate", "-"], stdin=_deep_pod(3))
     assert (result.exit_code, result.stdout) == (2, "")
 
 
@@ -415,7 +404,7 @@ spec:
 
 
 def test_an_aliased_node_selector_does_not_write_into_the_labels() -> None:
-    result = CliRunner().invoke(main, ["mutate", "-"], input=ALIASED)
+    result = invoke_cli(["mutate", "-"], stdin=ALIASED)
     assert result.exit_code == 0, result.stderr
     pod = yaml.safe_load_all(result.stdout)
     stored = next(doc for doc in pod if doc["kind"] == "Pod")
@@ -545,10 +534,9 @@ def test_objects_and_nodes_take_a_directory_as_paths_do() -> None:
     assert (code, err) == (0, "")
     (obj,) = json.loads(out)["objects"]
     assert "runtime-class" in obj["mutations"][0]["plugins"]
-    result = CliRunner().invoke(
-        main,
+    result = invoke_cli(
         ["explain", "--nodes", str(AS_KUBECTL / "nodes"), "--objects", str(AS_KUBECTL), "-"],
-        input=SANDBOXED,
+        stdin=SANDBOXED,
     )
     assert result.exit_code == 0, result.output
     assert "fits 1 of 2 nodes: worker-1" in result.stdout

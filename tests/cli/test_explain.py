@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from webhooks.cli import main
+from tests.command import ROOT, invoke_cli, run_cli
 
-ROOT = Path(__file__).parent.parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "explain"
 ONE_ZONE = str(FIXTURES / "one-zone.yaml")
 WORKLOADS = str(FIXTURES / "workloads.yaml")
@@ -22,16 +18,7 @@ TRAP = ["--fail", "worker-1,worker-2,worker-3"]
 
 
 def run(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "webhooks", "explain", *args],
-        input=stdin.decode(),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    return run_cli("explain", *args, stdin=stdin.decode())
 
 
 def section(text: str, title: str) -> str:
@@ -114,7 +101,7 @@ def test_without_the_chain_adding_it_the_gpu_job_fits_nowhere() -> None:
 
 
 def invoke(*args: str, stdin: str | None = None) -> Any:
-    return CliRunner().invoke(main, ["explain", *args], input=stdin)
+    return invoke_cli(["explain", *args], stdin=stdin)
 
 
 def test_json_has_every_node_for_every_pod_and_the_simulation() -> None:
