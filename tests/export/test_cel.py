@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from webhooks.export import cel
-from webhooks.k8s.tolerations import _same, is_superset, merge
+from webhooks.k8s.tolerations import facts, is_superset, merge
 
 FIELDS = {
     "key": ("", "a"),
@@ -43,7 +43,9 @@ def non_recursive_merge(combined: list[dict[str, Any]]) -> list[dict[str, Any]]:
     n = len(combined)
     dominated = [
         any(
-            k > i and not _same(combined[k], combined[i]) and is_superset(combined[k], combined[i])
+            k > i
+            and facts(combined[k]) != facts(combined[i])
+            and is_superset(combined[k], combined[i])
             for k in range(n)
         )
         for i in range(n)
