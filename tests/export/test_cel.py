@@ -43,7 +43,9 @@ def non_recursive_merge(combined: list[dict[str, Any]]) -> list[dict[str, Any]]:
     n = len(combined)
     dominated = [
         any(
-            k > i and facts(combined[k]) != facts(combined[i]) and is_superset(combined[k], combined[i])
+            k > i
+            and facts(combined[k]) != facts(combined[i])
+            and is_superset(combined[k], combined[i])
             for k in range(n)
         )
         for i in range(n)
