@@ -14,7 +14,7 @@ import click
 from webhooks.cli.common import config_option, fail, load_config, load_objects, objects_option
 from webhooks.core.admission import Admission
 from webhooks.core.plugin import PHASES
-from webhooks.core.review import ReviewError, parse_review, response_bytes
+from webhooks.core.review import ReviewError
 from webhooks.plugins import REGISTRY
 
 
@@ -45,11 +45,10 @@ def review(
         fail(f"--plugin: unknown plugin {plugin!r} (known: {', '.join(REGISTRY.names)})")
     cluster = load_objects(objects)
     body = _read_input(review)
+    admission = Admission(REGISTRY, config, cluster)
     try:
-        request = parse_review(body)
+        answer = admission.handle(body, PHASES, plugin, indent=True)
     except ReviewError as exc:
         fail(f"{review}: {exc}")
-    admission = Admission(REGISTRY, config, cluster)
-    outcome = admission.decide(request, PHASES, plugin)
-    sys.stdout.buffer.write(response_bytes(request.uid, outcome, indent=True)[0])
+    sys.stdout.buffer.write(answer.body)
     sys.stdout.buffer.write(b"\n")

@@ -25,15 +25,11 @@ _OPERATION_NAMES = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 
 
 class ReviewError(ValueError):
-    """The webhook request itself is unusable (HTTP 400), as opposed to a policy denial."""
+    """The webhook request itself is unusable, as opposed to a refused API operation.
 
-
-class GroupVersionKind(TypedDict):
-    """``request.kind`` on the wire."""
-
-    group: str
-    version: str
-    kind: str
+    It names no status: the server answers it with HTTP 400, the ``review`` CLI with exit
+    code 2 (:mod:`webhooks.core.admission` on the two error channels).
+    """
 
 
 class StatusWire(TypedDict, total=False):
