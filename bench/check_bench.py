@@ -34,7 +34,9 @@ from webhooks.cluster.files import StaticCluster
 from webhooks.core.admission import Admission
 from webhooks.core.config import Config
 from webhooks.dryrun import formats
-from webhooks.dryrun.engine import Engine, Report, context_cluster
+from webhooks.dryrun.engine import Engine, context_cluster
+from webhooks.dryrun.report import Report
+from webhooks.dryrun.run import admit_all
 from webhooks.manifests.reader import Source, split
 from webhooks.plugins import REGISTRY
 
@@ -230,7 +232,7 @@ def checker(text: str, config: Config, base: StaticCluster) -> Callable[[], None
         for table in ("runtime_classes", "namespaces"):
             getattr(cluster, table).update(getattr(base, table))
         admission = Admission(REGISTRY, config, context_cluster(docs, cluster))
-        report = Engine(admission).run(docs, Report(files=1))
+        report = admit_all(Engine(admission), docs, Report(files=1))
         formats.text(report, options)
 
     return check

@@ -14,7 +14,9 @@ from webhooks.core.patch import Editor
 from webhooks.core.plugin import Context
 from webhooks.core.result import Result
 from webhooks.core.review import AdmissionRequest
-from webhooks.dryrun.engine import Engine, Report, context_cluster, describe_patch
+from webhooks.dryrun.engine import Engine, context_cluster, describe_patch
+from webhooks.dryrun.report import Report
+from webhooks.dryrun.run import admit_all
 from webhooks.manifests.reader import Document, Source, split
 
 DEPLOYMENT = """\
@@ -79,7 +81,7 @@ def _docs(text: str, name: str = "m.yaml") -> list[Document]:
 
 def _run(text: str, admission: Admission, **kw: Any) -> Report:
     docs = _docs(text)
-    return Engine(admission, **kw).run(docs, Report(files=1))
+    return admit_all(Engine(admission, **kw), docs, Report(files=1))
 
 
 def _one(report: Report) -> Any:
@@ -220,7 +222,7 @@ spec:
 """
     docs = _docs(text)
     cluster = context_cluster(docs, StaticCluster())
-    report = Engine(fakes.admission(fakes.SANDBOXED, cluster=cluster)).run(docs)
+    report = admit_all(Engine(fakes.admission(fakes.SANDBOXED, cluster=cluster)), docs, Report())
     assert report.context == {"RuntimeClass": 1}
     assert report.skipped == {"ConfigMap": 1, "(not a Kubernetes object)": 1}
     denied = [c.name for c in report.checked if c.failed]
@@ -244,7 +246,7 @@ def test_written_manifests_are_a_fixed_point(text: str) -> None:
     admission = fakes.admission(fakes.DAEMON_DEFAULTS)
     engine = Engine(admission)
     once = _apply_all(engine, _docs(text))
-    report = engine.run(_docs(once, "once.yaml"))
+    report = admit_all(engine, _docs(once, "once.yaml"), Report())
     assert [f for c in report.checked for f in c.findings if f.type == "mutation"] == []
 
 

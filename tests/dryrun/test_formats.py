@@ -26,7 +26,9 @@ import webhooks.cli.check as commands
 from tests.dryrun import fakes
 from webhooks.cli import main
 from webhooks.dryrun import formats
-from webhooks.dryrun.engine import Engine, Report
+from webhooks.dryrun.engine import Engine
+from webhooks.dryrun.report import Report
+from webhooks.dryrun.run import admit_all
 from webhooks.manifests.reader import read, split
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -128,7 +130,7 @@ def _deploy_report(**options: Any) -> tuple[Report, formats.Options]:
     docs = [d for s in sources for d in split(s)[0]]
     config = yaml.safe_load((FIXTURES / "placement.yaml").read_text(encoding="utf-8"))
     admission = fakes.admission(config=config)
-    report = Engine(admission).run(docs, Report(files=len(sources)))
+    report = admit_all(Engine(admission), docs, Report(files=len(sources)))
     rules = formats.rules_of(admission.registry.plugins)
     return report, formats.Options(rules=rules, **options)
 

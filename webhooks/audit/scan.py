@@ -38,8 +38,9 @@ from webhooks.cluster.listing import DRA_KINDS, KINDS, ApiError
 from webhooks.core.chain import utcnow
 from webhooks.core.config import Config
 from webhooks.core.plugin import PHASES, Plugin
-from webhooks.dryrun.engine import Checked, Engine, Report
+from webhooks.dryrun.engine import Engine
 from webhooks.dryrun.expand import controller_user
+from webhooks.dryrun.report import Checked, Report
 from webhooks.dryrun.run import admit, engine_for
 from webhooks.manifests.reader import api_document
 from webhooks.plugins import REGISTRY

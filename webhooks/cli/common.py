@@ -17,7 +17,8 @@ import click
 from webhooks.cluster.files import ObjectsError, StaticCluster, read_objects
 from webhooks.configfile import read_config
 from webhooks.core.config import Config, ConfigError
-from webhooks.dryrun.engine import Report, SchemaCheck
+from webhooks.dryrun.engine import SchemaCheck
+from webhooks.dryrun.report import Report
 from webhooks.dryrun.run import dry_run
 from webhooks.manifests.reader import STDIN, STDIN_NAME, Manifests, load
 

@@ -24,7 +24,7 @@ from webhooks.cli.common import (
     with_gates,
 )
 from webhooks.cli.common import report_problems as _report
-from webhooks.dryrun.engine import Report
+from webhooks.dryrun.report import Report
 from webhooks.dryrun.run import dry_run
 from webhooks.explain.inventory import nodes_from, pods_from
 from webhooks.explain.nodes import FailAs, Node

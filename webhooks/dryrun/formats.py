@@ -1,4 +1,4 @@
-"""Rendering a :class:`~webhooks.dryrun.engine.Report`: text, JSON, JUnit, SARIF, GitHub.
+"""Rendering a :class:`~webhooks.dryrun.report.Report`: text, JSON, JUnit, SARIF, GitHub.
 
 Every format says the same things in the shape its consumer reads: people (``text``, the
 compiler convention ``path:line: plugin: message``), scripts (``json``), test dashboards
@@ -23,7 +23,7 @@ from urllib.parse import quote
 
 import orjson
 
-from webhooks.dryrun.engine import CONVERGENCE, INFORMATION, SCHEMA, Checked, Finding, Report
+from webhooks.dryrun.report import CONVERGENCE, INFORMATION, SCHEMA, Checked, Finding, Report
 from webhooks.manifests.errors import ManifestError as Problem
 
 #: SGR codes of the text format's colours (the ones terminals and CI log viewers all show).

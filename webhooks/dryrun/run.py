@@ -14,7 +14,8 @@ from typing import Any
 from webhooks.cluster.files import StaticCluster
 from webhooks.core.admission import Admission
 from webhooks.core.config import Config
-from webhooks.dryrun.engine import Checked, Engine, Report, SchemaCheck, context_cluster
+from webhooks.dryrun.engine import Engine, SchemaCheck, context_cluster
+from webhooks.dryrun.report import Checked, Report
 from webhooks.manifests.errors import ManifestError
 from webhooks.manifests.reader import Document
 from webhooks.manifests.tree import depth
@@ -75,7 +76,16 @@ def dry_run(
     so it can say the run proves nothing about input it could not read.
     """
     engine = engine_for(documents, config, cluster, namespace=namespace, schema=schema, now=now)
-    report = Report(problems=list(problems), files=files)
+    return admit_all(engine, documents, Report(problems=list(problems), files=files))
+
+
+def admit_all(engine: Engine, documents: Iterable[Document], report: Report) -> Report:
+    """:func:`admit` every document in order into ``report``, which is returned.
+
+    Why in input order, one at a time: reports and ``mutate`` output then read in the same
+    order as the manifests. The loop :func:`dry_run` runs, for callers with an engine of
+    their own.
+    """
     for doc in documents:
         checked = admit(engine, doc, report)
         if checked is not None:
