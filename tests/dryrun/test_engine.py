@@ -232,8 +232,8 @@ spec:
 def _apply_all(engine: Engine, docs: list[Document]) -> str:
     out = []
     for doc in docs:
-        checked = engine.check(doc)
-        out.append(engine.written(checked) if checked is not None else doc.obj)
+        checked = engine.admit(doc)
+        out.append(engine.written_object(checked) if checked is not None else doc.obj)
     return yaml.safe_dump_all(out, sort_keys=False)
 
 
@@ -253,9 +253,9 @@ def test_written_manifests_are_a_fixed_point(text: str) -> None:
 def test_a_deployment_template_receives_what_its_pods_would() -> None:
     engine = Engine(fakes.admission())
     (doc,) = _docs(DEPLOYMENT)
-    checked = engine.check(doc)
+    checked = engine.admit(doc)
     assert checked is not None
-    written = engine.written(checked)
+    written = engine.written_object(checked)
     keys = [t.get("key") for t in written["spec"]["template"]["spec"]["tolerations"]]
     assert keys == ["Dedicated", "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"]
     assert "namespace" not in written["metadata"], "API-side defaults stay out of the output"
@@ -267,9 +267,9 @@ def test_a_deployment_template_receives_what_its_pods_would() -> None:
 def test_pod_labels_added_by_a_mutator_land_in_the_template_metadata() -> None:
     engine = Engine(fakes.admission(fakes.RESTLESS, real=False))
     (doc,) = _docs(DAEMONSET)
-    checked = engine.check(doc)
+    checked = engine.admit(doc)
     assert checked is not None
-    written = engine.written(checked)
+    written = engine.written_object(checked)
     assert written["spec"]["template"]["metadata"] == {"annotations": {"passes": "1"}}
 
 
@@ -381,6 +381,6 @@ def test_a_pod_violation_without_a_field_points_at_the_template() -> None:
 def test_applying_a_patch_to_the_manifest(
     obj: dict[str, Any], patch: list[dict[str, Any]], result: dict[str, Any], failed: list[str]
 ) -> None:
-    from webhooks.dryrun.engine import _apply
+    from webhooks.dryrun.engine import _patch_manifest
 
-    assert _apply(obj, patch) == (result, failed)
+    assert _patch_manifest(obj, patch) == (result, failed)

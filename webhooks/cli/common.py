@@ -62,7 +62,7 @@ objects_option = click.option(
 )
 
 
-def load_config(path: str | None) -> Config:
+def read_config_or_exit(path: str | None) -> Config:
     """The config file at ``path`` (``None``: the defaults); exits 2 naming file and key.
 
     Why exit here: a bad config is the caller's input, never a crash worth a traceback.

@@ -11,7 +11,13 @@ from pathlib import Path
 
 import click
 
-from webhooks.cli.common import config_option, fail, load_config, load_objects, objects_option
+from webhooks.cli.common import (
+    config_option,
+    fail,
+    load_objects,
+    objects_option,
+    read_config_or_exit,
+)
 from webhooks.core.admission import Admission
 from webhooks.core.plugin import PHASES
 from webhooks.core.review import ReviewError
@@ -40,7 +46,7 @@ def review(
     Runs the mutating plugins, then the validating plugins on the mutated object, as the API
     server would call the two webhooks.
     """
-    config = load_config(config_path)
+    config = read_config_or_exit(config_path)
     if plugin is not None and plugin not in REGISTRY:
         fail(f"--plugin: unknown plugin {plugin!r} (known: {', '.join(REGISTRY.names)})")
     cluster = load_objects(objects)

@@ -94,7 +94,7 @@ def describe_patch(patch: Sequence[Mapping[str, Any]]) -> str:
     return "; ".join(parts)
 
 
-def _apply(obj: Any, patch: Sequence[Mapping[str, Any]]) -> tuple[Any, list[str]]:
+def _patch_manifest(obj: Any, patch: Sequence[Mapping[str, Any]]) -> tuple[Any, list[str]]:
     """Apply ``patch`` to a copy of ``obj``, creating missing parent objects for ``add``.
 
     Returns the result and the pointers that could not be applied. Why parents are created:
@@ -106,24 +106,32 @@ def _apply(obj: Any, patch: Sequence[Mapping[str, Any]]) -> tuple[Any, list[str]
     failed: list[str] = []
     for op in patch:
         path = str(op.get("path", ""))
-        parts = path.split("/")[1:]
         try:
             if op.get("op") == "add":
-                node = doc
-                for i, raw in enumerate(parts[:-1]):
-                    token = raw.replace("~1", "/").replace("~0", "~")
-                    if isinstance(node, dict):
-                        if not isinstance(node.get(token), dict | list):
-                            node[token] = {}
-                        node = node[token]
-                    elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-                        node = node[int(token)]
-                    else:
-                        raise jsonpatch.JsonPointerException("/".join(parts[: i + 1]))
+                _add_parents(doc, path.split("/")[1:])
             doc = jsonpatch.apply_patch(doc, [dict(op)], in_place=True)
         except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException):
             failed.append(path)
     return doc, failed
+
+
+def _add_parents(doc: Any, parts: Sequence[str]) -> None:
+    """Create the missing objects above the last of ``parts`` (JSON Pointer tokens).
+
+    Raises ``JsonPointerException`` naming the first token that cannot hold a child: a list
+    index out of range, or a scalar on the way.
+    """
+    node = doc
+    for i, raw in enumerate(parts[:-1]):
+        token = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict):
+            if not isinstance(node.get(token), dict | list):
+                node[token] = {}
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            raise jsonpatch.JsonPointerException("/".join(parts[: i + 1]))
 
 
 class Engine:
@@ -153,7 +161,7 @@ class Engine:
             for resource in half.resources
         }
 
-    def check(
+    def admit(
         self,
         doc: Document,
         report: Report | None = None,
@@ -192,7 +200,7 @@ class Engine:
         if pods is not None:
             self._admit(checked, pods)
         if self.schema is not None and any(checked.patches.values()):
-            self._validate_schema(checked, self.written(checked), "after mutation: ")
+            self._validate_schema(checked, self.written_object(checked), "after mutation: ")
         return checked
 
     def _schema_only(self, doc: Document, obj: dict[str, Any], kind: str) -> Checked | None:
@@ -383,7 +391,7 @@ class Engine:
         return checked.document.line_of(dotted(path[:-1]))
 
     @staticmethod
-    def written(checked: Checked) -> Any:
+    def written_object(checked: Checked) -> Any:
         """The manifest as ``mutate`` prints it: as stored, plus what its Pods will receive.
 
         The object's own patch is applied to the manifest; the Pod patch is mapped onto the
@@ -394,7 +402,7 @@ class Engine:
         obj = checked.document.obj
         own = checked.patches.get("object")
         if own:
-            obj, _ = _apply(obj, own)
+            obj, _ = _patch_manifest(obj, own)
         pod_patch = checked.patches.get("pod")
         if pod_patch:
             mapped = []
@@ -402,5 +410,5 @@ class Engine:
                 pointer = template_pointer(checked.kind, str(op.get("path", "")))
                 if pointer is not None:
                     mapped.append({**op, "path": pointer})
-            obj, _ = _apply(obj, mapped)
+            obj, _ = _patch_manifest(obj, mapped)
         return obj

@@ -1,7 +1,7 @@
 """The report model: what a dry run found, per object and in total.
 
 Why a module of its own: the engine fills a :class:`Report`, and the renderers
-(:mod:`.formats`), the policy-test judging, ``explain`` and the audit only read one; they
+(:mod:`.render`), the policy-test judging, ``explain`` and the audit only read one; they
 import these data types, never the engine that makes them.
 """
 

@@ -322,7 +322,7 @@ def create_app(state: ServerState) -> Flask:
     app.extensions["placement-webhooks"] = state
     known = frozenset(state.admission.registry.names)
 
-    def admit(phase: Phase, plugin: str | None) -> Response:
+    def answer_review(phase: Phase, plugin: str | None) -> Response:
         started = time.perf_counter()
         reply, close = _answer(state, phase, plugin)
         endpoint = endpoint_label(phase, plugin, known)
@@ -335,19 +335,19 @@ def create_app(state: ServerState) -> Flask:
 
     @app.post("/mutate")
     def mutate_all() -> Response:
-        return admit("mutate", None)
+        return answer_review("mutate", None)
 
     @app.post("/validate")
     def validate_all() -> Response:
-        return admit("validate", None)
+        return answer_review("validate", None)
 
     @app.post("/mutate/<plugin>")
     def mutate_one(plugin: str) -> Response:
-        return admit("mutate", plugin)
+        return answer_review("mutate", plugin)
 
     @app.post("/validate/<plugin>")
     def validate_one(plugin: str) -> Response:
-        return admit("validate", plugin)
+        return answer_review("validate", plugin)
 
     @app.get("/healthz")
     def healthz() -> Response:
