@@ -1,9 +1,10 @@
 """``placement-webhooks test``: run declarative policy test suites (``*.test.yaml``).
 
-Named ``policytests`` rather than ``test`` so no test collector mistakes it for tests. Exit
-codes are what a pipeline reads: 0 every expectation holds; 1 one does not; 2 unusable
-input (a missing path, a suite that does not parse or lacks ``name``, a config that does
-not load), each reported ``file:line: reason`` on stderr.
+Named ``policytest``, the feature's name in every package, rather than ``test``, so no test
+collector mistakes it for tests. Exit codes are what a pipeline reads: 0 every expectation
+holds; 1 one does not; 2 unusable input (a missing path, a suite that does not parse or
+lacks ``name``, a config that does not load), each reported ``file:line: reason`` on
+stderr.
 """
 
 from __future__ import annotations

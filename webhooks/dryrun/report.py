@@ -1,4 +1,4 @@
-"""The report model: what a dry run found, per object and in total.
+"""The report: what a dry run found, per object and in total.
 
 Why a module of its own: the engine fills a :class:`Report`, and the renderers
 (:mod:`.render`), the policy-test judging, ``explain`` and the audit only read one; they
