@@ -31,6 +31,7 @@ from webhooks.server.app import ReviewLog, create_app
 from webhooks.server.assemble import build_state
 from webhooks.server.framing import parse_head
 from webhooks.server.metrics import Metrics
+from webhooks.server.replies import review_reply
 from webhooks.server.runner import ServeOptions
 from webhooks.server.wsgi import HttpDate, Responder
 
@@ -90,7 +91,7 @@ def main() -> None:
         calls[f"the chain alone, {name}"] = lambda a=admission: a.handle(body, ("mutate",))
     # Two parts of the real app on their own: its review log line (queued, as served) and
     # the metrics of one review (this process's prometheus-client mode).
-    reply = admissions["full"].handle(body, ("mutate",))
+    reply = review_reply(admissions["full"], body, ("mutate",))
     log = ReviewLog(io.StringIO(), interval=60.0)
 
     def log_line() -> None:

@@ -33,8 +33,10 @@ from bench import payloads, scenario
 from webhooks.cluster.files import StaticCluster
 from webhooks.core.admission import Admission
 from webhooks.core.config import Config
-from webhooks.dryrun import formats
-from webhooks.dryrun.engine import Engine, Report, context_cluster
+from webhooks.dryrun import render
+from webhooks.dryrun.engine import Engine, context_cluster
+from webhooks.dryrun.report import Report
+from webhooks.dryrun.run import admit_all
 from webhooks.manifests.reader import Source, split
 from webhooks.plugins import REGISTRY
 
@@ -221,7 +223,7 @@ def pods(count: int) -> str:
 
 def checker(text: str, config: Config, base: StaticCluster) -> Callable[[], None]:
     """``check`` of ``text`` with ``config`` over ``base`` (plus what ``text`` defines)."""
-    options = formats.Options(rules=formats.rules_of(REGISTRY.plugins))
+    options = render.Options(rules=render.rules_of(REGISTRY.plugins))
 
     def check() -> None:
         docs, problem = split(Source("bench.yaml", text))
@@ -230,8 +232,8 @@ def checker(text: str, config: Config, base: StaticCluster) -> Callable[[], None
         for table in ("runtime_classes", "namespaces"):
             getattr(cluster, table).update(getattr(base, table))
         admission = Admission(REGISTRY, config, context_cluster(docs, cluster))
-        report = Engine(admission).run(docs, Report(files=1))
-        formats.text(report, options)
+        report = admit_all(Engine(admission), docs, Report(files=1))
+        render.text(report, options)
 
     return check
 

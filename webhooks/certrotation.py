@@ -112,29 +112,8 @@ def plan(
         bundle.append(staged.cert)
         next_key, next_since = staged.key, now
         changes.append("staged a new CA beside the signing one")
-    retire_at = (
-        _cert(signing).not_valid_before_utc
-        + CLOCK_SKEW
-        + policy.overlap
-        + dt.timedelta(days=policy.leaf_days)
-    )
-    keep = {signing, _owner(bundle, next_key)}
-    if now >= retire_at and any(pem not in keep for pem in bundle):
-        bundle = [pem for pem in bundle if pem in keep]
-        changes.append("retired a CA no leaf in use was signed by")
-    bundle = [signing, *[pem for pem in bundle if pem != signing]]
-    signing_ca = Issued(signing, signing_key or b"")
-    leaf = material.leaf
-    reason = _leaf_problem(leaf, signing, policy, now)
-    if reason:
-        leaf = issue_leaf(
-            signing_ca,
-            hosts=policy.hosts,
-            days=policy.leaf_days,
-            now=now,
-            common_name=policy.common_name,
-        )
-        changes.append(f"issued a serving certificate ({reason})")
+    bundle = _retired(bundle, signing, next_key, policy, now, changes)
+    leaf = _serving(material.leaf, Issued(signing, signing_key or b""), policy, now, changes)
     updated = replace(
         material,
         bundle=tuple(bundle),
@@ -146,6 +125,50 @@ def plan(
     if updated != material and not changes:
         changes.append("reordered the bundle")
     return updated, changes
+
+
+def _retired(
+    bundle: list[bytes],
+    signing: bytes,
+    next_key: bytes | None,
+    policy: Policy,
+    now: dt.datetime,
+    changes: list[str],
+) -> list[bytes]:
+    """``bundle`` without the CAs no leaf in use can be signed by, the signing CA first.
+
+    Why only after the overlap and a leaf's lifetime: until then a serving certificate
+    signed by an older CA may still be in use somewhere.
+    """
+    retire_at = (
+        _cert(signing).not_valid_before_utc
+        + CLOCK_SKEW
+        + policy.overlap
+        + dt.timedelta(days=policy.leaf_days)
+    )
+    keep = {signing, _owner(bundle, next_key)}
+    if now >= retire_at and any(pem not in keep for pem in bundle):
+        bundle = [pem for pem in bundle if pem in keep]
+        changes.append("retired a CA no leaf in use was signed by")
+    return [signing, *[pem for pem in bundle if pem != signing]]
+
+
+def _serving(
+    leaf: Issued | None, signing_ca: Issued, policy: Policy, now: dt.datetime, changes: list[str]
+) -> Issued | None:
+    """The serving certificate: ``leaf``, or a new one from ``signing_ca`` when it has a
+    problem (which ``changes`` then names)."""
+    reason = _leaf_problem(leaf, signing_ca.cert, policy, now)
+    if not reason:
+        return leaf
+    changes.append(f"issued a serving certificate ({reason})")
+    return issue_leaf(
+        signing_ca,
+        hosts=policy.hosts,
+        days=policy.leaf_days,
+        now=now,
+        common_name=policy.common_name,
+    )
 
 
 def bundle_pem(material: Material) -> bytes:

@@ -720,56 +720,71 @@ def inject_ca_bundle(
     ``missing_ok`` skips a configuration that does not exist (none of its plugins enabled).
     """
     from kubernetes.client import AdmissionregistrationV1Api
-    from kubernetes.client.exceptions import ApiException
-    from urllib3.exceptions import HTTPError
 
     admission = AdmissionregistrationV1Api(api)
     results: list[Injected] = []
     for kind, name in targets:
-        snake = _snake(kind)
-        read = getattr(admission, f"read_{snake}_webhook_configuration")
-        patch = getattr(admission, f"patch_{snake}_webhook_configuration")
-        try:
-            try:
-                current = _json(read(name, _preload_content=False, _request_timeout=timeout))
-            except ApiException as exc:
-                if missing_ok and exc.status == 404:
-                    continue
-                raise
-            names = tuple(str(hook["name"]) for hook in current.get("webhooks") or [])
-            if not names:
-                raise InjectError(f"{kind} {name} has no webhooks to inject a caBundle into")
-            if only_if_different and all(
-                (hook.get("clientConfig") or {}).get("caBundle") == ca_bundle
-                for hook in current.get("webhooks") or []
-            ):
-                results.append(Injected(kind, name, names, False))
-                continue
-            body = {
-                "apiVersion": API_VERSION,
-                "kind": kind,
-                "metadata": {"name": name},
-                "webhooks": [{"name": n, "clientConfig": {"caBundle": ca_bundle}} for n in names],
-            }
-            updated = _json(
-                patch(
-                    name,
-                    body,
-                    field_manager=FIELD_MANAGER,
-                    force=True,
-                    _content_type="application/apply-patch+yaml",
-                    _preload_content=False,
-                    _request_timeout=timeout,
-                )
-            )
-        except ApiException as exc:
-            raise InjectError(f"{kind} {name}: {_api_message(exc)}") from None
-        except (HTTPError, OSError) as exc:
-            raise InjectError(f"{kind} {name}: API server unreachable: {_one_line(exc)}") from None
-        before = current.get("metadata", {}).get("resourceVersion")
-        after = updated.get("metadata", {}).get("resourceVersion")
-        results.append(Injected(kind, name, names, before != after))
+        done = _inject_one(admission, kind, name, ca_bundle, timeout, only_if_different, missing_ok)
+        if done is not None:
+            results.append(done)
     return results
+
+
+def _inject_one(
+    admission: Any,
+    kind: str,
+    name: str,
+    ca_bundle: str,
+    timeout: float,
+    only_if_different: bool,
+    missing_ok: bool,
+) -> Injected | None:
+    """:func:`inject_ca_bundle` for one configuration; ``None`` when it is missing and may be."""
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    snake = _snake(kind)
+    read = getattr(admission, f"read_{snake}_webhook_configuration")
+    patch = getattr(admission, f"patch_{snake}_webhook_configuration")
+    try:
+        try:
+            current = _json(read(name, _preload_content=False, _request_timeout=timeout))
+        except ApiException as exc:
+            if missing_ok and exc.status == 404:
+                return None
+            raise
+        names = tuple(str(hook["name"]) for hook in current.get("webhooks") or [])
+        if not names:
+            raise InjectError(f"{kind} {name} has no webhooks to inject a caBundle into")
+        if only_if_different and all(
+            (hook.get("clientConfig") or {}).get("caBundle") == ca_bundle
+            for hook in current.get("webhooks") or []
+        ):
+            return Injected(kind, name, names, False)
+        body = {
+            "apiVersion": API_VERSION,
+            "kind": kind,
+            "metadata": {"name": name},
+            "webhooks": [{"name": n, "clientConfig": {"caBundle": ca_bundle}} for n in names],
+        }
+        updated = _json(
+            patch(
+                name,
+                body,
+                field_manager=FIELD_MANAGER,
+                force=True,
+                _content_type="application/apply-patch+yaml",
+                _preload_content=False,
+                _request_timeout=timeout,
+            )
+        )
+    except ApiException as exc:
+        raise InjectError(f"{kind} {name}: {_api_message(exc)}") from None
+    except (HTTPError, OSError) as exc:
+        raise InjectError(f"{kind} {name}: API server unreachable: {_one_line(exc)}") from None
+    before = current.get("metadata", {}).get("resourceVersion")
+    after = updated.get("metadata", {}).get("resourceVersion")
+    return Injected(kind, name, names, before != after)
 
 
 def _json(response: Any) -> dict[str, Any]:

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from bench import stored as cluster
-from webhooks.audit.live import as_created, controller, skip_reason
-from webhooks.audit.model import Ref
+from webhooks.audit.recreate import as_created, controller, skip_reason
+from webhooks.audit.results import Ref
 
 STORED = cluster.pod(
     "web-5d8f7c9b4-0a1b2",

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from webhooks.audit import render
-from webhooks.audit.model import Audit, Outcome, Ref, Rule
+from webhooks.audit.results import Audit, Outcome, Ref, Rule
 
 NOW = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
 WEB = Ref("apps/v1", "Deployment", "shop", "web", "u-web")

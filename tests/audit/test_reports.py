@@ -10,7 +10,6 @@ import pytest
 from bench import stored as cluster
 from tests import crds
 from tests.audit.test_scan import DEDICATED, NOW, audit
-from webhooks.audit.model import Audit, Ref
 from webhooks.audit.reports import (
     MANAGED_BY,
     OPENREPORTS,
@@ -19,6 +18,7 @@ from webhooks.audit.reports import (
     build,
     timestamp,
 )
+from webhooks.audit.results import Audit, Ref
 
 CONFIG = "plugins:\n  dedicated-nodes: {enabled: true}\n  anti-affinity-topology: {enabled: true}\n"
 EXCEPTED = (

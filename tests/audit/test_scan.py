@@ -13,7 +13,7 @@ import yaml
 from bench import stored as cluster
 from bench.stored import ADDED_DEFAULTS, DEFAULT_TOLERATIONS
 from tests import dra
-from webhooks.audit.model import Audit, Ref, Result
+from webhooks.audit.results import Audit, Ref, Result
 from webhooks.audit.scan import Scanner, ScopeError, scan
 from webhooks.cluster.files import StaticCluster
 from webhooks.cluster.listing import KINDS, Kind
@@ -217,11 +217,11 @@ def test_pages_are_admitted_as_they_arrive_and_not_kept() -> None:
             assert found.objects["Pod"] == i, "a pod was held back before admission"
             yield pod
 
-    class Source:
+    class Lister:
         def items(self, kind: Kind, namespace: str | None = None, label_selector: str = "") -> Any:
             return arriving() if kind.kind == "Pod" else iter(())
 
-    scanner.namespace(Source(), None)
+    scanner.namespace(Lister(), None)
     assert found.objects["Pod"] == 5
     assert len(found.results) == 5  # bare pods: one result each, nothing else kept
 

@@ -276,7 +276,7 @@ def with_fakes(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CLI over this tree's plugins plus the stand-in validators of tests/dryrun/fakes."""
     registry = Registry([*ORDER, *fakes.FAKES])
     for module in (check_command, mutate_command):
-        monkeypatch.setattr(module, "load_config", lambda path: load_config(None, registry))
+        monkeypatch.setattr(module, "read_config_or_exit", lambda path: load_config(None, registry))
     monkeypatch.setattr(check_command, "REGISTRY", registry)
     monkeypatch.setattr(run, "REGISTRY", registry)
 
@@ -374,7 +374,7 @@ def test_an_object_python_cannot_process_is_unusable_input(monkeypatch: pytest.M
     def recurse(*args: object) -> None:
         raise RecursionError
 
-    monkeypatch.setattr(commands.Engine, "check", recurse)
+    monkeypatch.setattr(commands.Engine, "admit", recurse)
     code, _, err = _check("-", stdin=_deep_pod(3))
     assert code == 2
     _one_line_error(err, "<stdin>:1: nested too deeply to check (5 levels)")

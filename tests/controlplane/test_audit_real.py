@@ -40,9 +40,9 @@ from tests.controlplane.harness.cli import Run, placement_webhooks
 from tests.controlplane.harness.objects import service_account_kubeconfig
 from tests.controlplane.harness.process import wait_until
 from tests.controlplane.harness.resources import apply, install_crds
-from webhooks.audit.model import Audit, Ref
 from webhooks.audit.publish import publish
 from webhooks.audit.reports import MANAGED_BY, NAME, OPENREPORTS, build
+from webhooks.audit.results import Audit, Ref
 from webhooks.cluster.listing import ApiError, connect
 
 CONFIG = Path(__file__).parent / "configs" / "audit.yaml"

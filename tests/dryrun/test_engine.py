@@ -14,7 +14,9 @@ from webhooks.core.patch import Editor
 from webhooks.core.plugin import Context
 from webhooks.core.result import Result
 from webhooks.core.review import AdmissionRequest
-from webhooks.dryrun.engine import Engine, Report, context_cluster, describe_patch
+from webhooks.dryrun.engine import Engine, context_cluster, describe_patch
+from webhooks.dryrun.report import Report
+from webhooks.dryrun.run import admit_all
 from webhooks.manifests.reader import Document, Source, split
 
 DEPLOYMENT = """\
@@ -79,7 +81,7 @@ def _docs(text: str, name: str = "m.yaml") -> list[Document]:
 
 def _run(text: str, admission: Admission, **kw: Any) -> Report:
     docs = _docs(text)
-    return Engine(admission, **kw).run(docs, Report(files=1))
+    return admit_all(Engine(admission, **kw), docs, Report(files=1))
 
 
 def _one(report: Report) -> Any:
@@ -220,7 +222,7 @@ spec:
 """
     docs = _docs(text)
     cluster = context_cluster(docs, StaticCluster())
-    report = Engine(fakes.admission(fakes.SANDBOXED, cluster=cluster)).run(docs)
+    report = admit_all(Engine(fakes.admission(fakes.SANDBOXED, cluster=cluster)), docs, Report())
     assert report.context == {"RuntimeClass": 1}
     assert report.skipped == {"ConfigMap": 1, "(not a Kubernetes object)": 1}
     denied = [c.name for c in report.checked if c.failed]
@@ -230,8 +232,8 @@ spec:
 def _apply_all(engine: Engine, docs: list[Document]) -> str:
     out = []
     for doc in docs:
-        checked = engine.check(doc)
-        out.append(engine.written(checked) if checked is not None else doc.obj)
+        checked = engine.admit(doc)
+        out.append(engine.written_object(checked) if checked is not None else doc.obj)
     return yaml.safe_dump_all(out, sort_keys=False)
 
 
@@ -244,16 +246,16 @@ def test_written_manifests_are_a_fixed_point(text: str) -> None:
     admission = fakes.admission(fakes.DAEMON_DEFAULTS)
     engine = Engine(admission)
     once = _apply_all(engine, _docs(text))
-    report = engine.run(_docs(once, "once.yaml"))
+    report = admit_all(engine, _docs(once, "once.yaml"), Report())
     assert [f for c in report.checked for f in c.findings if f.type == "mutation"] == []
 
 
 def test_a_deployment_template_receives_what_its_pods_would() -> None:
     engine = Engine(fakes.admission())
     (doc,) = _docs(DEPLOYMENT)
-    checked = engine.check(doc)
+    checked = engine.admit(doc)
     assert checked is not None
-    written = engine.written(checked)
+    written = engine.written_object(checked)
     keys = [t.get("key") for t in written["spec"]["template"]["spec"]["tolerations"]]
     assert keys == ["Dedicated", "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"]
     assert "namespace" not in written["metadata"], "API-side defaults stay out of the output"
@@ -265,9 +267,9 @@ def test_a_deployment_template_receives_what_its_pods_would() -> None:
 def test_pod_labels_added_by_a_mutator_land_in_the_template_metadata() -> None:
     engine = Engine(fakes.admission(fakes.RESTLESS, real=False))
     (doc,) = _docs(DAEMONSET)
-    checked = engine.check(doc)
+    checked = engine.admit(doc)
     assert checked is not None
-    written = engine.written(checked)
+    written = engine.written_object(checked)
     assert written["spec"]["template"]["metadata"] == {"annotations": {"passes": "1"}}
 
 
@@ -379,6 +381,6 @@ def test_a_pod_violation_without_a_field_points_at_the_template() -> None:
 def test_applying_a_patch_to_the_manifest(
     obj: dict[str, Any], patch: list[dict[str, Any]], result: dict[str, Any], failed: list[str]
 ) -> None:
-    from webhooks.dryrun.engine import _apply
+    from webhooks.dryrun.engine import _patch_manifest
 
-    assert _apply(obj, patch) == (result, failed)
+    assert _patch_manifest(obj, patch) == (result, failed)

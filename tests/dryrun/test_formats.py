@@ -24,8 +24,10 @@ import yaml
 import webhooks.cli.check as commands
 from tests.command import invoke_cli
 from tests.dryrun import fakes
-from webhooks.dryrun import formats
-from webhooks.dryrun.engine import Engine, Report
+from webhooks.dryrun import render
+from webhooks.dryrun.engine import Engine
+from webhooks.dryrun.report import Report
+from webhooks.dryrun.run import admit_all
 from webhooks.manifests.reader import read, split
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -121,15 +123,15 @@ def test_the_junit_report_is_xml_with_a_case_per_object(outputs: dict[str, str])
 # --- the acceptance scenario, through the real plugins ---------------------------------
 
 
-def _deploy_report(**options: Any) -> tuple[Report, formats.Options]:
+def _deploy_report(**options: Any) -> tuple[Report, render.Options]:
     sources, problems = read([str(FIXTURES / "manifests" / "deploy")])
     assert problems == []
     docs = [d for s in sources for d in split(s)[0]]
     config = yaml.safe_load((FIXTURES / "placement.yaml").read_text(encoding="utf-8"))
     admission = fakes.admission(config=config)
-    report = Engine(admission).run(docs, Report(files=len(sources)))
-    rules = formats.rules_of(admission.registry.plugins)
-    return report, formats.Options(rules=rules, **options)
+    report = admit_all(Engine(admission), docs, Report(files=len(sources)))
+    rules = render.rules_of(admission.registry.plugins)
+    return report, render.Options(rules=rules, **options)
 
 
 def _line_of(path: str, text: str) -> int:
@@ -139,7 +141,7 @@ def _line_of(path: str, text: str) -> int:
 
 def test_sarif_has_a_result_per_violation_at_the_offending_line() -> None:
     report, options = _deploy_report()
-    data = json.loads(formats.sarif(report, options))
+    data = json.loads(render.sarif(report, options))
     _sarif_validator().validate(data)
     results = data["runs"][0]["results"]
     where = {
@@ -163,16 +165,16 @@ def test_sarif_has_a_result_per_violation_at_the_offending_line() -> None:
 
 
 def test_sarif_fingerprints_are_stable_and_distinct() -> None:
-    first = json.loads(formats.sarif(*_deploy_report()))
-    second = json.loads(formats.sarif(*_deploy_report()))
+    first = json.loads(render.sarif(*_deploy_report()))
+    second = json.loads(render.sarif(*_deploy_report()))
     prints = [r["partialFingerprints"] for r in first["runs"][0]["results"]]
     assert prints == [r["partialFingerprints"] for r in second["runs"][0]["results"]]
-    assert len({p[formats.FINGERPRINT] for p in prints}) == len(prints)
+    assert len({p[render.FINGERPRINT] for p in prints}) == len(prints)
 
 
 def test_mutations_become_failing_results_only_under_fail_on_mutation() -> None:
-    quiet = json.loads(formats.sarif(*_deploy_report()))["runs"][0]["results"]
-    strict = json.loads(formats.sarif(*_deploy_report(fail_on_mutation=True)))["runs"][0]["results"]
+    quiet = json.loads(render.sarif(*_deploy_report()))["runs"][0]["results"]
+    strict = json.loads(render.sarif(*_deploy_report(fail_on_mutation=True)))["runs"][0]["results"]
     assert {r["ruleId"] for r in quiet} == {"anti-affinity-topology", "taint-toleration-rules"}
     assert {"daemonset-tolerations", "extended-resource-toleration"} <= {
         r["ruleId"] for r in strict
@@ -181,7 +183,7 @@ def test_mutations_become_failing_results_only_under_fail_on_mutation() -> None:
 
 def test_the_text_report_names_violations_and_what_pods_receive() -> None:
     report, options = _deploy_report()
-    text = formats.text(report, options)
+    text = render.text(report, options)
     deploy = FIXTURES / "manifests" / "deploy"
     node = deploy / "gpu-node.yaml"
     line = _line_of(str(node), "NoScheduleNoAdmit")
@@ -196,7 +198,7 @@ def test_the_text_report_names_violations_and_what_pods_receive() -> None:
 
 def test_github_annotations_escape_messages_and_properties() -> None:
     report, options = _deploy_report()
-    lines = formats.github(report, options).splitlines()
+    lines = render.github(report, options).splitlines()
     assert len(lines) == 2
     assert all(line.startswith("::error file=") for line in lines)
     assert any(
@@ -204,12 +206,12 @@ def test_github_annotations_escape_messages_and_properties() -> None:
         '"NoScheduleNoAdmit"' in line
         for line in lines
     )
-    assert formats._escape("a,b:c%\nd", prop=True) == "a%2Cb%3Ac%25%0Ad"
+    assert render._escape("a,b:c%\nd", prop=True) == "a%2Cb%3Ac%25%0Ad"
 
 
 def test_json_lists_violations_with_fields_and_mutations_with_patches() -> None:
     report, options = _deploy_report()
-    data = json.loads(formats.json(report, options))
+    data = json.loads(render.json(report, options))
     by_kind = {o["kind"]: o for o in data["objects"]}
     node = by_kind["Node"]["violations"][0]
     assert (node["rule"], node["field"]) == ("taint-toleration-rules", "spec.taints[1].effect")

@@ -13,8 +13,8 @@ import yaml
 from tests.command import invoke_cli, run_cli
 from webhooks.dryrun import engine, judging
 from webhooks.dryrun.judging import Verdict, differences
-from webhooks.dryrun.policytest import Results, run
-from webhooks.dryrun.testreport import flow
+from webhooks.dryrun.policytest import Results, run_suites
+from webhooks.dryrun.policytest_render import flow
 
 ROOT = Path(__file__).parent.parent.parent
 EXAMPLE = ROOT / "examples" / "policy-tests"
@@ -149,7 +149,7 @@ def write_suite(
 
 
 def one(tmp_path: Path, expectation: dict[str, Any], config: Any = None) -> Verdict:
-    results = run([str(write_suite(tmp_path, [expectation], config))])
+    results = run_suites([str(write_suite(tmp_path, [expectation], config))])
     assert not results.problems, results.problems
     (verdict,) = results.verdicts
     return verdict
@@ -300,7 +300,7 @@ def test_a_pod_manifest_named_like_a_workloads_pod_wins(tmp_path: Path) -> None:
         [{"resource": pod("shop", "db-pod"), "result": "pass", "object": {"kind": "Pod"}}],
         resources=RESOURCES + literal,
     )
-    (verdict,) = run([str(path)]).verdicts
+    (verdict,) = run_suites([str(path)]).verdicts
     assert verdict.subject == "Pod shop/db-pod"
 
 
@@ -337,7 +337,7 @@ def test_two_objects_of_one_name_are_ambiguous(tmp_path: Path) -> None:
     path = write_suite(
         tmp_path, [{"resource": pod("sandbox", "quiet"), "result": "pass"}], resources=RESOURCES * 2
     )
-    (verdict,) = run([str(path)]).verdicts
+    (verdict,) = run_suites([str(path)]).verdicts
     assert verdict.found is None
     assert "Pod sandbox/quiet names 2 admitted objects" in verdict.reasons[0]
 
@@ -469,7 +469,7 @@ def test_an_object_too_deep_to_compare_is_unusable_input(
 
     monkeypatch.setattr(judging, "differences", recurse)
     expectation = {"resource": pod("sandbox", "quiet"), "result": "pass", "object": {}}
-    results = run([str(write_suite(tmp_path, [expectation]))])
+    results = run_suites([str(write_suite(tmp_path, [expectation]))])
     assert [p.reason for p in results.problems] == ["object: nested too deeply to compare"]
 
 
@@ -479,8 +479,8 @@ def test_resources_the_dry_run_cannot_admit_are_unusable_input(
     def recurse(*args: object, **kwargs: object) -> None:
         raise RecursionError
 
-    monkeypatch.setattr(engine.Engine, "check", recurse)
-    results = run([str(write_suite(tmp_path, [QUIET]))])
+    monkeypatch.setattr(engine.Engine, "admit", recurse)
+    results = run_suites([str(write_suite(tmp_path, [QUIET]))])
     assert results.verdicts == []
     assert results.problems[0].reason.startswith("nested too deeply to check")
 
@@ -495,7 +495,7 @@ def test_a_config_path_is_relative_to_the_suite(tmp_path: Path) -> None:
         [{"resource": pod("shop", "intruder"), "plugin": "dedicated-nodes", "result": "fail"}],
         config="../policy.yaml",
     )
-    assert run([str(path)]).verdicts[0].passed
+    assert run_suites([str(path)]).verdicts[0].passed
 
 
 def test_an_inline_config_is_a_mapping(tmp_path: Path) -> None:
@@ -517,11 +517,11 @@ def test_objects_give_the_namespaces_their_labels(tmp_path: Path) -> None:
     train = "apiVersion: v1\nkind: Pod\nmetadata: {name: train, namespace: ml}\n"
     train += "spec: {containers: [{name: t, image: t}]}\n"
     with_objects = write_suite(tmp_path / "a", [expectation], dedicated(), resources=train)
-    assert run([str(with_objects)]).verdicts[0].passed
+    assert run_suites([str(with_objects)]).verdicts[0].passed
     without = write_suite(tmp_path / "b", [expectation], dedicated(), resources=train)
     text = without.read_text().replace("objects:\n- namespaces.yaml\n", "")
     without.write_text(text)
-    (verdict,) = run([str(without)]).verdicts
+    (verdict,) = run_suites([str(without)]).verdicts
     assert [d.where for d in verdict.differences] == ["spec.tolerations"]
 
 
@@ -530,7 +530,7 @@ def test_suites_are_found_recursively_as_the_manifest_reader_walks(tmp_path: Pat
     for name in ("b", "a/z", "a/c", ".hidden"):
         write_suite(tmp_path / name, expectation)
     (tmp_path / "a" / "c" / "notes.yaml").write_text("name: not a suite\n")
-    results = run([str(tmp_path)])
+    results = run_suites([str(tmp_path)])
     assert not results.problems
     assert [Path(v.suite.path).parent.name for v in results.verdicts] == [
         ".hidden",
@@ -543,14 +543,14 @@ def test_suites_are_found_recursively_as_the_manifest_reader_walks(tmp_path: Pat
 def test_a_file_named_on_the_command_line_runs_whatever_its_name(tmp_path: Path) -> None:
     path = write_suite(tmp_path, [{"resource": pod("sandbox", "quiet"), "result": "pass"}])
     renamed = path.rename(tmp_path / "suite.yaml")
-    assert run([str(renamed)]).verdicts[0].passed
+    assert run_suites([str(renamed)]).verdicts[0].passed
 
 
 def test_each_yaml_document_is_a_suite(tmp_path: Path) -> None:
     path = write_suite(tmp_path, [{"resource": pod("sandbox", "quiet"), "result": "pass"}])
     text = path.read_text()
     path.write_text(text + "---\n" + text.replace("name: suite", "name: again"))
-    results = run([str(path)])
+    results = run_suites([str(path)])
     assert results.suites == 2
     assert [v.suite.name for v in results.verdicts] == ["suite", "again"]
 

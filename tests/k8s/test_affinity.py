@@ -13,7 +13,6 @@ from webhooks.k8s.affinity import (
     describe_expression,
     expression_matches,
     is_empty_term,
-    node_matches,
     parse_int64,
     required_terms,
     selector_failures,
@@ -23,6 +22,20 @@ from webhooks.k8s.affinity import (
     term_matches,
     with_requirement,
 )
+
+
+def node_matches(
+    node_labels: dict[str, str], pod_spec: dict[str, Any], node_name: str = ""
+) -> bool:
+    """The scheduler's NodeAffinity verdict, reached as ``explain`` reaches it.
+
+    Why through the failure lists: they are the production path (``explain.fit``); the
+    nodeSelector must match, and any required term with no failure lets the pod on.
+    """
+    terms = affinity_failures(node_labels, pod_spec, node_name)
+    return not selector_failures(node_labels, pod_spec) and (
+        terms is None or any(not failures for failures in terms)
+    )
 
 
 def ex(key: str, operator: str, *values: str) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from webhooks.plugins.runtime_class import (
     validate,
     validate_overhead,
 )
+from webhooks.server.replies import review_reply
 
 CONFIG = load_config(None, REGISTRY)
 SMALL = {"cpu": "100m", "memory": "1"}  # upstream's pod overhead in these tables
@@ -668,7 +669,7 @@ def test_a_merge_that_moves_a_toleration_nested_past_the_encoder_is_a_denial_not
     rc = runtime_class(scheduling={"tolerations": [tol("r", "Exists")]})
     body = json.dumps(review(pod(runtimeClassName="foo", tolerations=[subsumed, kept]))).encode()
     admission = Admission(REGISTRY, CONFIG, StaticCluster([rc]))
-    reply = admission.handle(body, ("mutate",), "runtime-class")
+    reply = review_reply(admission, body, ("mutate",), "runtime-class")
     assert reply.status == 200
     assert reply.outcome is not None and reply.outcome.code == 500
     answer = orjson.loads(reply.body)["response"]

@@ -28,12 +28,13 @@ from kubernetes_validate import utils as kv
 from referencing import Registry, Resource
 
 from webhooks.cluster.files import StaticCluster
-from webhooks.core.admission import Admission, Reply
+from webhooks.core.admission import Admission
 from webhooks.core.config import load_config
 from webhooks.core.plugin import Phase
 from webhooks.core.result import Outcome
 from webhooks.core.review import API_VERSION, KIND, parse_review
 from webhooks.plugins import REGISTRY
+from webhooks.server.replies import Reply, review_reply
 
 #: The Kubernetes version whose strict OpenAPI schemas mutated objects must still satisfy.
 KUBERNETES_VERSION = "1.35"
@@ -178,7 +179,7 @@ def check_everywhere(
     cluster_before = _cluster_objects(admission)
     for phases, only in TARGETS:
         where = f"{'+'.join(phases)} {only or 'chain'}"
-        reply = admission.handle(body, phases, only)
+        reply = review_reply(admission, body, phases, only)
         patch = check_reply(body, reply)
         check_unchanged(admission, body, phases, only)
         if reply.outcome is None:
@@ -190,7 +191,7 @@ def check_everywhere(
             assert outcome.code != 500, f"{where}: {outcome.message}"
         if patch is None:
             continue
-        again = admission.handle(reinvoke(body, outcome.obj), phases, only)
+        again = review_reply(admission, reinvoke(body, outcome.obj), phases, only)
         assert again.outcome is not None, f"{where}: reinvocation got {again.body!r}"
         assert again.outcome.allowed, f"{where}: reinvocation denied: {again.outcome.message}"
         assert not again.outcome.patch, f"{where}: not idempotent: {again.outcome.patch}"

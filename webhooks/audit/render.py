@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from webhooks.audit.model import Audit, Result, Skipped
+from webhooks.audit.results import Audit, Result, Skipped
 
 #: The word before a message, by outcome; a failure has none, as in ``check``.
 _TAGS = {"error": "error: ", "note": "note: "}

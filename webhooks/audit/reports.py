@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from webhooks.audit.model import Audit, Result
+from webhooks.audit.results import Audit, Result
 from webhooks.cluster.listing import Kind
 
 #: The name of every report the audit writes (one per namespace, one cluster-wide).

@@ -27,19 +27,20 @@ object is admitted as its page arrives and only its results are kept.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final
 
-from webhooks.audit.live import Source, as_created, controller, skip_reason, subject_of
-from webhooks.audit.model import Audit, Outcome, Ref, Rule
+from webhooks.audit.recreate import ObjectLister, as_created, controller, skip_reason, subject_of
+from webhooks.audit.results import Audit, Outcome, Ref, Rule
 from webhooks.cluster.files import StaticCluster
-from webhooks.cluster.informer import OPTIONAL, key_of, shown, stored
+from webhooks.cluster.informer import OPTIONAL, Resource, key_of, shown, stored
 from webhooks.cluster.listing import DRA_KINDS, KINDS, ApiError
 from webhooks.core.chain import utcnow
 from webhooks.core.config import Config
 from webhooks.core.plugin import PHASES, Plugin
-from webhooks.dryrun.engine import Checked, Engine, Report
+from webhooks.dryrun.engine import Engine
 from webhooks.dryrun.expand import controller_user
+from webhooks.dryrun.report import Checked, Report
 from webhooks.dryrun.run import admit, engine_for
 from webhooks.manifests.reader import api_document
 from webhooks.plugins import REGISTRY
@@ -66,7 +67,7 @@ class ScopeError(ValueError):
 
 
 def scan(
-    source: Source,
+    source: ObjectLister,
     config: Config,
     namespaces: Sequence[str] = (),
     *,
@@ -103,7 +104,7 @@ def scan(
 
 
 def read_devices(
-    source: Source, config: Config, context: StaticCluster, namespaces: Sequence[str] = ()
+    source: ObjectLister, config: Config, context: StaticCluster, namespaces: Sequence[str] = ()
 ) -> None:
     """Add the DRA objects the enabled settings read to ``context``; nothing if none do.
 
@@ -123,15 +124,22 @@ def read_devices(
         scopes: Sequence[str | None] = namespaces if kind.namespaced and namespaces else (None,)
         try:
             for scope in scopes:
-                for obj in source.items(kind, scope):
-                    compact = stored(obj, resource)
-                    key = key_of(obj, resource)
-                    if key is not None:
-                        context.add(shown(key, compact, resource))
+                _add_compact(context, source.items(kind, scope), resource)
         except ApiError as exc:
             if exc.status == 404:
                 return
             raise
+
+
+def _add_compact(
+    context: StaticCluster, objects: Iterable[dict[str, Any]], resource: Resource
+) -> None:
+    """Add ``objects`` to ``context`` in the compact form the server's cache keeps."""
+    for obj in objects:
+        compact = stored(obj, resource)
+        key = key_of(obj, resource)
+        if key is not None:
+            context.add(shown(key, compact, resource))
 
 
 class Scanner:
@@ -156,14 +164,16 @@ class Scanner:
         }
         self._scratch = Report()
 
-    def items(self, source: Source, kind: str, namespace: str | None) -> Iterator[dict[str, Any]]:
+    def items(
+        self, source: ObjectLister, kind: str, namespace: str | None
+    ) -> Iterator[dict[str, Any]]:
         """The objects of ``kind`` in ``namespace``, less those of excluded namespaces."""
         excluded = self.audit.excluded
         for obj in source.items(KINDS[kind], namespace):
             if not excluded or (obj.get("metadata") or {}).get("namespace") not in excluded:
                 yield obj
 
-    def namespace(self, source: Source, namespace: str | None) -> None:
+    def namespace(self, source: ObjectLister, namespace: str | None) -> None:
         """Scan one namespace (``None``: all of them): covered kinds, workloads, pods."""
         for kind, parent in COVERED:
             for obj in self.items(source, kind, namespace):

@@ -15,7 +15,7 @@ from webhooks.cli import check as _check
 from webhooks.cli import explain as _explain
 from webhooks.cli import export as _export
 from webhooks.cli import mutate as _mutate
-from webhooks.cli import policytests as _policytests
+from webhooks.cli import policytest as _policytest
 from webhooks.cli import probe as _probe
 from webhooks.cli import review as _review
 from webhooks.cli import serve as _serve
@@ -33,7 +33,7 @@ for _command in (
     _review.review,
     _check.check,
     _mutate.mutate,
-    _policytests.policy_tests,
+    _policytest.policytest,
     _explain.explain,
     _audit.audit,
     _certs.certs,

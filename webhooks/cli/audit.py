@@ -16,7 +16,7 @@ from webhooks.audit.publish import publish
 from webhooks.audit.reports import MAX_RESULTS, REPORT_APIS, build
 from webhooks.audit.scan import ScopeError, scan
 from webhooks.cli.check import output_option, parse_outputs, write_output
-from webhooks.cli.common import config_option, fail, load_config
+from webhooks.cli.common import config_option, fail, read_config_or_exit
 from webhooks.cluster.listing import ApiError, ClusterError, Paging, connect
 from webhooks.webhookconfig import DEFAULT_EXCLUDED_NAMESPACES
 
@@ -128,7 +128,7 @@ def audit(
 ) -> None:
     """Scan, render, write reports; the help text is :data:`HELP`."""
     targets = parse_outputs(outputs, list(render.FORMATS))
-    config = load_config(config_path)
+    config = read_config_or_exit(config_path)
     try:
         lister = connect(kubeconfig or "", kube_context or "", paging=Paging(page_size=page_size))
     except ClusterError as exc:

@@ -20,13 +20,13 @@ from webhooks.cli.common import (
     dry_run_inputs,
     fail,
     feature_gates_option,
-    load_config,
     manifest_inputs,
     parse_feature_gates,
+    read_config_or_exit,
     report_problems,
     with_gates,
 )
-from webhooks.dryrun import formats
+from webhooks.dryrun import render
 from webhooks.dryrun.engine import SchemaCheck
 from webhooks.plugins import REGISTRY
 
@@ -138,7 +138,7 @@ def check(
     mutating chain runs once more and must change nothing. Violations of plugins whose
     action is warn or audit are reported as warnings and do not fail the run.
     """
-    targets = parse_outputs(outputs, list(formats.FORMATS))
+    targets = parse_outputs(outputs, list(render.FORMATS))
     if kubernetes_version and not use_schema:
         fail("--kubernetes-version needs --schema")
     schema: SchemaCheck | None = None
@@ -150,18 +150,18 @@ def check(
         except SchemaUnavailable as exc:
             fail(str(exc))
     gates = parse_feature_gates(feature_gates)
-    config = with_gates(load_config(config_path), gates)
+    config = with_gates(read_config_or_exit(config_path), gates)
     if enforce_all:
         config = config.enforcing()
     report, _ = dry_run_inputs(paths, config, objects, namespace, stdin_name, schema=schema)
     report_problems(report.problems)
     tool_version = version()
     for name, target in targets:
-        options = formats.Options(
+        options = render.Options(
             fail_on_mutation=fail_on_mutation,
             color=target is None and _color(color),
-            rules=formats.rules_of(REGISTRY.plugins),
+            rules=render.rules_of(REGISTRY.plugins),
             tool_version=tool_version,
         )
-        write_output(formats.render(name, report, options), target, color=options.color)
+        write_output(render.render(name, report, options), target, color=options.color)
     sys.exit(report.exit_code(fail_on_mutation))

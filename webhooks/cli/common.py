@@ -17,7 +17,8 @@ import click
 from webhooks.cluster.files import ObjectsError, StaticCluster, read_objects
 from webhooks.configfile import read_config
 from webhooks.core.config import Config, ConfigError
-from webhooks.dryrun.engine import Report, SchemaCheck
+from webhooks.dryrun.engine import SchemaCheck
+from webhooks.dryrun.report import Report
 from webhooks.dryrun.run import dry_run
 from webhooks.manifests.reader import STDIN, STDIN_NAME, Manifests, load
 
@@ -61,7 +62,7 @@ objects_option = click.option(
 )
 
 
-def load_config(path: str | None) -> Config:
+def read_config_or_exit(path: str | None) -> Config:
     """The config file at ``path`` (``None``: the defaults); exits 2 naming file and key.
 
     Why exit here: a bad config is the caller's input, never a crash worth a traceback.

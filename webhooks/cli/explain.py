@@ -21,9 +21,9 @@ from webhooks.cli.common import (
     dry_run_inputs,
     fail,
     feature_gates_option,
-    load_config,
     manifest_inputs,
     parse_feature_gates,
+    read_config_or_exit,
     read_manifests,
     report_problems,
     with_gates,
@@ -173,7 +173,7 @@ def _pods(
 ) -> list[PodView]:
     if not paths:
         return []
-    config = with_gates(load_config(config_path), gates)
+    config = with_gates(read_config_or_exit(config_path), gates)
     report, manifests = dry_run_inputs(paths, config, objects, namespace, stdin_name)
     found.extend(manifests.documents)
     return live.pods_or_exit(report)

@@ -15,7 +15,7 @@ from typing import Any
 import click
 import yaml
 
-from webhooks.cli.common import config_option, fail, load_config
+from webhooks.cli.common import config_option, fail, read_config_or_exit
 from webhooks.webhookconfig import DEFAULT_EXCLUDED_NAMESPACES, WebhookSettings
 
 #: Exit status when something enabled is not exported exactly (the report says what).
@@ -112,7 +112,7 @@ def export(
     from webhooks.export import export as build
     from webhooks.plugins import REGISTRY
 
-    config = load_config(config_path)
+    config = read_config_or_exit(config_path)
     unknown = [p for p in plugins if p not in REGISTRY]
     if unknown:
         fail(f"--plugin: unknown plugin {unknown[0]!r} (known: {', '.join(REGISTRY.names)})")

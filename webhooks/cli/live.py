@@ -1,5 +1,8 @@
 """A live cluster as the input of a command that otherwise reads files (``explain``).
 
+"Live" means this and only this across the packages: the cluster read through the API as
+input. Turning a stored object back into its CREATE is :mod:`webhooks.audit.recreate`.
+
 Why a module of its own: ``explain --kubeconfig/--context`` reads the nodes, and the pods
 of ``--namespace``, through the same reader as ``audit`` (paged lists, retries, one line
 naming the request that failed), and the command itself should only choose between files
@@ -11,25 +14,28 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from webhooks.cli.common import (
     USAGE_ERROR,
     fail,
-    load_config,
     load_objects,
+    read_config_or_exit,
     read_manifests,
     with_gates,
 )
 from webhooks.cli.common import report_problems as _report
-from webhooks.dryrun.engine import Report
+from webhooks.dryrun.report import Report
 from webhooks.dryrun.run import dry_run
 from webhooks.explain.inventory import nodes_from, pods_from
 from webhooks.explain.nodes import FailAs, Node
 from webhooks.explain.pods import PodView
 from webhooks.manifests.reader import Document, api_document
+
+if TYPE_CHECKING:  # the kubernetes client loads only when a flag asks for a cluster
+    from webhooks.cluster.listing import Lister
 
 
 def options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -101,7 +107,7 @@ class Cluster:
             click.echo(note, err=True)
         if not paths and not self.pods:
             return []
-        config = with_gates(load_config(config_path), gates or {})
+        config = with_gates(read_config_or_exit(config_path), gates or {})
         cluster = load_objects(objects)
         for obj in (*self.context, *self.devices):
             cluster.add(obj)
@@ -134,31 +140,38 @@ def read(
         return None
     if node_paths:
         fail("--nodes and --kubeconfig/--context both give the nodes; give one of them")
-    from webhooks.audit.live import pods_to_place
-    from webhooks.cluster.listing import DRA_KINDS, KINDS, ApiError, ClusterError, connect
+    from webhooks.cluster.listing import ApiError, ClusterError, connect
 
-    found = Cluster()
     try:
         with connect(kubeconfig or "", kube_context or "") as lister:
-            for kind in ("Namespace", "RuntimeClass"):
-                found.context.extend(lister.items(KINDS[kind]))
-            for dra_kind in DRA_KINDS:
-                try:
-                    found.devices.extend(lister.items(dra_kind))
-                except ApiError as exc:
-                    if exc.status != 404:
-                        raise
-                    break  # a cluster that does not serve resource.k8s.io/v1 has none
-            found.nodes = [
-                api_document(node, f"api:nodes/{node['metadata'].get('name', '')}")
-                for node in lister.items(KINDS["Node"])
-            ]
-            if pods_of:
-                pods, found.notes = pods_to_place(lister, pods_of)
-                found.pods = [
-                    api_document(pod, f"api:pods/{pods_of}/{pod['metadata'].get('name', '')}")
-                    for pod in pods
-                ]
+            return _listed(lister, pods_of)
     except (ClusterError, ApiError) as exc:
         fail(str(exc))
+
+
+def _listed(lister: Lister, pods_of: str | None) -> Cluster:
+    """What ``explain`` reads from a connected cluster (a ``Lister``): see :func:`read`."""
+    from webhooks.audit.recreate import pods_to_place
+    from webhooks.cluster.listing import DRA_KINDS, KINDS, ApiError
+
+    found = Cluster()
+    for kind in ("Namespace", "RuntimeClass"):
+        found.context.extend(lister.items(KINDS[kind]))
+    for dra_kind in DRA_KINDS:
+        try:
+            found.devices.extend(lister.items(dra_kind))
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            break  # a cluster that does not serve resource.k8s.io/v1 has none
+    found.nodes = [
+        api_document(node, f"api:nodes/{node['metadata'].get('name', '')}")
+        for node in lister.items(KINDS["Node"])
+    ]
+    if pods_of:
+        pods, found.notes = pods_to_place(lister, pods_of)
+        found.pods = [
+            api_document(pod, f"api:pods/{pods_of}/{pod['metadata'].get('name', '')}")
+            for pod in pods
+        ]
     return found

@@ -13,12 +13,12 @@ import click
 from webhooks.cli.common import (
     USAGE_ERROR,
     dry_run_inputs,
-    load_config,
     manifest_inputs,
+    read_config_or_exit,
     report_problems,
 )
-from webhooks.dryrun import formats
-from webhooks.dryrun.run import written
+from webhooks.dryrun import render
+from webhooks.dryrun.run import written_documents
 from webhooks.manifests.writer import dump_all
 
 
@@ -41,15 +41,15 @@ def mutate(
     printed when an input cannot be read (exit 2), so a pipe into `kubectl apply` never
     applies half a stream.
     """
-    config = load_config(config_path)
+    config = read_config_or_exit(config_path)
     report, manifests = dry_run_inputs(paths, config, objects, namespace, stdin_name)
     if report.problems:
         report_problems(report.problems)
         sys.exit(USAGE_ERROR)
-    for item in formats.lines(report, formats.Options()):
+    for item in render.lines(report, render.Options()):
         if item.level != "note":
             where = f"{item.checked.document.path}:{item.finding.line}"
             tag = "warning: " if item.level == "warning" else ""
             click.echo(f"{where}: {item.rule}: {tag}{item.message}", err=True)
-    click.echo(dump_all(written(report, manifests.documents)), nl=False)
+    click.echo(dump_all(written_documents(report, manifests.documents)), nl=False)
     sys.exit(report.exit_code())

@@ -11,10 +11,16 @@ from pathlib import Path
 
 import click
 
-from webhooks.cli.common import config_option, fail, load_config, load_objects, objects_option
+from webhooks.cli.common import (
+    config_option,
+    fail,
+    load_objects,
+    objects_option,
+    read_config_or_exit,
+)
 from webhooks.core.admission import Admission
 from webhooks.core.plugin import PHASES
-from webhooks.core.review import ReviewError, parse_review, response_bytes
+from webhooks.core.review import ReviewError
 from webhooks.plugins import REGISTRY
 
 
@@ -40,16 +46,15 @@ def review(
     Runs the mutating plugins, then the validating plugins on the mutated object, as the API
     server would call the two webhooks.
     """
-    config = load_config(config_path)
+    config = read_config_or_exit(config_path)
     if plugin is not None and plugin not in REGISTRY:
         fail(f"--plugin: unknown plugin {plugin!r} (known: {', '.join(REGISTRY.names)})")
     cluster = load_objects(objects)
     body = _read_input(review)
+    admission = Admission(REGISTRY, config, cluster)
     try:
-        request = parse_review(body)
+        answer = admission.handle(body, PHASES, plugin, indent=True)
     except ReviewError as exc:
         fail(f"{review}: {exc}")
-    admission = Admission(REGISTRY, config, cluster)
-    outcome = admission.decide(request, PHASES, plugin)
-    sys.stdout.buffer.write(response_bytes(request.uid, outcome, indent=True)[0])
+    sys.stdout.buffer.write(answer.body)
     sys.stdout.buffer.write(b"\n")

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from webhooks.cli.common import config_option, fail, load_config
+from webhooks.cli.common import config_option, fail, read_config_or_exit
 
 
 @click.command()
@@ -82,7 +82,7 @@ def serve(
     from webhooks.server.assemble import build_app
     from webhooks.server.runner import ServeOptions, WebhookServer
 
-    config = load_config(config_path)  # fail fast, naming the key, before any worker starts
+    config = read_config_or_exit(config_path)  # fail fast, naming the key, before any worker starts
     _check_cluster_source(config)
     if cert_dir is None:
         directory = Path("certs")

@@ -17,7 +17,7 @@ from typing import Any
 import click
 import yaml
 
-from webhooks.cli.common import config_option, fail, load_config
+from webhooks.cli.common import config_option, fail, read_config_or_exit
 from webhooks.webhookconfig import (
     DEFAULT_EXCLUDED_NAMESPACES,
     Injected,
@@ -184,7 +184,7 @@ def webhook_config(
     """
     from webhooks.plugins import REGISTRY
 
-    config = load_config(config_path)
+    config = read_config_or_exit(config_path)
     ca_bundle = _read_ca(Path(ca_file)) if ca_file else ""
     excluded = tuple(dict.fromkeys([*DEFAULT_EXCLUDED_NAMESPACES, *exclude_namespace]))
     try:
@@ -225,16 +225,7 @@ def webhook_config(
     if watch_seconds and not inject:
         fail("--watch needs --inject")
     if inject:
-        if not ca_bundle:
-            fail("--inject needs --ca-file")
-        targets = [(obj["kind"], obj["metadata"]["name"]) for obj in objects]
-        try:
-            api = api_client(kubeconfig, kube_context)
-            _report(inject_ca_bundle(api, ca_bundle, targets), quiet=False)
-        except InjectError as exc:
-            fail(str(exc), EXIT_CLUSTER)
-        if watch_seconds > 0 and ca_file:
-            _watch(api, Path(ca_file), targets, watch_seconds)
+        _inject(objects, ca_bundle, ca_file, kubeconfig, kube_context, watch_seconds)
         return
     if not ca_bundle:
         click.echo(
@@ -243,6 +234,28 @@ def webhook_config(
             err=True,
         )
     sys.stdout.write(yaml.safe_dump_all(objects, sort_keys=False, explicit_start=True))
+
+
+def _inject(
+    objects: list[dict[str, Any]],
+    ca_bundle: str,
+    ca_file: str | None,
+    kubeconfig: str | None,
+    kube_context: str | None,
+    watch_seconds: float,
+) -> None:
+    """``--inject``: write ``ca_bundle`` into the configurations ``objects`` name, then keep
+    it there every ``watch_seconds`` (``--watch``) when asked."""
+    if not ca_bundle:
+        fail("--inject needs --ca-file")
+    targets = [(obj["kind"], obj["metadata"]["name"]) for obj in objects]
+    try:
+        api = api_client(kubeconfig, kube_context)
+        _report(inject_ca_bundle(api, ca_bundle, targets), quiet=False)
+    except InjectError as exc:
+        fail(str(exc), EXIT_CLUSTER)
+    if watch_seconds > 0 and ca_file:
+        _watch(api, Path(ca_file), targets, watch_seconds)
 
 
 def _selector(option: str, text: str | None) -> dict[str, Any]:

@@ -466,7 +466,7 @@ class Informer:
         self.watching = True
         try:
             for line in _lines(stream):
-                self._apply(line)
+                self._apply_line(line)
         except (_Expired, _Broken):
             raise
         except Exception as exc:
@@ -479,7 +479,7 @@ class Informer:
             stream.release_conn()
         self.counts["watch_ended"] += 1
 
-    def _apply(self, line: bytes) -> None:
+    def _apply_line(self, line: bytes) -> None:
         try:
             event = orjson.loads(line)
         except orjson.JSONDecodeError:

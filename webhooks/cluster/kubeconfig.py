@@ -19,7 +19,7 @@ from webhooks.core.config import ClusterSettings
 #: Where the kubelet mounts the service-account token in every pod that has one.
 SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 
-Source = Literal["in-cluster", "kubeconfig", "none"]
+ClusterSource = Literal["in-cluster", "kubeconfig", "none"]
 
 
 class ClusterError(ValueError):
@@ -30,7 +30,7 @@ def resolve_source(
     settings: ClusterSettings,
     environ: Mapping[str, str] | None = None,
     token_path: str = SERVICE_ACCOUNT_TOKEN,
-) -> Source:
+) -> ClusterSource:
     """The source ``settings`` selects, with ``auto`` decided from the environment.
 
     Why ``auto`` needs both the service host and the token: a laptop may export
@@ -46,7 +46,7 @@ def resolve_source(
     return "none"
 
 
-def client_configuration(settings: ClusterSettings, source: Source) -> Any:
+def client_configuration(settings: ClusterSettings, source: ClusterSource) -> Any:
     """A ``kubernetes.client.Configuration`` for ``source``; :class:`ClusterError` if unusable.
 
     Why retries are switched off: urllib3 would otherwise retry a timed-out GET three times,
@@ -55,7 +55,7 @@ def client_configuration(settings: ClusterSettings, source: Source) -> Any:
     return load_configuration(source, settings.kubeconfig, settings.context)
 
 
-def load_configuration(source: Source, kubeconfig: str = "", context: str = "") -> Any:
+def load_configuration(source: ClusterSource, kubeconfig: str = "", context: str = "") -> Any:
     """A fresh ``kubernetes.client.Configuration``: in-cluster, or from a kubeconfig file.
 
     An empty ``kubeconfig`` means kubectl's default (``$KUBECONFIG``, else

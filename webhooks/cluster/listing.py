@@ -37,7 +37,7 @@ from webhooks.cluster.failures import describe, http_status, status_message
 from webhooks.cluster.kubeconfig import (
     SERVICE_ACCOUNT_TOKEN,
     ClusterError,
-    Source,
+    ClusterSource,
     load_configuration,
     resolve_source,
 )
@@ -222,7 +222,7 @@ def connect(
     mean to kubectl.
     """
     auto = ClusterSettings(source="auto")
-    source: Source = "kubeconfig"
+    source: ClusterSource = "kubeconfig"
     if not (kubeconfig or context) and resolve_source(auto, environ, token_path) == "in-cluster":
         source = "in-cluster"
     return Lister(load_configuration(source, kubeconfig, context), paging)

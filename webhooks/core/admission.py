@@ -1,49 +1,63 @@
-"""One transport-free entry point: AdmissionReview bytes in, HTTP status and bytes out.
+"""One transport-free entry point: AdmissionReview bytes in, AdmissionReview bytes out.
 
 The Flask routes and the ``review`` CLI only move bytes to and from :meth:`Admission.handle`,
-so there are exactly two error channels and they cannot be mixed up: HTTP 400 when the
-*webhook request* is unusable, ``response.status`` when the *API operation* is refused.
+so the server and the CLI cannot disagree. There are exactly two error channels and they
+cannot be mixed up: an exception (:class:`~webhooks.core.review.ReviewError`,
+:class:`UnknownPlugin`) when the *webhook request* is unusable, and ``response.status`` in
+the answer when the *API operation* is refused. The core names no HTTP status: the server
+alone maps the exceptions to HTTP (:mod:`webhooks.server.replies`), the CLI to exit code 2.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from webhooks.core.chain import Steps, resolve, run_chain, utcnow
 from webhooks.core.config import Config
 from webhooks.core.derived import Derived
 from webhooks.core.plugin import ClusterView, Phase, Plugin, Registry
 from webhooks.core.result import Outcome
-from webhooks.core.review import AdmissionRequest, ReviewError, parse_review, response_bytes
+from webhooks.core.review import AdmissionRequest, parse_review, response_bytes
 
 
-@dataclass(slots=True)
-class Reply:
-    """What to send back: HTTP status, body, content type; plus the decision for logs.
+class Answer(NamedTuple):
+    """The response body for one review, with the request and the decision it carries.
 
-    Not frozen for the same reason as :class:`~webhooks.core.result.Outcome`: one per review.
+    Why the request and outcome beside the bytes: the server logs and counts the decision
+    actually sent, which is not the chain's when the chain's could not be encoded.
     """
 
-    status: int
     body: bytes
-    content_type: str = "application/json"
-    request: AdmissionRequest | None = None
-    outcome: Outcome | None = None
+    request: AdmissionRequest
+    outcome: Outcome
 
 
-def bad_request(reason: str, status: int = 400) -> Reply:
-    """A plain-text one-line error reply; why plain: the API server logs it verbatim."""
-    line = reason.replace("\n", " ").strip()
-    return Reply(status, (line + "\n").encode(), "text/plain; charset=utf-8")
+class UnknownPlugin(LookupError):
+    """A single plugin was asked for by a name the registry does not hold.
+
+    Like :class:`~webhooks.core.review.ReviewError` it says the *webhook request* is
+    unusable, and names no transport status: the server turns it into HTTP 404, the CLI
+    checks the name itself before it reads anything.
+    """
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"unknown plugin {name!r}")
+        self.name = name
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class Admission:
-    """The configured chain, ready to answer reviews; immutable once built.
+    """The configured chain, ready to answer reviews; its configuration is fixed once built.
 
     Steps are resolved once here rather than per request, because the enabled set only
-    changes with a new configuration (which builds a new :class:`Admission`).
+    changes with a new configuration (which builds a new :class:`Admission`). What does
+    change afterwards is caches, never answers: the chain of a single plugin is resolved on
+    its first use and kept, and :attr:`derived` fills as plugins derive values from
+    cluster objects.
     """
 
     __slots__ = ("_chains", "cluster", "config", "derived", "now", "registry")
@@ -95,13 +109,26 @@ class Admission:
             self.now,
         )
 
-    def handle(self, body: bytes, phases: Sequence[Phase], only: str | None = None) -> Reply:
-        """Answer one AdmissionReview body. Never raises for bad input: that is a 400 reply."""
+    def handle(
+        self,
+        body: bytes,
+        phases: Sequence[Phase],
+        only: str | None = None,
+        *,
+        indent: bool = False,
+    ) -> Answer:
+        """Answer one AdmissionReview body with the AdmissionReview response.
+
+        Why exceptions for an unusable request: they are the second error channel, kept
+        apart from a refused operation (which is an :class:`Answer` whose outcome denies).
+        Raises :class:`UnknownPlugin` for an ``only`` the registry does not hold (checked
+        before the body is read) and :class:`~webhooks.core.review.ReviewError` for a body
+        that is not a usable AdmissionReview; the caller's transport says how to report them.
+        """
         if only is not None and only not in self.registry:
-            return bad_request(f"unknown plugin {only!r}", 404)
-        try:
-            request = parse_review(body)
-        except ReviewError as exc:
-            return bad_request(str(exc))
-        data, outcome = response_bytes(request.uid, self.decide(request, phases, only))
-        return Reply(200, data, request=request, outcome=outcome)
+            raise UnknownPlugin(only)
+        request = parse_review(body)
+        data, outcome = response_bytes(
+            request.uid, self.decide(request, phases, only), indent=indent
+        )
+        return Answer(data, request, outcome)

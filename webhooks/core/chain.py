@@ -213,7 +213,7 @@ class _Progress:
         elif text not in earlier.split("; "):
             self.audit[key] = f"{earlier}; {text}"
 
-    def decide(self, plugin: str, decision: str) -> None:
+    def record_decision(self, plugin: str, decision: str) -> None:
         """Record what ``plugin``'s answer did, once per request (the metrics count these)."""
         if (plugin, decision) not in self.decisions:
             self.decisions.append((plugin, decision))
@@ -229,13 +229,13 @@ class _Progress:
         for key, text in result.audit.items():
             self.note(key, text)
         for notice in result.notices:
-            self.decide(name, notice)
+            self.record_decision(name, notice)
         if result.obj is not None and result.patch:
             self.obj = result.obj
             self.patch.extend(result.patch)
             if name not in self.changed_by:
                 self.changed_by.append(name)
-                self.decide(name, "patched")
+                self.record_decision(name, "patched")
 
     def undo(self, original: dict[str, Any]) -> None:
         """Forget every change: the mutators' changes cancelled out (see :func:`run_chain`)."""
@@ -250,7 +250,7 @@ class _Progress:
         if (name, summary) not in self.monitored:
             self.monitored.append((name, summary))
         self.note(name, f"monitor, not applied: {summary}")
-        self.decide(name, "monitored")
+        self.record_decision(name, "monitored")
 
     def advise(self, plugin: str, violation: Violation, action: Action) -> None:
         """A violation that ``warn`` or ``audit`` admits: say it where its action says."""
@@ -262,12 +262,12 @@ class _Progress:
             if text not in self.warnings:
                 self.warnings.append(text)
         self.note(plugin, f"{action}: {violation.message}")
-        self.decide(plugin, "warned" if action == "warn" else "audited")
+        self.record_decision(plugin, "warned" if action == "warn" else "audited")
 
     def outcome(self, violations: Sequence[Violation] = ()) -> Outcome:
         """The answer: allowed with the patch, or denied keeping what would have changed."""
         for v in violations:
-            self.decide(v.plugin, "denied")
+            self.record_decision(v.plugin, "denied")
         common: dict[str, Any] = {
             "patch": self.patch,
             "obj": self.obj,

@@ -25,15 +25,11 @@ _OPERATION_NAMES = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 
 
 class ReviewError(ValueError):
-    """The webhook request itself is unusable (HTTP 400), as opposed to a policy denial."""
+    """The webhook request itself is unusable, as opposed to a refused API operation.
 
-
-class GroupVersionKind(TypedDict):
-    """``request.kind`` on the wire."""
-
-    group: str
-    version: str
-    kind: str
+    It names no status: the server answers it with HTTP 400, the ``review`` CLI with exit
+    code 2 (:mod:`webhooks.core.admission` on the two error channels).
+    """
 
 
 class StatusWire(TypedDict, total=False):
@@ -72,8 +68,9 @@ class AdmissionRequest(NamedTuple):
         return (self.group, self.resource)
 
 
-#: How much of an offending string a 400 reason quotes; why bounded: the API server logs the
-#: reason verbatim, and a megabyte ``apiVersion`` must not become a megabyte log line.
+#: How much of an offending string a ReviewError's reason quotes; why bounded: the API
+#: server logs the reason verbatim, and a megabyte ``apiVersion`` must not become a
+#: megabyte log line.
 SHOWN_CHARS = 64
 _SHOWN_INT_BITS = 128
 
@@ -123,12 +120,8 @@ def _triple(request: dict[str, Any], key: str, last: str) -> tuple[str, str, str
     return out[0], out[1], out[2]
 
 
-def parse_review(body: bytes | str | dict[str, Any]) -> AdmissionRequest:
-    """Parse an ``admission.k8s.io/v1`` AdmissionReview into an :class:`AdmissionRequest`.
-
-    Every shape problem raises :class:`ReviewError` with a one-line reason, because the
-    server answers those with HTTP 400 and the API server logs that line verbatim.
-    """
+def _request_of(body: bytes | str | dict[str, Any]) -> dict[str, Any]:
+    """The ``request`` object of an AdmissionReview body whose envelope is well formed."""
     if isinstance(body, dict):
         review: Any = body
     else:
@@ -147,6 +140,16 @@ def parse_review(body: bytes | str | dict[str, Any]) -> AdmissionRequest:
     request = review.get("request")
     if type(request) is not dict:
         raise ReviewError("request must be an object")
+    return request
+
+
+def parse_review(body: bytes | str | dict[str, Any]) -> AdmissionRequest:
+    """Parse an ``admission.k8s.io/v1`` AdmissionReview into an :class:`AdmissionRequest`.
+
+    Every shape problem raises :class:`ReviewError` with a one-line reason, because the
+    server answers those with HTTP 400 and the API server logs that line verbatim.
+    """
+    request = _request_of(body)
     uid = request.get("uid")
     if uid is None:
         raise ReviewError("request.uid is required")

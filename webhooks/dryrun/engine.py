@@ -1,8 +1,11 @@
 """Run the configured admission chain over manifests and collect findings.
 
 For every request :mod:`~webhooks.dryrun.expand` builds, the engine calls
-:meth:`Admission.decide` with both phases, exactly as ``review`` and the server do, then runs
-the mutating phase once more on the result: a second pass that changes anything is a
+:meth:`Admission.decide` with both phases in one call, as ``review`` does: the mutating
+plugins, then the validating ones on the mutated object. The server answers one phase per
+endpoint, and the API server calls ``/mutate`` and then ``/validate`` with what the first
+returned, which comes to the same decision. Then the engine runs the mutating phase once
+more on the result: a second pass that changes anything is a
 ``convergence`` finding, because the API server may re-invoke webhooks and a suite that
 keeps changing objects makes them drift. Findings carry the field path the plugin reported,
 mapped back to the manifest (Pod paths onto the template) and to the YAML line.
@@ -11,22 +14,18 @@ mapped back to the manifest (Pod paths onto the template) and to the YAML line.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from dataclasses import field as _field
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Protocol
 
 import jsonpatch
 
 from webhooks.cluster.files import StaticCluster
 from webhooks.core.admission import Admission
 from webhooks.core.plugin import PHASES
-from webhooks.core.result import JsonPatch, Outcome, Violation
+from webhooks.core.result import Outcome, Violation
 from webhooks.dryrun.expand import (
     CONTEXT_KINDS,
     KINDS,
-    Role,
     Target,
     name_of,
     namespace_of,
@@ -35,19 +34,11 @@ from webhooks.dryrun.expand import (
     template_field,
     template_pointer,
 )
+from webhooks.dryrun.report import CONVERGENCE, SCHEMA, Checked, Finding, FindingType, Report
 from webhooks.k8s.podspec import POD_SPEC_PATHS, dotted
 from webhooks.k8s.tolerations import describe
-from webhooks.manifests.reader import Document, Problem
+from webhooks.manifests.reader import Document
 from webhooks.manifests.tree import copy_tree
-
-FindingType = Literal[
-    "violation", "mutation", "convergence", "schema", "excepted", "expired", "monitored", "warning"
-]
-#: Findings that are information, never a failure: what an exception skipped, what a plugin
-#: in monitor mode would have changed.
-INFORMATION: Final = ("excepted", "monitored")
-CONVERGENCE: Final = "convergence"
-SCHEMA: Final = "schema"
 
 #: Field paths upstream reports somewhere other than where manifests write them, per kind;
 #: why: node taint errors are built under ``metadata.taints`` (spec §10), YAML has
@@ -55,120 +46,6 @@ SCHEMA: Final = "schema"
 FIELD_ALIASES: Mapping[str, tuple[tuple[str, str], ...]] = {
     "Node": (("metadata.taints", "spec.taints"),),
 }
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One thing ``check`` reports about an object.
-
-    ``rule`` is the plugin name, ``schema`` / ``convergence``, or for ``excepted`` and
-    ``expired`` the exception's name; a ``warning`` is what a plugin told the user without
-    refusing (the review's ``warnings``: a claim it could not resolve, say). ``field`` is
-    the path in the manifest (a Pod path already mapped onto the template); ``target``
-    says whether the object itself or the Pods its controller creates were admitted. A
-    mutation lists the plugins that changed the object, one summary each, and the JSON
-    Patch of the chain. ``action`` is what a violation does: ``enforce`` fails the run,
-    ``warn`` and ``audit`` are warnings; an expired exception and a plugin's warning are
-    warnings too.
-    """
-
-    type: FindingType
-    rule: str
-    message: str
-    line: int
-    field: str = ""
-    target: Role = "object"
-    plugins: tuple[str, ...] = ()
-    summaries: tuple[str, ...] = ()
-    patch: JsonPatch = _field(default_factory=list)
-    action: str = "enforce"
-
-    @property
-    def level(self) -> Literal["error", "warning", "note"]:
-        """``error`` fails a run; ``warning`` is reported and does not; ``note`` informs.
-
-        Mutations are notes here; ``--fail-on-mutation`` raises them when rendering.
-        """
-        if self.type in ("mutation", *INFORMATION):
-            return "note"
-        if self.type in ("expired", "warning") or self.action != "enforce":
-            return "warning"
-        return "error"
-
-
-@dataclass(slots=True)
-class Checked:
-    """One manifest object and what admission would do with it."""
-
-    document: Document
-    kind: str
-    namespace: str
-    name: str
-    findings: list[Finding] = _field(default_factory=list)
-    admitted: bool = True
-    patches: dict[Role, JsonPatch] = _field(default_factory=dict)
-    #: The object as admission would store it, per request (``explain`` reads the Pod).
-    stored: dict[Role, dict[str, Any]] = _field(default_factory=dict)
-    #: What the chain decided, per request that some enabled plugin handles. Findings are
-    #: deduplicated across the object and its Pods for display; ``test`` must judge each
-    #: request on its own, so it reads these.
-    outcomes: dict[Role, Outcome] = _field(default_factory=dict)
-
-    @property
-    def subject(self) -> str:
-        """``Kind namespace/name`` (``Kind name`` when cluster-scoped), for messages."""
-        name = self.name or "<unnamed>"
-        return f"{self.kind} {self.namespace}/{name}" if self.namespace else f"{self.kind} {name}"
-
-    @property
-    def failed(self) -> list[Finding]:
-        """Enforced violations, schema errors and convergence failures: what fails a CI run."""
-        return [f for f in self.findings if f.level == "error"]
-
-    def excepted(self) -> list[tuple[str, str, Role]]:
-        """(exception, plugin, target) for every plugin an exception skipped here."""
-        return [(f.rule, f.plugins[0], f.target) for f in self.findings if f.type == "excepted"]
-
-
-@dataclass(slots=True)
-class Report:
-    """Everything one ``check`` run found, in input order."""
-
-    checked: list[Checked] = _field(default_factory=list)
-    problems: list[Problem] = _field(default_factory=list)
-    skipped: Counter[str] = _field(default_factory=Counter)
-    context: Counter[str] = _field(default_factory=Counter)
-    files: int = 0
-
-    def count(self, kind: FindingType, level: str | None = None) -> int:
-        """How many findings of ``kind`` (at ``level``, if given); mutations once per plugin.
-
-        Why per plugin: that is how the text report lists them, so the totals match the lines.
-        """
-        return sum(
-            len(f.plugins) if kind == "mutation" else 1
-            for c in self.checked
-            for f in c.findings
-            if f.type == kind and (level is None or f.level == level)
-        )
-
-    def warnings(self) -> int:
-        """Findings reported as warnings: violations under warn or audit, expired exceptions."""
-        return sum(f.level == "warning" for c in self.checked for f in c.findings)
-
-    def exit_code(self, fail_on_mutation: bool = False) -> int:
-        """0 clean; 1 enforced violations (and mutations when asked); 2 unusable input.
-
-        Why 2 wins: a run that could not read part of its input proves nothing about it.
-        Warnings never fail a run: the policy that produced them is not enforced yet.
-        """
-        if self.problems:
-            return 2
-        for checked in self.checked:
-            for finding in checked.findings:
-                if finding.level == "error" or (fail_on_mutation and finding.type == "mutation"):
-                    return 1
-        return 0
 
 
 class SchemaCheck(Protocol):
@@ -217,7 +94,7 @@ def describe_patch(patch: Sequence[Mapping[str, Any]]) -> str:
     return "; ".join(parts)
 
 
-def _apply(obj: Any, patch: Sequence[Mapping[str, Any]]) -> tuple[Any, list[str]]:
+def _patch_manifest(obj: Any, patch: Sequence[Mapping[str, Any]]) -> tuple[Any, list[str]]:
     """Apply ``patch`` to a copy of ``obj``, creating missing parent objects for ``add``.
 
     Returns the result and the pointers that could not be applied. Why parents are created:
@@ -229,24 +106,32 @@ def _apply(obj: Any, patch: Sequence[Mapping[str, Any]]) -> tuple[Any, list[str]
     failed: list[str] = []
     for op in patch:
         path = str(op.get("path", ""))
-        parts = path.split("/")[1:]
         try:
             if op.get("op") == "add":
-                node = doc
-                for i, raw in enumerate(parts[:-1]):
-                    token = raw.replace("~1", "/").replace("~0", "~")
-                    if isinstance(node, dict):
-                        if not isinstance(node.get(token), dict | list):
-                            node[token] = {}
-                        node = node[token]
-                    elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-                        node = node[int(token)]
-                    else:
-                        raise jsonpatch.JsonPointerException("/".join(parts[: i + 1]))
+                _add_parents(doc, path.split("/")[1:])
             doc = jsonpatch.apply_patch(doc, [dict(op)], in_place=True)
         except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException):
             failed.append(path)
     return doc, failed
+
+
+def _add_parents(doc: Any, parts: Sequence[str]) -> None:
+    """Create the missing objects above the last of ``parts`` (JSON Pointer tokens).
+
+    Raises ``JsonPointerException`` naming the first token that cannot hold a child: a list
+    index out of range, or a scalar on the way.
+    """
+    node = doc
+    for i, raw in enumerate(parts[:-1]):
+        token = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict):
+            if not isinstance(node.get(token), dict | list):
+                node[token] = {}
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            raise jsonpatch.JsonPointerException("/".join(parts[: i + 1]))
 
 
 class Engine:
@@ -276,20 +161,7 @@ class Engine:
             for resource in half.resources
         }
 
-    def run(self, documents: Iterable[Document], report: Report | None = None) -> Report:
-        """Check every document, in order, into ``report`` (a new one by default).
-
-        Documents are checked one at a time and keep their input order, so reports and
-        ``mutate`` output read in the same order as the manifests.
-        """
-        report = report if report is not None else Report()
-        for doc in documents:
-            checked = self.check(doc, report)
-            if checked is not None:
-                report.checked.append(checked)
-        return report
-
-    def check(
+    def admit(
         self,
         doc: Document,
         report: Report | None = None,
@@ -328,7 +200,7 @@ class Engine:
         if pods is not None:
             self._admit(checked, pods)
         if self.schema is not None and any(checked.patches.values()):
-            self._validate_schema(checked, self.written(checked), "after mutation: ")
+            self._validate_schema(checked, self.written_object(checked), "after mutation: ")
         return checked
 
     def _schema_only(self, doc: Document, obj: dict[str, Any], kind: str) -> Checked | None:
@@ -519,7 +391,7 @@ class Engine:
         return checked.document.line_of(dotted(path[:-1]))
 
     @staticmethod
-    def written(checked: Checked) -> Any:
+    def written_object(checked: Checked) -> Any:
         """The manifest as ``mutate`` prints it: as stored, plus what its Pods will receive.
 
         The object's own patch is applied to the manifest; the Pod patch is mapped onto the
@@ -530,7 +402,7 @@ class Engine:
         obj = checked.document.obj
         own = checked.patches.get("object")
         if own:
-            obj, _ = _apply(obj, own)
+            obj, _ = _patch_manifest(obj, own)
         pod_patch = checked.patches.get("pod")
         if pod_patch:
             mapped = []
@@ -538,5 +410,5 @@ class Engine:
                 pointer = template_pointer(checked.kind, str(op.get("path", "")))
                 if pointer is not None:
                     mapped.append({**op, "path": pointer})
-            obj, _ = _apply(obj, mapped)
+            obj, _ = _patch_manifest(obj, mapped)
         return obj

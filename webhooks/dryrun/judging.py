@@ -44,8 +44,8 @@ from typing import Any, Literal
 
 from webhooks.core.config import Config
 from webhooks.core.plugin import PODS, GroupResource, Plugin
-from webhooks.dryrun.engine import Checked, Report
 from webhooks.dryrun.expand import CONTEXT_KINDS, KINDS, Role
+from webhooks.dryrun.report import Checked, Report
 from webhooks.dryrun.suites import POD_SUFFIX, Expectation, Resource, Result, Suite
 from webhooks.plugins import REGISTRY
 

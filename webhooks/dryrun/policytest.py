@@ -62,7 +62,7 @@ def run_suite(suite: Suite) -> tuple[list[Verdict], list[ManifestError]]:
     return verdicts, []
 
 
-def run(paths: Sequence[str]) -> Results:
+def run_suites(paths: Sequence[str]) -> Results:
     """Find, load and run every suite under ``paths``; unusable ones are reported, not run.
 
     Why the others still run: one broken suite should not hide what the rest would say.

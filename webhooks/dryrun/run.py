@@ -14,7 +14,8 @@ from typing import Any
 from webhooks.cluster.files import StaticCluster
 from webhooks.core.admission import Admission
 from webhooks.core.config import Config
-from webhooks.dryrun.engine import Checked, Engine, Report, SchemaCheck, context_cluster
+from webhooks.dryrun.engine import Engine, SchemaCheck, context_cluster
+from webhooks.dryrun.report import Checked, Report
 from webhooks.manifests.errors import ManifestError
 from webhooks.manifests.reader import Document
 from webhooks.manifests.tree import depth
@@ -42,7 +43,7 @@ def engine_for(
 def admit(
     engine: Engine, doc: Document, report: Report, user: Mapping[str, Any] | None = None
 ) -> Checked | None:
-    """:meth:`Engine.check` on one document; one nested too deep for Python is unusable input.
+    """:meth:`Engine.admit` on one document; one nested too deep for Python is unusable input.
 
     Why: kubectl accepts objects 10,000 levels deep, and a library inside the chain may
     still recurse on one; the run must then say so in one ``file:line: reason`` (exit 2),
@@ -50,8 +51,8 @@ def admit(
     """
     try:
         if user is None:  # manifests: no requester, the call ``check`` has always made
-            return engine.check(doc, report)
-        return engine.check(doc, report, user=user)
+            return engine.admit(doc, report)
+        return engine.admit(doc, report, user=user)
     except RecursionError:
         reason = f"nested too deeply to check ({depth(doc.obj)} levels)"
         report.problems.append(ManifestError(doc.path, doc.line, reason))
@@ -75,7 +76,16 @@ def dry_run(
     so it can say the run proves nothing about input it could not read.
     """
     engine = engine_for(documents, config, cluster, namespace=namespace, schema=schema, now=now)
-    report = Report(problems=list(problems), files=files)
+    return admit_all(engine, documents, Report(problems=list(problems), files=files))
+
+
+def admit_all(engine: Engine, documents: Iterable[Document], report: Report) -> Report:
+    """:func:`admit` every document in order into ``report``, which is returned.
+
+    Why in input order, one at a time: reports and ``mutate`` output then read in the same
+    order as the manifests. The loop :func:`dry_run` runs, for callers with an engine of
+    their own.
+    """
     for doc in documents:
         checked = admit(engine, doc, report)
         if checked is not None:
@@ -83,7 +93,7 @@ def dry_run(
     return report
 
 
-def written(report: Report, documents: Sequence[Document]) -> list[Any]:
+def written_documents(report: Report, documents: Sequence[Document]) -> list[Any]:
     """The documents as ``mutate`` prints them, in input order, Lists put back together.
 
     Why from the report: each admitted object carries its patches, so the written form is
@@ -94,7 +104,7 @@ def written(report: Report, documents: Sequence[Document]) -> list[Any]:
     lists: dict[int, list[Any]] = {}
     for doc in documents:
         checked = by_document.get(id(doc))
-        obj = Engine.written(checked) if checked is not None else doc.obj
+        obj = Engine.written_object(checked) if checked is not None else doc.obj
         if doc.parent is None:
             if obj is not None:
                 out.append(obj)

@@ -1,10 +1,10 @@
 """Everything ``explain`` answers, put together: placement on existing nodes, failover time,
 scale-up through node templates, DaemonSet coverage, and the node failure simulation.
 
-Why one module on top of the model and the templates: the text and JSON renderings, and
-the exit code, must describe one set of answers computed once, and the pieces depend on
-each other (DaemonSets decide a template's overhead; only pods that fit no node are
-tried on templates).
+Why one module on top of the simulator (fit, failure) and the templates: the text and JSON
+renderings, and the exit code, must describe one set of answers computed once, and the
+pieces depend on each other (DaemonSets decide a template's overhead; only pods that fit
+no node are tried on templates).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from webhooks.dryrun.engine import Report
+from webhooks.dryrun.report import Report
 from webhooks.explain.devices import DeviceInventory, is_device_object
 from webhooks.explain.nodes import FailAs, InventoryError, Node, parse_node
 from webhooks.explain.pods import PodView, pod_view

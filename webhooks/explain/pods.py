@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Final
 
-from webhooks.dryrun.engine import Checked
+from webhooks.dryrun.report import Checked
 from webhooks.explain.devices import ExtendedDevices, ResolvedClaim
 from webhooks.k8s.podspec import POD_SPEC_PATHS, get_path
 from webhooks.k8s.quantity import QuantityError, parse_resource_list

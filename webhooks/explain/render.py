@@ -2,7 +2,7 @@
 
 Text groups nodes that get the same answer onto one line, so a hundred identical workers
 read as one entry; JSON lists every node for every pod, for scripts. Both say the same
-things: the model is rendered, never recomputed here.
+things: the explanation is rendered, never recomputed here.
 """
 
 from __future__ import annotations

@@ -232,26 +232,6 @@ def required_terms(spec: Mapping[str, Any]) -> list[Any] | None:
     return terms if isinstance(terms, list) else []
 
 
-def node_matches(
-    node_labels: Mapping[str, str], pod_spec: Mapping[str, Any], node_name: str = ""
-) -> bool:
-    """Whether the scheduler's NodeAffinity filter lets a pod with ``pod_spec`` onto a node.
-
-    The nodeSelector must match exactly (every key present with that value) AND, when there
-    is a required node affinity, at least one of its terms must match. Why here: ``explain``
-    and the dedicated-node checks must reach the scheduler's verdict, not an approximation.
-    """
-    selector = pod_spec.get("nodeSelector")
-    if isinstance(selector, Mapping):
-        for key, value in selector.items():
-            if node_labels.get(key) != value:
-                return False
-    terms = required_terms(pod_spec)
-    if terms is None:
-        return True
-    return any(term_matches(t, node_labels, node_name) for t in terms)
-
-
 def selector_failures(node_labels: Mapping[str, str], pod_spec: Mapping[str, Any]) -> list[str]:
     """The pod's nodeSelector pairs a node does not carry, each with what the node has.
 

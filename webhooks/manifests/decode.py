@@ -80,7 +80,7 @@ def _separators(text: str, begin: int) -> tuple[str, tuple[int, str] | None]:
         if trimmed and trimmed[0] != "#":
             if ended >= 0:
                 blanks.append((ended, start))
-            cut = _apply(text[:start], blanks)
+            cut = _blank_all(text[:start], blanks)
             line = text.count("\n", 0, start) + 1
             return cut, (
                 line,
@@ -94,10 +94,10 @@ def _separators(text: str, begin: int) -> tuple[str, tuple[int, str] | None]:
             ended = -1
     if ended >= 0:
         blanks.append((ended, len(text)))
-    return _apply(text, blanks), None
+    return _blank_all(text, blanks), None
 
 
-def _apply(text: str, blanks: list[tuple[int, int]]) -> str:
+def _blank_all(text: str, blanks: list[tuple[int, int]]) -> str:
     for start, end in blanks:
         text = blank(text, start, end)
     return text

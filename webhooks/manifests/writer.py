@@ -86,27 +86,32 @@ def dump_all(objects: Iterable[Any]) -> str:
         emit(events.StreamStartEvent())
         for obj in objects:
             emit(events.DocumentStartEvent(explicit=True))
-            todo: list[Any] = [obj]
-            while todo:
-                item = todo.pop()
-                if item is _END_MAP:
-                    emit(events.MappingEndEvent())
-                elif item is _END_SEQ:
-                    emit(events.SequenceEndEvent())
-                elif isinstance(item, dict):
-                    emit(events.MappingStartEvent(None, _MAP, True, flow_style=False))
-                    todo.append(_END_MAP)
-                    for key, value in reversed(item.items()):
-                        todo.append(value)
-                        todo.append(key)
-                elif isinstance(item, list | tuple):
-                    emit(events.SequenceStartEvent(None, _SEQ, True, flow_style=False))
-                    todo.append(_END_SEQ)
-                    todo.extend(reversed(item))
-                else:
-                    emit(_scalar(item))
+            _emit_tree(emit, obj)
             emit(events.DocumentEndEvent(explicit=False))
         emit(events.StreamEndEvent())
     finally:
         emitter.dispose()
     return out.getvalue()
+
+
+def _emit_tree(emit: Callable[[events.Event], None], obj: Any) -> None:
+    """The events of one document's value, without recursion (manifests nest deep)."""
+    todo: list[Any] = [obj]
+    while todo:
+        item = todo.pop()
+        if item is _END_MAP:
+            emit(events.MappingEndEvent())
+        elif item is _END_SEQ:
+            emit(events.SequenceEndEvent())
+        elif isinstance(item, dict):
+            emit(events.MappingStartEvent(None, _MAP, True, flow_style=False))
+            todo.append(_END_MAP)
+            for key, value in reversed(item.items()):
+                todo.append(value)
+                todo.append(key)
+        elif isinstance(item, list | tuple):
+            emit(events.SequenceStartEvent(None, _SEQ, True, flow_style=False))
+            todo.append(_END_SEQ)
+            todo.extend(reversed(item))
+        else:
+            emit(_scalar(item))

@@ -148,6 +148,29 @@ def namespace_overrides(request: AdmissionRequest, ctx: Context) -> Overrides:
     return Overrides(values[NOT_READY_ANNOTATION], values[UNREACHABLE_ANNOTATION], problems)
 
 
+def _uncovered(
+    tolerations: list[Any],
+    defaults: tuple[tuple[str, dict[str, Any], str], ...],
+    overrides: bool,
+) -> tuple[list[tuple[str, dict[str, Any], str]], list[tuple[int, str, int]]]:
+    """The defaults no toleration covers; with ``overrides``, the covering entries equal
+    to the default (index, key, seconds), which a Namespace's seconds may replace."""
+    missing: list[tuple[str, dict[str, Any], str]] = []
+    rewritable: list[tuple[int, str, int]] = []
+    for key, toleration, text in defaults:
+        for index, t in enumerate(tolerations):
+            if isinstance(t, dict) and covers_no_execute(t, key):
+                # Only the covering entry can be the in-tree plugin's: it adds one when none
+                # covers the taint, so a later entry equal to the default is the user's.
+                seconds = toleration["tolerationSeconds"]
+                if overrides and _is_default(t, key, seconds):
+                    rewritable.append((index, key, seconds))
+                break
+        else:
+            missing.append((key, toleration, text))
+    return missing, rewritable
+
+
 def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Result:
     """Append the not-ready, then the unreachable, NoExecute toleration when not covered.
 
@@ -164,19 +187,7 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
     if tolerations is None:
         return UNCHANGED
     defaults = _defaults(settings.not_ready_seconds, settings.unreachable_seconds)
-    missing = []
-    rewritable: list[tuple[int, str, int]] = []
-    for key, toleration, text in defaults:
-        for index, t in enumerate(tolerations):
-            if isinstance(t, dict) and covers_no_execute(t, key):
-                # Only the covering entry can be the in-tree plugin's: it adds one when none
-                # covers the taint, so a later entry equal to the default is the user's.
-                seconds = toleration["tolerationSeconds"]
-                if settings.namespace_overrides and _is_default(t, key, seconds):
-                    rewritable.append((index, key, seconds))
-                break
-        else:
-            missing.append((key, toleration, text))
+    missing, rewritable = _uncovered(tolerations, defaults, settings.namespace_overrides)
     if not missing and not (rewritable and request.operation == "CREATE"):
         return UNCHANGED
     editor = Editor(pod)

@@ -1,8 +1,11 @@
 """The Flask app factory: routes that move bytes between HTTP and the core, nothing more.
 
-No policy lives here. Each admission route reads the body, calls
-:meth:`~webhooks.core.admission.Admission.handle` and writes its reply, so the server and the
-CLI cannot disagree.
+No policy lives here. Each admission route judges the HTTP envelope (client certificate,
+size, content type: :func:`_answer`, the one place that does), reads the body, calls
+:meth:`~webhooks.core.admission.Admission.handle` through
+:func:`~webhooks.server.replies.review_reply` and writes its reply, so the server and the
+CLI cannot disagree. How a connection is framed around an oversized body is the WSGI
+server's business, not the app's (the worker's :mod:`~webhooks.server.reader`).
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ import orjson
 from flask import Flask, Response, request
 from werkzeug.exceptions import ClientDisconnected, HTTPException
 
-from webhooks.core.admission import Admission, Reply, bad_request
+from webhooks.core.admission import Admission
 from webhooks.core.plugin import Phase
-from webhooks.server.framing import DRAIN_LIMIT, MAX_BODY
+from webhooks.server.framing import MAX_BODY
 from webhooks.server.metrics import CONTENT_TYPE, Metrics
+from webhooks.server.replies import Reply, bad_request, review_reply
 
 __all__ = ("MAX_BODY", "ReadyCheck", "ReviewLog", "ServerState", "create_app")
 
@@ -247,26 +251,6 @@ def _peer_certificate(environ: dict[str, Any]) -> bool:
     return bool(environ.get("webhooks.peer_certificate", False))
 
 
-def _drain(environ: dict[str, Any], length: int) -> bool:
-    """Discard an oversized body when it is small enough; whether it was read whole.
-
-    The worker discards such a body itself, before any thread is taken, and says whether it
-    could (``webhooks.body_discarded``); other WSGI servers (the test client) hand it over.
-    """
-    if "webhooks.body_discarded" in environ:
-        return bool(environ["webhooks.body_discarded"])
-    if length > DRAIN_LIMIT:
-        return False
-    stream = environ["wsgi.input"]
-    remaining = length
-    while remaining > 0:
-        chunk = stream.read(min(remaining, 1 << 16))
-        if not chunk:
-            return False
-        remaining -= len(chunk)
-    return True
-
-
 def _content_length(environ: dict[str, Any]) -> int | None:
     raw = environ.get("CONTENT_LENGTH")
     return int(raw) if raw and raw.isdigit() else None
@@ -285,8 +269,9 @@ def _answer(state: ServerState, phase: Phase, plugin: str | None) -> tuple[Reply
             "a client certificate signed by the configured CA is required", 401
         ), False
     if length is not None and length > MAX_BODY:
-        drained = _drain(environ, length)
-        return bad_request(f"request body larger than {MAX_BODY} bytes", 413), not drained
+        # Unread: the WSGI server frames the connection around it (the worker reads and
+        # discards a body up to DRAIN_LIMIT, else closes after this answer).
+        return bad_request(f"request body larger than {MAX_BODY} bytes", 413), False
     raw_type = environ.get("CONTENT_TYPE", "")
     # The API server always sends exactly "application/json"; parse only anything else.
     if raw_type and raw_type != "application/json" and request.mimetype != "application/json":
@@ -304,7 +289,7 @@ def _answer(state: ServerState, phase: Phase, plugin: str | None) -> tuple[Reply
         # The socket timed out (or the client went away) part-way through the body; the
         # connection's framing is lost, so it is closed after this answer.
         return bad_request("request body not received in time", 408), True
-    return state.admission.handle(body, (phase,), plugin), False
+    return review_reply(state.admission, body, (phase,), plugin), False
 
 
 def _account(
@@ -337,7 +322,7 @@ def create_app(state: ServerState) -> Flask:
     app.extensions["placement-webhooks"] = state
     known = frozenset(state.admission.registry.names)
 
-    def admit(phase: Phase, plugin: str | None) -> Response:
+    def answer_review(phase: Phase, plugin: str | None) -> Response:
         started = time.perf_counter()
         reply, close = _answer(state, phase, plugin)
         endpoint = endpoint_label(phase, plugin, known)
@@ -350,19 +335,19 @@ def create_app(state: ServerState) -> Flask:
 
     @app.post("/mutate")
     def mutate_all() -> Response:
-        return admit("mutate", None)
+        return answer_review("mutate", None)
 
     @app.post("/validate")
     def validate_all() -> Response:
-        return admit("validate", None)
+        return answer_review("validate", None)
 
     @app.post("/mutate/<plugin>")
     def mutate_one(plugin: str) -> Response:
-        return admit("mutate", plugin)
+        return answer_review("mutate", plugin)
 
     @app.post("/validate/<plugin>")
     def validate_one(plugin: str) -> Response:
-        return admit("validate", plugin)
+        return answer_review("validate", plugin)
 
     @app.get("/healthz")
     def healthz() -> Response:

@@ -36,7 +36,7 @@ from typing import Any
 from gunicorn import util
 from gunicorn.workers import base
 
-from webhooks.server.framing import MAX_BODY, error_response
+from webhooks.server.framing import error_response
 from webhooks.server.reader import (
     CONTINUE,
     NEED_DATA,
@@ -440,8 +440,6 @@ class Worker(base.Worker):  # type: ignore[misc]
             keep_alive = head.keep_alive and request.intact and not self.stopping
             try:
                 extra: dict[str, Any] = {"webhooks.peer_certificate": conn.peer_certificate}
-                if head.content_length > MAX_BODY:
-                    extra["webhooks.body_discarded"] = request.intact
                 responder = conn.listener.responder
                 env = responder.environ(head, request.body, conn.addr, extra)
                 out, close = responder.respond(env, keep_alive)

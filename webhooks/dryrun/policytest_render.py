@@ -15,9 +15,9 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from webhooks.dryrun.formats import junit_input_error, junit_text
 from webhooks.dryrun.judging import Difference, Verdict
 from webhooks.dryrun.policytest import Results
+from webhooks.dryrun.render import junit_input_error, junit_text
 
 #: Characters of one rendered value before it is cut; elements of a found list shown.
 VALUE_LIMIT: Final = 200

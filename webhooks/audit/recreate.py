@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Protocol
 
-from webhooks.audit.model import Ref
+from webhooks.audit.results import Ref
 from webhooks.cluster.listing import KINDS, Kind
 from webhooks.k8s.podspec import is_mirror_pod
 
@@ -100,7 +100,7 @@ def controller(obj: Mapping[str, Any]) -> Ref | None:
     return None
 
 
-class Source(Protocol):
+class ObjectLister(Protocol):
     """Where objects come from: :class:`~webhooks.cluster.listing.Lister`, or a test's lists."""
 
     def items(
@@ -121,7 +121,7 @@ def subject_of(pod: Mapping[str, Any]) -> Ref:
     return Ref.of(pod)
 
 
-def pods_to_place(source: Source, namespace: str) -> tuple[list[dict[str, Any]], list[str]]:
+def pods_to_place(source: ObjectLister, namespace: str) -> tuple[list[dict[str, Any]], list[str]]:
     """The Pods of ``namespace`` as created, one per controller, and a note for the rest.
 
     For ``explain`` on a live cluster: pods of one controller share its template, so where

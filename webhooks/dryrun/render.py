@@ -1,4 +1,4 @@
-"""Rendering a :class:`~webhooks.dryrun.engine.Report`: text, JSON, JUnit, SARIF, GitHub.
+"""Rendering a :class:`~webhooks.dryrun.report.Report`: text, JSON, JUnit, SARIF, GitHub.
 
 Every format says the same things in the shape its consumer reads: people (``text``, the
 compiler convention ``path:line: plugin: message``), scripts (``json``), test dashboards
@@ -23,7 +23,7 @@ from urllib.parse import quote
 
 import orjson
 
-from webhooks.dryrun.engine import CONVERGENCE, INFORMATION, SCHEMA, Checked, Finding, Report
+from webhooks.dryrun.report import CONVERGENCE, INFORMATION, SCHEMA, Checked, Finding, Report
 from webhooks.manifests.errors import ManifestError as Problem
 
 #: SGR codes of the text format's colours (the ones terminals and CI log viewers all show).
@@ -246,42 +246,48 @@ def junit(report: Report, options: Options) -> str:
     for item in lines(report, options):
         by_object.setdefault(id(item.checked), []).append(item)
     for checked in report.checked:
-        doc = checked.document
-        parent = suite(doc.path)
-        case = ET.SubElement(
-            parent,
-            "testcase",
-            classname=doc.path,
-            name=checked.subject,
-            file=doc.path,
-            line=str(doc.line),
-        )
+        parent = suite(checked.document.path)
         bump(parent, "tests")
-        items = by_object.get(id(checked), [])
-        failing = [i for i in items if i.failing]
-        if failing:
-            bump(parent, "failures")
-            body = "\n".join(f"{doc.path}:{i.finding.line}: {i.rule}: {i.message}" for i in failing)
-            ET.SubElement(
-                case, "failure", message=failing[0].message, type=failing[0].rule
-            ).text = body
-        warned = [i for i in items if i.level == "warning"]
-        if warned and not failing:
-            bump(parent, "skipped")
-            ET.SubElement(case, "skipped", message=warned[0].message).text = "\n".join(
-                f"{doc.path}:{i.finding.line}: {i.rule}: warning: {i.message}" for i in warned
-            )
-        info = [i for i in items if not i.failing]
-        if info:
-            ET.SubElement(case, "system-out").text = "\n".join(
-                f"{doc.path}:{i.finding.line}: {i.rule}: {i.message}" for i in info
-            )
+        for outcome in _junit_case(parent, checked, by_object.get(id(checked), [])):
+            bump(parent, outcome)
     for problem in report.problems:
         parent = suite(problem.path)
         junit_input_error(parent, problem, "read")
         bump(parent, "tests")
         bump(parent, "errors")
     return junit_text(root, totals)
+
+
+def _junit_case(parent: ET.Element, checked: Checked, items: list[Line]) -> list[str]:
+    """Add one object's test case under ``parent``; the counters it adds to (``failures``,
+    ``skipped``), which the caller bumps on the suite and the totals."""
+    doc = checked.document
+    case = ET.SubElement(
+        parent,
+        "testcase",
+        classname=doc.path,
+        name=checked.subject,
+        file=doc.path,
+        line=str(doc.line),
+    )
+    counted: list[str] = []
+    failing = [i for i in items if i.failing]
+    if failing:
+        counted.append("failures")
+        body = "\n".join(f"{doc.path}:{i.finding.line}: {i.rule}: {i.message}" for i in failing)
+        ET.SubElement(case, "failure", message=failing[0].message, type=failing[0].rule).text = body
+    warned = [i for i in items if i.level == "warning"]
+    if warned and not failing:
+        counted.append("skipped")
+        ET.SubElement(case, "skipped", message=warned[0].message).text = "\n".join(
+            f"{doc.path}:{i.finding.line}: {i.rule}: warning: {i.message}" for i in warned
+        )
+    info = [i for i in items if not i.failing]
+    if info:
+        ET.SubElement(case, "system-out").text = "\n".join(
+            f"{doc.path}:{i.finding.line}: {i.rule}: {i.message}" for i in info
+        )
+    return counted
 
 
 def junit_input_error(parent: ET.Element, problem: Problem, name: str) -> None:
