@@ -728,6 +728,83 @@ def test_unusable_input_exits_2(args: list[str], message: str) -> None:
     assert message in result.stderr
 
 
+# --------------------------------------------------------------------------- --native
+
+PTR_ON = "plugins:\n  pod-toleration-restriction: {enabled: true}\n"
+DEDICATED = "plugins:\n  dedicated-nodes: {enabled: true, namespaces: {gpu-team: gpu}}\n"
+NATIVE_ROWS = {
+    "the defaults keep runtime-class's refusal of a missing class alone, on /validate": (
+        None,
+        {"ValidatingWebhookConfiguration": [("validate.placement-webhooks.svc", "/validate")]},
+    ),
+    "pod-toleration-restriction's halves and the mutations after it share /mutate": (
+        PTR_ON,
+        {
+            "MutatingWebhookConfiguration": [("mutate.placement-webhooks.svc", "/mutate")],
+            "ValidatingWebhookConfiguration": [("validate.placement-webhooks.svc", "/validate")],
+        },
+    ),
+    "dedicated-nodes' warnings keep its mutation on the one mutating webhook": (
+        DEDICATED,
+        {
+            "MutatingWebhookConfiguration": [("mutate.placement-webhooks.svc", "/mutate")],
+            "ValidatingWebhookConfiguration": [("validate.placement-webhooks.svc", "/validate")],
+        },
+    ),
+}
+
+
+def _native(tmp_path: Path, text: str | None, *extra: str) -> Any:
+    args = ["--native", *extra]
+    if text is not None:
+        config = tmp_path / "config.yaml"
+        config.write_text(text)
+        args.append(f"--config={config}")
+    return _invoke(*args)
+
+
+@pytest.mark.parametrize(("text", "expected"), NATIVE_ROWS.values(), ids=NATIVE_ROWS.keys())
+def test_native_registers_the_kept_halves_on_one_webhook_per_phase(
+    tmp_path: Path, text: str | None, expected: dict[str, list[tuple[str, str]]]
+) -> None:
+    """One webhook per phase, whose server (``serve --native``) runs the kept halves as one
+    chain: the API server cannot reinvoke one half apart from the others."""
+    result = _native(tmp_path, text)
+    assert result.exit_code == 0, result.output
+    found = {
+        doc["kind"]: [(h["name"], h["clientConfig"]["service"]["path"]) for h in doc["webhooks"]]
+        for doc in yaml.safe_load_all(result.stdout)
+    }
+    assert found == expected
+
+
+@pytest.mark.parametrize("text", [row[0] for row in NATIVE_ROWS.values()], ids=NATIVE_ROWS.keys())
+def test_native_registers_exactly_what_serve_native_runs(tmp_path: Path, text: str | None) -> None:
+    """The rules cover what the kept halves handle, and nothing a native policy does."""
+    from webhooks.core.admission import Admission
+    from webhooks.core.config import load_config
+    from webhooks.export import webhook_halves
+
+    config = load_config(yaml.safe_load(text) if text else None, REGISTRY)
+    served = Admission(REGISTRY, config, kept=webhook_halves(config, REGISTRY))
+    result = _native(tmp_path, text)
+    registered = {doc["kind"]: doc["webhooks"] for doc in yaml.safe_load_all(result.stdout)}
+    for phase, kind in (
+        ("mutate", "MutatingWebhookConfiguration"),
+        ("validate", "ValidatingWebhookConfiguration"),
+    ):
+        names = [p.name for p in served.plugins(phase)]
+        want = rules(plugin_table(REGISTRY), phase, names, exclude=frozenset({"nodes"}))
+        hooks = registered.get(kind, [])
+        assert [h["rules"] for h in hooks] == ([want] if want else [])
+
+
+def test_native_with_a_webhook_per_plugin_is_refused(tmp_path: Path) -> None:
+    result = _native(tmp_path, PTR_ON, "--per-plugin")
+    assert result.exit_code == 2
+    assert "--per-plugin with --native" in result.stderr
+
+
 def test_a_serving_certificate_given_as_ca_is_warned_about(chain: certs.CertPaths) -> None:
     result = _invoke(f"--ca-file={chain.cert}")
     assert result.exit_code == 0

@@ -1,5 +1,6 @@
 """The chart's ``native.enabled``: the packaged native policies are current, installed with the
-release's names, and the webhooks narrowed to exactly what ``webhook-config --native`` keeps."""
+release's names, the webhooks narrowed to exactly what ``webhook-config --native`` keeps, and
+the server told so (``serve --native``)."""
 
 from __future__ import annotations
 
@@ -56,10 +57,42 @@ def test_native_enabled_installs_the_exported_policies_under_the_release_s_names
 
 
 def test_native_enabled_creates_no_webhook_for_an_exported_half() -> None:
-    """The default install keeps one webhook: runtime-class's refusal of a missing class."""
-    assert _hooks(render(ON)) == {
-        f"runtime-class.validate.{RELEASE}.svc": "/validate/runtime-class"
-    }
+    """The default install keeps one webhook, /validate, where the server started with
+    --native runs runtime-class's refusal of a missing class alone."""
+    objects = render(ON)
+    assert _hooks(objects) == {f"validate.{RELEASE}.svc": "/validate"}
+    [hook] = of_kind(objects, "ValidatingWebhookConfiguration")[0]["webhooks"]
+    assert hook["rules"] == [
+        {
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "operations": ["CREATE"],
+            "resources": ["pods"],
+        }
+    ]
+
+
+def _serve_args(objects: list[dict[str, Any]]) -> list[str]:
+    [deployment] = of_kind(objects, "Deployment")
+    [server] = [
+        c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "webhooks"
+    ]
+    return list(server["args"])
+
+
+@pytest.mark.parametrize(
+    ("values", "native_flag"),
+    [
+        pytest.param(None, False, id="by default the server runs every enabled half"),
+        pytest.param(ON, True, id="native.enabled starts the server with --native"),
+    ],
+)
+def test_the_server_is_told_what_the_webhooks_were_registered_for(
+    values: dict[str, Any] | None, native_flag: bool
+) -> None:
+    args = _serve_args(render(values))
+    assert args[0] == "serve"
+    assert ("--native" in args) is native_flag
 
 
 def test_the_chart_s_webhooks_are_webhook_config_native_s() -> None:
@@ -98,6 +131,11 @@ def test_the_chart_s_webhooks_are_webhook_config_native_s() -> None:
             {"webhooks": {"excludeNamespaces": ["kube-system"]}},
             "default webhooks.excludeNamespaces",
             id="other excluded namespaces",
+        ),
+        pytest.param(
+            {"webhooks": {"perPlugin": True}},
+            "native.enabled with webhooks.perPlugin",
+            id="a webhook per plugin, which would not run the kept halves as one chain",
         ),
     ],
 )

@@ -60,6 +60,13 @@ from webhooks.cli.common import config_option, fail, read_config_or_exit
     type=click.IntRange(16, 100000),
     help="Open connections per worker; past it the longest-idle ones are closed.",
 )
+@click.option(
+    "--native",
+    is_flag=True,
+    help="A hybrid installation: /mutate and /validate run only the plugin halves that the "
+    "native admission policies of `placement-webhooks export --hybrid` do not do exactly "
+    "(what `webhook-config --native` registers), as one chain in chain order.",
+)
 def serve(
     config_path: str | None,
     bind: str,
@@ -72,6 +79,7 @@ def serve(
     io_timeout: float,
     metrics_bind: str,
     max_connections: int,
+    native: bool,
 ) -> None:
     """Serve the webhooks over HTTPS under gunicorn.
 
@@ -106,11 +114,31 @@ def serve(
         io_timeout=io_timeout,
         metrics_bind=metrics_bind,
         max_connections=max_connections,
+        kept=_webhook_halves if native else None,
     )
+    if native:
+        kept = sorted(f"{name}/{phase}" for name, phase in _webhook_halves(config))
+        click.echo(
+            f"placement-webhooks: --native: serving {', '.join(kept) or 'nothing'}; "
+            "native admission policies run the rest",
+            err=True,
+        )
     try:
         WebhookServer(options, build_app).run()
     except RuntimeError as exc:
         fail(str(exc), code=1)
+
+
+def _webhook_halves(config: Any) -> frozenset[tuple[str, str]]:
+    """The halves a hybrid installation's webhook keeps under ``config`` (``--native``).
+
+    Why here: only the CLI may depend on the export; the server is handed this function
+    and calls it with each config it loads (at start and on SIGHUP).
+    """
+    from webhooks.export import webhook_halves
+    from webhooks.plugins import REGISTRY
+
+    return webhook_halves(config, REGISTRY)
 
 
 def _check_cluster_source(config: Any) -> None:

@@ -123,7 +123,8 @@ POLICIES = click.Choice(["Ignore", "Fail"])
     "--native",
     is_flag=True,
     help="A hybrid installation: register only what the native admission policies of "
-    "`placement-webhooks export --hybrid` do not do exactly, one webhook per plugin half.",
+    "`placement-webhooks export --hybrid` do not do exactly, on /mutate and /validate "
+    "(for `serve --native`, which runs just those halves as one chain).",
 )
 @click.option("--label", "labels", multiple=True, help="KEY=VALUE on both configurations.")
 @click.option(
@@ -179,7 +180,8 @@ def webhook_config(
     The defaults are the Helm chart's: one webhook per phase, failurePolicy Ignore for
     mutating and Fail for validating, sideEffects None, timeout 5 s, reinvocation
     IfNeeded, rules for exactly what the enabled plugins handle except Nodes (--nodes).
-    With --native, only what native admission policies do not do exactly is registered.
+    With --native, only what native admission policies do not do exactly is registered,
+    for a `serve --native`.
     Exit 1 when --inject fails at the API server, 2 on unusable input.
     """
     from webhooks.plugins import REGISTRY
@@ -195,7 +197,7 @@ def webhook_config(
             port=port,
             url=url,
             ca_bundle=ca_bundle,
-            per_plugin=per_plugin or native,
+            per_plugin=per_plugin,
             timeout_seconds=timeout_seconds,
             mutating_failure_policy="Fail" if mutating_failure_policy == "Fail" else "Ignore",
             validating_failure_policy="Ignore" if validating_failure_policy == "Ignore" else "Fail",
@@ -213,12 +215,17 @@ def webhook_config(
         )
     except ValueError as exc:
         fail(str(exc))
+    if native and per_plugin:
+        fail(
+            "--per-plugin with --native: the API server would call the kept halves' webhooks "
+            "in an order and as often as its own reinvocation decides, not as one chain"
+        )
     enabled = [p.name for p in REGISTRY if config.plugins[p.name].enabled]
     table = plugin_table(REGISTRY)
     if native:
-        from webhooks.export import export
+        from webhooks.export import webhook_halves
 
-        served = export(config, REGISTRY, settings=settings).webhook
+        served = webhook_halves(config, REGISTRY)
         halves = {(row["name"], phase) for row in table for phase in ("mutate", "validate")}
         table = without_halves(table, halves - served)
     objects = configurations(settings, table, enabled)

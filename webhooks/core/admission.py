@@ -11,7 +11,7 @@ alone maps the exceptions to HTTP (:mod:`webhooks.server.replies`), the CLI to e
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import NamedTuple
 
 from webhooks.core.chain import Steps, resolve, run_chain, utcnow
@@ -54,13 +54,17 @@ class Admission:
     """The configured chain, ready to answer reviews; its configuration is fixed once built.
 
     Steps are resolved once here rather than per request, because the enabled set only
-    changes with a new configuration (which builds a new :class:`Admission`). What does
-    change afterwards is caches, never answers: the chain of a single plugin is resolved on
-    its first use and kept, and :attr:`derived` fills as plugins derive values from
-    cluster objects.
+    changes with a new configuration (which builds a new :class:`Admission`). ``kept``,
+    when given, narrows the whole chain (``/mutate``, ``/validate``) to those ``(plugin,
+    phase)`` halves of the enabled plugins: in a hybrid installation native admission
+    policies run the others, and the webhook runs what is left as one chain, in chain
+    order, with the chain's own pass rule. A named plugin (``/mutate/<plugin>``) still runs
+    whole: naming it is an instruction to run it. What changes afterwards is caches, never
+    answers: the chain of a single plugin is resolved on its first use and kept, and
+    :attr:`derived` fills as plugins derive values from cluster objects.
     """
 
-    __slots__ = ("_chains", "cluster", "config", "derived", "now", "registry")
+    __slots__ = ("_chains", "cluster", "config", "derived", "kept", "now", "registry")
 
     def __init__(
         self,
@@ -68,6 +72,7 @@ class Admission:
         config: Config,
         cluster: ClusterView | None = None,
         now: Callable[[], dt.datetime] | None = None,
+        kept: Collection[tuple[str, str]] | None = None,
     ):
         self.registry = registry
         self.config = config
@@ -78,14 +83,17 @@ class Admission:
         self.derived = Derived(versioned=bool(getattr(cluster, "versioned", False)))
         #: The clock exceptions expire by; tests and ``check --now`` may fix it.
         self.now = now or utcnow
+        self.kept = frozenset(kept) if kept is not None else None
         self._chains: dict[str | None, Steps] = {None: self._resolve(None)}
 
     def _resolve(self, only: str | None) -> Steps:
         chain = self.config.chain(self.registry, only)
-        return resolve(chain, self.config, self.cluster, self.derived)
+        kept = self.kept if only is None else None
+        return resolve(chain, self.config, self.cluster, self.derived, kept)
 
     def steps(self, only: str | None = None) -> Steps:
-        """The resolved chain: the enabled plugins, or just ``only`` (``KeyError`` if unknown)."""
+        """The resolved chain: the enabled plugins (the ``kept`` halves of them), or just
+        ``only`` (``KeyError`` if unknown)."""
         chain = self._chains.get(only)
         if chain is None:
             chain = self._chains[only] = self._resolve(only)

@@ -23,7 +23,7 @@ asks for no second pass, as nothing reinvokes a controller.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,6 +96,7 @@ def resolve(
     config: Config,
     cluster: ClusterView | None,
     derived: Derived | None = None,
+    halves: Collection[tuple[str, str]] | None = None,
 ) -> Steps:
     """The mutating and validating halves of ``plugins``, each with its context and rules.
 
@@ -103,6 +104,9 @@ def resolve(
     each half keeps only the exceptions about it: most halves have none, and then a request
     pays nothing for exceptions at all. Every context shares ``derived`` (a new cache when
     not given), so a value derived from a Namespace is derived once for the whole chain.
+    ``halves``, when given, keeps only those ``(plugin, phase)`` halves, in the same order:
+    a hybrid installation's webhook runs what native admission policies do not, as one
+    chain with the chain's own pass rule (``serve --native``).
     """
     view = cluster if cluster is not None else NoCluster()
     derived = derived if derived is not None else Derived()
@@ -113,11 +117,12 @@ def resolve(
     for plugin in plugins:
         rules = config.plugins[plugin.name]
         context = Context(rules.settings, view, derived)
-        if plugin.mutate is not None:
+        if plugin.mutate is not None and (halves is None or (plugin.name, "mutate") in halves):
             excepting = _concerning(config, plugin, "mutate")
             mutators.append((plugin, plugin.mutate, context, rules, excepting))
         check = plugin.validate
-        if check is not None and (check.active is None or check.active(rules.settings)):
+        wanted = halves is None or (plugin.name, "validate") in halves
+        if wanted and check is not None and (check.active is None or check.active(rules.settings)):
             excepting = _concerning(config, plugin, "validate")
             validators.append((plugin, check, context, rules, excepting))
     return Steps(tuple(mutators), tuple(validators))

@@ -14,7 +14,7 @@ Transport-free like the core: the objects are plain dicts, and writing them is t
 
 from __future__ import annotations
 
-from webhooks.export.assemble import export, native_halves
+from webhooks.export.assemble import export, native_halves, webhook_halves
 from webhooks.export.model import EXACT, EXCEPT, NOT_EXPORTED, Export, Line, Verdict
 
 __all__ = [
@@ -26,4 +26,5 @@ __all__ = [
     "Verdict",
     "export",
     "native_halves",
+    "webhook_halves",
 ]

@@ -177,6 +177,10 @@ def _unexcepted(exceptions: Sequence[PolicyException], target: Target) -> str:
 # --------------------------------------------------------------------------- the plan
 
 
+#: (plugin, phase) halves: where a hybrid installation runs each.
+Halves = frozenset[tuple[str, str]]
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Planned:
     """One plugin as it will be exported: its translation, its exceptions and actions."""
@@ -266,7 +270,7 @@ def _chain_order(plan: Sequence[Planned]) -> list[Planned]:
     return sorted(plan, key=lambda planned: not planned.plugin.precedes_admission)
 
 
-def native_halves(plan: Sequence[Planned]) -> frozenset[tuple[str, str]]:
+def native_halves(plan: Sequence[Planned]) -> Halves:
     """The halves a hybrid installation runs natively; the webhook runs the rest.
 
     A validating half goes native when it is exported exactly (validations are order-free).
@@ -616,11 +620,26 @@ def export(
     names = [p.name for p in chosen]
     lines += _exception_lines(config, names)
     native = native_halves(plan)
+    objects = _objects(plan, settings, native if hybrid else None)
+    return Export(tuple(objects), tuple(lines), native, _kept(plan, native), tuple(names))
+
+
+def _kept(plan: Sequence[Planned], native: Halves) -> Halves:
     active = {(p.plugin.name, "mutate") for p in plan if p.mutate is not None} | {
         (p.plugin.name, "validate") for p in plan if p.validate is not None
     }
-    objects = _objects(plan, settings, native if hybrid else None)
-    return Export(tuple(objects), tuple(lines), native, frozenset(active - native), tuple(names))
+    return frozenset(active - native)
+
+
+def webhook_halves(config: Config, registry: Registry) -> Halves:
+    """The (plugin, phase) halves of the enabled plugins a hybrid installation's webhook
+    keeps: :attr:`Export.webhook` of :func:`export`, without building any object.
+
+    Why one function: ``webhook-config --native`` registers exactly these and ``serve
+    --native`` runs exactly these, so the two cannot disagree about what runs where.
+    """
+    plan = [_plan(plugin, config) for plugin in config.chain(registry)]
+    return _kept(plan, native_halves(plan))
 
 
 def setting_names(plugin: Plugin) -> list[str]:
@@ -628,4 +647,4 @@ def setting_names(plugin: Plugin) -> list[str]:
     return [camel(f.name) for f in dataclasses.fields(plugin.settings)]
 
 
-__all__ = ["ACTIONS", "export", "native_halves", "setting_names"]
+__all__ = ["ACTIONS", "export", "native_halves", "setting_names", "webhook_halves"]

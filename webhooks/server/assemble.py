@@ -30,7 +30,8 @@ def build_state(options: ServeOptions) -> ServerState:
     """
     config = options.config if options.config is not None else read_config(options.config_path)
     cluster = open_cluster(config.cluster, cached=config.lookups(REGISTRY))
-    admission = Admission(REGISTRY, config, cluster)
+    kept = options.kept(config) if options.kept is not None else None
+    admission = Admission(REGISTRY, config, cluster, kept=kept)
     metrics = Metrics()
     state = ServerState(
         admission,

@@ -57,6 +57,11 @@ class ServeOptions:
     metrics_bind: str = ""
     #: Open connections per worker; at the cap the longest-idle ones are closed first.
     max_connections: int = 1000
+    #: A hybrid installation (``serve --native``): the (plugin, phase) halves of a config
+    #: that ``/mutate`` and ``/validate`` run, the rest being native admission policies.
+    #: A function of the config, not a set, so a config reloaded on SIGHUP is narrowed
+    #: the same way; ``None``: every enabled half.
+    kept: Callable[[Any], frozenset[tuple[str, str]]] | None = None
 
     @property
     def drain_marker(self) -> Path | None:

@@ -14,6 +14,8 @@ The plugin table (files/plugins.yaml): what each plugin handles, in chain order.
 {{/*
 "true" when half .phase of plugin .name is served by a webhook: always, unless
 native.enabled leaves it to the native policies (files/native/native.yaml, templates/native.yaml).
+With native.enabled the kept halves share /mutate and /validate, where serve --native runs
+just them, as one chain.
 */}}
 {{- define "placement-webhooks.webhookServes" -}}
 {{- if not .root.Values.native.enabled }}true
@@ -174,7 +176,10 @@ for the phase (or one per plugin), then the Node webhook when webhooks.nodes.ena
 {{- $phase := .phase }}
 {{- $fullname := include "placement-webhooks.fullname" $root }}
 {{- $common := dict "root" $root "phase" $phase "caBundle" .caBundle "failOpen" .failOpen }}
-{{- if or $root.Values.webhooks.perPlugin $root.Values.native.enabled }}
+{{- if and $root.Values.webhooks.perPlugin $root.Values.native.enabled }}
+{{- fail "native.enabled with webhooks.perPlugin: the halves the webhooks keep are served as one chain on /mutate and /validate (serve --native); per-plugin webhooks would be called in an order and as often as the API server's reinvocation decides (docs/native.md)" }}
+{{- end }}
+{{- if $root.Values.webhooks.perPlugin }}
 {{- range (include "placement-webhooks.pluginTable" $root | fromYaml).plugins }}
 {{- $rules := include "placement-webhooks.rules" (dict "root" $root "phase" $phase "only" .name "nodes" "exclude") }}
 {{- if ne $rules "[]" }}

@@ -166,11 +166,39 @@ def serve_release(
         cert_dir = pod_certificates(plane, admin, release, namespace, directory / "certs")
     config = chart_config(admin, namespace, fullname, directory)
     served = serve_behind_service(
-        plane.api, admin, namespace, fullname, cert_dir, config, directory / "serve"
+        plane.api,
+        admin,
+        namespace,
+        fullname,
+        cert_dir,
+        config,
+        directory / "serve",
+        serve_options(admin, namespace, fullname),
     )
     if processes is not None:
         processes.append(served.component)
     return served
+
+
+#: ``serve`` options whose values are this machine's, not the pod's: the harness sets them.
+LOCAL_OPTIONS = ("--config", "--cert-dir", "--bind", "--metrics-bind")
+
+
+def serve_options(admin: Any, namespace: str, fullname: str) -> tuple[str, ...]:
+    """The options the release's Deployment gives ``serve`` (``--native``, ``--workers``),
+    but those naming files and addresses of the pod (:data:`LOCAL_OPTIONS`)."""
+    deployment = client.AppsV1Api(admin).read_namespaced_deployment(fullname, namespace)
+    [container] = [c for c in deployment.spec.template.spec.containers if c.name == "webhooks"]
+    args = list(container.args or [])
+    assert args[0] == "serve", args
+    kept: list[str] = []
+    rest = iter(args[1:])
+    for arg in rest:
+        if arg in LOCAL_OPTIONS:
+            next(rest)  # its value
+        else:
+            kept.append(arg)
+    return tuple(kept)
 
 
 def create_pod(admin: Any, namespace: str, name: str, *, dry_run: bool = False) -> None:

@@ -4,8 +4,9 @@ The chart renders the release twice, as Helm would install it: with its defaults
 webhooks) and with ``native.enabled`` (the packaged policies, the webhooks narrowed). Each is
 applied to an API server with the in-tree twins off, so what changes a pod is the release
 alone, and ``serve`` runs behind the release's Service. The native release registers no
-mutating webhook and one validating webhook (runtime-class's refusal of a missing
-RuntimeClass), and a pod created in the cluster gets the tolerations the webhook gives it.
+mutating webhook and one validating webhook, ``/validate``, where the release's ``serve
+--native`` runs runtime-class's refusal of a missing RuntimeClass alone; and a pod created in
+the cluster gets the tolerations the webhook gives it.
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ def test_native_enabled_registers_no_webhook_for_an_exported_half_and_tolerates_
             60,
         )
     webhooks, native = results["webhooks"], results["native"]
-    kept = "runtime-class.validate.nat-placement-webhooks.svc"
+    kept = "validate.nat-placement-webhooks.svc"  # runtime-class's half alone (serve --native)
     assert native[0] == {"ValidatingWebhookConfiguration": [kept]}
     assert webhooks[0]["MutatingWebhookConfiguration"]
     assert native[1] == webhooks[1]

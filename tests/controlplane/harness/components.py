@@ -69,6 +69,8 @@ class ApiServerOptions:
     extra_args: tuple[str, ...] = ()
     #: Extra ``webhook-config`` options for the registration (``--nodes``, ``--timeout=2``).
     webhook_args: tuple[str, ...] = ()
+    #: Extra ``serve`` options (``--native``, beside ``webhook-config --native``).
+    serve_args: tuple[str, ...] = ()
     #: Write an audit log (:mod:`.auditlog`): how a test sees audit annotations.
     audit: bool = False
 

@@ -137,7 +137,10 @@ class ControlPlane:
         for server in self.apiservers.values():
             if server.options.webhooks:
                 webhook = webhookserver.start(
-                    root / f"webhooks-{server.name}", server, server.options.webhook_config
+                    root / f"webhooks-{server.name}",
+                    server,
+                    server.options.webhook_config,
+                    server.options.serve_args,
                 )
                 self.webhooks[server.name] = webhook
                 waits.append((self._add(webhook.component), partial(webhookserver.ready, webhook)))

@@ -117,11 +117,13 @@ def serve_behind_service(
     cert_dir: Path,
     config: Path,
     directory: Path,
+    extra: tuple[str, ...] = (),
 ) -> ServedService:
     """Start ``serve`` with the chart's config on the Service's ClusterIP; wait until ready.
 
     The cluster source is pointed at the harness's admin kubeconfig (no in-cluster account
-    on this machine); everything else is the config the chart rendered.
+    on this machine); everything else is the config the chart rendered. ``extra``: more
+    ``serve`` options (what the chart's Deployment passes, ``--native``).
     """
     ip, port = cluster_ip(api_client, namespace, service)
     directory.mkdir(parents=True, exist_ok=True)
@@ -139,6 +141,7 @@ def serve_behind_service(
         f"--cert-dir={cert_dir}",
         f"--metrics-bind=127.0.0.1:{metrics}",
         "--shutdown-delay=0",
+        *extra,
     ]
     component = Component(f"placement-webhooks[{service}]", args, log, cwd=REPO)
     running = ServedService(component, f"{ip}:{port}", metrics, log)

@@ -39,8 +39,11 @@ class WebhookServer:
     config: Path
 
 
-def start(directory: Path, server: ApiServer, config: Path | None) -> WebhookServer:
-    """Start ``serve`` with ``config`` (its cluster source pointed at ``server``).
+def start(
+    directory: Path, server: ApiServer, config: Path | None, extra: tuple[str, ...] = ()
+) -> WebhookServer:
+    """Start ``serve`` with ``config`` (its cluster source pointed at ``server``) and
+    ``extra`` options.
 
     ``--shutdown-delay 0``: there is no Service whose endpoints need time to drain, and a
     test run should not wait five seconds per server at teardown.
@@ -60,6 +63,7 @@ def start(directory: Path, server: ApiServer, config: Path | None) -> WebhookSer
         f"--cert-dir={certs.cert.parent}",
         f"--metrics-bind=127.0.0.1:{metrics}",
         "--shutdown-delay=0",
+        *extra,
     ]
     component = Component(
         f"placement-webhooks[{server.name}]", args, directory / "serve.log", cwd=REPO

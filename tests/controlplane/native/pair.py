@@ -70,7 +70,7 @@ def pair(
 ) -> Iterator[Pair]:
     """Both API servers for ``config``; ``extra`` objects are created on both first.
 
-    ``hybrid``: the native API server also runs ``serve``, registered with
+    ``hybrid``: the native API server also runs ``serve --native``, registered with
     ``webhook-config --native``, beside the policies ``export --hybrid`` prints.
     """
     exported = export(read(config), REGISTRY, hybrid=hybrid)
@@ -82,6 +82,7 @@ def pair(
             webhooks=True,
             webhook_config=config,
             webhook_args=("--native",),
+            serve_args=("--native",),
         )
     options = ControlPlaneOptions(
         apiservers=(native, apiserver_options("webhooks", config)),
