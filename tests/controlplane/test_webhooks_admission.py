@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.controlplane.conftest import STARTS
+from tests.controlplane.conftest import started_plane
 from tests.controlplane.harness import (
     ControlPlane,
     ControlPlaneOptions,
@@ -30,7 +30,6 @@ from tests.controlplane.harness import (
     create_namespace,
     node_manifest,
     pod_manifest,
-    running,
     webhookserver,
 )
 from tests.controlplane.harness.components import ApiServer, Response
@@ -82,8 +81,7 @@ def plane() -> Iterator[ControlPlane]:
         ),
         scheduler=False,
     )
-    with running(options) as started:
-        STARTS.append(("webhooks mode, audit log, controller-manager", started.started_in or 0))
+    with started_plane(options, "webhooks mode, audit log, controller-manager") as started:
         yield started
 
 

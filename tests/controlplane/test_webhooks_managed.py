@@ -19,14 +19,13 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane.conftest import STARTS
+from tests.controlplane.conftest import started_plane
 from tests.controlplane.harness import (
     ApiServer,
     ControlPlaneOptions,
     auditlog,
     create_namespace,
     pod_manifest,
-    running,
 )
 from tests.controlplane.harness.modes import apiserver_options
 from tests.waiting import eventually
@@ -69,8 +68,7 @@ def api() -> Iterator[ApiServer]:
         scheduler=False,
         controller_manager=None,
     )
-    with running(options) as plane:
-        STARTS.append(("managed mode, audit log", plane.started_in or 0))
+    with started_plane(options, "managed mode, audit log") as plane:
         yield plane.api
 
 
