@@ -41,18 +41,15 @@ from tests.controlplane.harness import (
     ControllerManagerOptions,
     ControlPlane,
     ControlPlaneOptions,
-    LeaseRenewer,
     create_namespace,
     create_pods,
+    heartbeating,
     node_manifest,
     pod_manifest,
     running,
-    write_node,
 )
 from tests.controlplane.harness.cli import in_process
 from tests.controlplane.harness.components import DRA_CONTROLLERS
-from tests.controlplane.harness.nodes import settled
-from tests.controlplane.harness.process import wait_until
 from tests.controlplane.harness.scheduling import decisions
 from tests.controlplane.harness.timeline import Timeline
 from webhooks.cli import main
@@ -297,27 +294,19 @@ def plane() -> Iterator[ControlPlane]:
     options = ControlPlaneOptions(
         controller_manager=ControllerManagerOptions(controllers=DRA_CONTROLLERS)
     )
-    with running(options) as started, started.api.client() as api:
-        renewer = LeaseRenewer(api)
-        try:
-            for manifest in NODES:
-                write_node(api, manifest)
-                renewer.add(manifest["metadata"]["name"])
-            resource = client.ResourceV1Api(api)
-            for device_class in CLASSES:
-                resource.create_device_class(device_class)
-            for found in SLICES:
-                resource.create_resource_slice(found)
-            for rule in RULES:
-                resource.create_device_taint_rule(rule)
-            create_namespace(api, NAMESPACE)
-            for template in TEMPLATES:
-                resource.create_namespaced_resource_claim_template(NAMESPACE, template)
-            resource.create_namespaced_resource_claim(NAMESPACE, copy.deepcopy(SHARED))
-            wait_until(lambda: settled(api, NODES), timeout=60, what="settled")
-            yield started
-        finally:
-            renewer.close()
+    with running(options) as started, started.api.client() as api, heartbeating(api, NODES):
+        resource = client.ResourceV1Api(api)
+        for device_class in CLASSES:
+            resource.create_device_class(device_class)
+        for found in SLICES:
+            resource.create_resource_slice(found)
+        for rule in RULES:
+            resource.create_device_taint_rule(rule)
+        create_namespace(api, NAMESPACE)
+        for template in TEMPLATES:
+            resource.create_namespaced_resource_claim_template(NAMESPACE, template)
+        resource.create_namespaced_resource_claim(NAMESPACE, copy.deepcopy(SHARED))
+        yield started
 
 
 def test_the_api_server_serves_device_taint_rules_with_no_feature_gate(plane: ControlPlane) -> None:

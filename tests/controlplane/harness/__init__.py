@@ -23,7 +23,7 @@ from tests.controlplane.harness.components import (
 )
 from tests.controlplane.harness.controlplane import ControlPlane, ControlPlaneOptions, running
 from tests.controlplane.harness.modes import apiserver_options
-from tests.controlplane.harness.nodes import LeaseRenewer, node_manifest, write_node
+from tests.controlplane.harness.nodes import LeaseRenewer, heartbeating, node_manifest, write_node
 from tests.controlplane.harness.objects import (
     create_namespace,
     create_pods,
@@ -49,6 +49,7 @@ __all__ = [
     "create_namespace",
     "create_pods",
     "delete_pods",
+    "heartbeating",
     "locate",
     "node_manifest",
     "pod_manifest",
