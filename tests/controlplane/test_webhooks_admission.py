@@ -28,6 +28,7 @@ from tests.controlplane.harness import (
     ControlPlaneOptions,
     auditlog,
     create_namespace,
+    daemonset_manifest,
     node_manifest,
     pod_manifest,
     webhookserver,
@@ -319,22 +320,7 @@ TOL_X = {"key": "x", "operator": "Exists", "effect": "NoSchedule"}
 
 
 def _daemonset(name: str, **spec: Any) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"name": name},
-        "spec": {
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}],
-                    **spec,
-                },
-            },
-        },
-    }
+    return daemonset_manifest(name, pod_manifest(name, **spec)["spec"])
 
 
 DAEMON_DEFAULTS = [

@@ -27,6 +27,7 @@ from tests.controlplane.harness.nodes import LeaseRenewer, heartbeating, node_ma
 from tests.controlplane.harness.objects import (
     create_namespace,
     create_pods,
+    daemonset_manifest,
     delete_pods,
     pod_manifest,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "auditlog",
     "create_namespace",
     "create_pods",
+    "daemonset_manifest",
     "delete_pods",
     "heartbeating",
     "locate",
