@@ -39,28 +39,45 @@ class WebhookServer:
     config: Path
 
 
-def start(directory: Path, server: ApiServer, config: Path | None) -> WebhookServer:
-    """Start ``serve`` with ``config`` (its cluster source pointed at ``server``).
+def serve_args(
+    directory: Path, server: ApiServer, config: Path | None, *, bind: str, cert_dir: Path
+) -> tuple[list[str], Path, int]:
+    """The ``serve`` command line for ``config`` with its cluster source pointed at
+    ``server``, bound at ``bind``; returns it, the config file written into ``directory``,
+    and the metrics port.
 
-    ``--shutdown-delay 0``: there is no Service whose endpoints need time to drain, and a
-    test run should not wait five seconds per server at teardown.
+    Why one helper: the harness runs ``serve`` on loopback and behind a Service, and both
+    must run the same command with the same config as the product ships it.
     """
     directory.mkdir(parents=True, exist_ok=True)
-    certs = generate(directory / "certs", hosts=HOSTS)
     served = directory / "config.yaml"
     served.write_text(yaml.safe_dump(webhook_serving_config(config, server.kubeconfig)))
-    port, metrics = free_port(), free_port()
+    metrics = free_port()
     args = [
         sys.executable,
         "-m",
         "webhooks",
         "serve",
         f"--config={served}",
-        f"--bind=127.0.0.1:{port}",
-        f"--cert-dir={certs.cert.parent}",
+        f"--bind={bind}",
+        f"--cert-dir={cert_dir}",
         f"--metrics-bind=127.0.0.1:{metrics}",
         "--shutdown-delay=0",
     ]
+    return args, served, metrics
+
+
+def start(directory: Path, server: ApiServer, config: Path | None) -> WebhookServer:
+    """Start ``serve`` with ``config`` (its cluster source pointed at ``server``).
+
+    ``--shutdown-delay 0``: there is no Service whose endpoints need time to drain, and a
+    test run should not wait five seconds per server at teardown.
+    """
+    certs = generate(directory / "certs", hosts=HOSTS)
+    port = free_port()
+    args, served, metrics = serve_args(
+        directory, server, config, bind=f"127.0.0.1:{port}", cert_dir=certs.cert.parent
+    )
     component = Component(
         f"placement-webhooks[{server.name}]", args, directory / "serve.log", cwd=REPO
     )
