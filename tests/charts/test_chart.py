@@ -16,7 +16,6 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from click.testing import CliRunner
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
@@ -34,8 +33,8 @@ from tests.charts.render import (
     render,
     values_file,
 )
+from tests.command import invoke_cli
 from webhooks import certs
-from webhooks.cli import main
 from webhooks.core.config import load_config
 from webhooks.plugins import REGISTRY
 from webhooks.webhookconfig import (
@@ -962,8 +961,7 @@ def test_webhook_config_renders_what_the_chart_renders(
     }
     objects = render(chart_values, upgrade=True)
     chart = [o for o in objects if o["kind"] in (MUTATING, VALIDATING)]
-    result = CliRunner().invoke(
-        main,
+    result = invoke_cli(
         [
             "webhook-config",
             f"--name={RELEASE}",

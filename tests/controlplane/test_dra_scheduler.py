@@ -31,10 +31,10 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
 from kubernetes import client
 
 from tests import dra
+from tests.command import invoke_cli
 from tests.controlplane.compare import disagreements
 from tests.controlplane.conftest import FIGURES
 from tests.controlplane.harness import (
@@ -52,7 +52,6 @@ from tests.controlplane.harness.cli import in_process
 from tests.controlplane.harness.components import DRA_CONTROLLERS
 from tests.controlplane.harness.scheduling import decisions
 from tests.controlplane.harness.timeline import Timeline
-from webhooks.cli import main
 
 NAMESPACE = "dra"
 GPU_CLASS, FPGA, NIC, LICENSE = (
@@ -414,9 +413,8 @@ def test_a_noexecute_device_taint_evicts_when_explain_forecasts(
         inventory.write_text(yaml.safe_dump_all(cluster))
         manifests = tmp_path / "pods.yaml"
         manifests.write_text(yaml.safe_dump_all(stored))
-        answer = CliRunner().invoke(
-            main,
-            ["explain", "--nodes", str(inventory), "-n", namespace, str(manifests), "-o", "json"],
+        answer = invoke_cli(
+            ["explain", "--nodes", str(inventory), "-n", namespace, str(manifests), "-o", "json"]
         )
         assert answer.exit_code in (0, 1), answer.stderr
         forecast: dict[str, float | None] = {}

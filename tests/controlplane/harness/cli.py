@@ -60,12 +60,10 @@ def placement_webhooks(
 
 def in_process(server: ApiServer, command: str, *args: str) -> Run:
     """The same command line as :func:`placement_webhooks`, run by click in this process."""
-    from click.testing import CliRunner
-
-    from webhooks.cli import main
+    from tests.command import invoke_cli
 
     argv = (command, "--kubeconfig", str(server.kubeconfig), *args)
-    result = CliRunner().invoke(main, list(argv))
+    result = invoke_cli(argv)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return Run(argv, result.exit_code, result.stdout, result.stderr)
