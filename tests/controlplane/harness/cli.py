@@ -10,8 +10,6 @@ each time would be most of the run.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,14 +45,10 @@ def placement_webhooks(
 ) -> Run:
     """``placement-webhooks COMMAND --kubeconfig <kubeconfig> ARGS...``, waited for; the
     admin's kubeconfig unless another identity's is given."""
+    from tests.command import run_cli
+
     argv = (command, "--kubeconfig", str(kubeconfig or server.kubeconfig), *args)
-    done = subprocess.run(
-        [sys.executable, "-m", "webhooks", *argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    done = run_cli(*argv, timeout=timeout)
     return Run(argv, done.returncode, done.stdout, done.stderr)
 
 

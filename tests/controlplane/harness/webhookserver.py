@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import urllib.request
 from dataclasses import dataclass
@@ -128,18 +127,13 @@ def configurations(
     webhook: WebhookServer, config: Path | None, extra: tuple[str, ...] = ()
 ) -> list[dict[str, Any]]:
     """What ``webhook-config`` prints for ``webhook`` (with ``extra`` options): what to register."""
-    args = [
-        sys.executable,
-        "-m",
-        "webhooks",
-        "webhook-config",
-        f"--url={webhook.url}",
-        f"--ca-file={webhook.ca}",
-    ]
+    from tests.command import run_cli
+
+    args = ["webhook-config", f"--url={webhook.url}", f"--ca-file={webhook.ca}"]
     if config is not None:
         args.append(f"--config={config}")
     args += extra
-    proc = subprocess.run(args, capture_output=True, text=True, cwd=REPO, check=False)
+    proc = run_cli(*args)
     if proc.returncode != 0:
         raise RuntimeError(f"webhook-config failed ({proc.returncode}): {proc.stderr.strip()}")
     return [doc for doc in yaml.safe_load_all(proc.stdout) if doc]
