@@ -28,11 +28,10 @@ from tests.controlplane.harness import (
     pod_manifest,
 )
 from tests.controlplane.harness.modes import apiserver_options
+from tests.controlplane.harness.nodes import NOT_READY, UNREACHABLE
 from tests.waiting import eventually
 
 CONFIG = Path(__file__).parent / "configs" / "managed-reinvocation.yaml"
-NOT_READY = "node.kubernetes.io/not-ready"
-UNREACHABLE = "node.kubernetes.io/unreachable"
 NOT_READY_SECONDS = "placement-webhooks.io/not-ready-seconds"
 UNREACHABLE_SECONDS = "placement-webhooks.io/unreachable-seconds"
 WEBHOOK = "mutate.placement-webhooks.svc"
