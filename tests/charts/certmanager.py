@@ -9,18 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-_STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
-_METADATA = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["name", "namespace"],
-    "properties": {
-        "name": {"type": "string", "minLength": 1},
-        "namespace": {"type": "string", "minLength": 1},
-        "labels": _STRING_MAP,
-        "annotations": _STRING_MAP,
-    },
-}
+from tests.charts.strict import metadata, resource
+
+_METADATA = metadata("labels", "annotations")
 _DURATION = {"type": "string", "pattern": r"^([0-9]+(\.[0-9]+)?(h|m|s|ms))+$"}
 _ISSUER_REF = {
     "type": "object",
@@ -35,17 +26,7 @@ _ISSUER_REF = {
 
 
 def _top(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["apiVersion", "kind", "metadata", "spec"],
-        "properties": {
-            "apiVersion": {"const": "cert-manager.io/v1"},
-            "kind": {"const": kind},
-            "metadata": _METADATA,
-            "spec": spec,
-        },
-    }
+    return resource("cert-manager.io/v1", kind, _METADATA, spec)
 
 
 SCHEMAS: dict[str, dict[str, Any]] = {

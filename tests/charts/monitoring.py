@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-_STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
+from tests.charts.strict import STRING_MAP, metadata, resource
+
+_METADATA = metadata("labels")
 _DURATION = {
     "type": "string",
     "pattern": (
@@ -19,60 +21,46 @@ _DURATION = {
     ),
 }
 
-SERVICE_MONITOR: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["apiVersion", "kind", "metadata", "spec"],
-    "properties": {
-        "apiVersion": {"const": "monitoring.coreos.com/v1"},
-        "kind": {"const": "ServiceMonitor"},
-        "metadata": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["name", "namespace"],
-            "properties": {
-                "name": {"type": "string", "minLength": 1},
-                "namespace": {"type": "string", "minLength": 1},
-                "labels": _STRING_MAP,
+SERVICE_MONITOR: dict[str, Any] = resource(
+    "monitoring.coreos.com/v1",
+    "ServiceMonitor",
+    _METADATA,
+    {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["selector", "endpoints"],
+        "properties": {
+            "namespaceSelector": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "any": {"type": "boolean"},
+                    "matchNames": {"type": "array", "items": {"type": "string"}},
+                },
             },
-        },
-        "spec": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["selector", "endpoints"],
-            "properties": {
-                "namespaceSelector": {
+            "selector": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {"matchLabels": STRING_MAP},
+            },
+            "endpoints": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
                     "type": "object",
                     "additionalProperties": False,
                     "properties": {
-                        "any": {"type": "boolean"},
-                        "matchNames": {"type": "array", "items": {"type": "string"}},
-                    },
-                },
-                "selector": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "properties": {"matchLabels": _STRING_MAP},
-                },
-                "endpoints": {
-                    "type": "array",
-                    "minItems": 1,
-                    "items": {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "properties": {
-                            "port": {"type": "string", "minLength": 1},
-                            "path": {"type": "string"},
-                            "scheme": {"enum": ["http", "https", "HTTP", "HTTPS"]},
-                            "interval": _DURATION,
-                            "scrapeTimeout": _DURATION,
-                        },
+                        "port": {"type": "string", "minLength": 1},
+                        "path": {"type": "string"},
+                        "scheme": {"enum": ["http", "https", "HTTP", "HTTPS"]},
+                        "interval": _DURATION,
+                        "scrapeTimeout": _DURATION,
                     },
                 },
             },
         },
     },
-}
+)
 
 _RULE = {
     "type": "object",
@@ -83,38 +71,33 @@ _RULE = {
         "record": {"type": "string"},
         "expr": {"type": "string", "minLength": 1},
         "for": _DURATION,
-        "labels": _STRING_MAP,
-        "annotations": _STRING_MAP,
+        "labels": STRING_MAP,
+        "annotations": STRING_MAP,
     },
 }
 
-PROMETHEUS_RULE: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["apiVersion", "kind", "metadata", "spec"],
-    "properties": {
-        "apiVersion": {"const": "monitoring.coreos.com/v1"},
-        "kind": {"const": "PrometheusRule"},
-        "metadata": SERVICE_MONITOR["properties"]["metadata"],
-        "spec": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["groups"],
-            "properties": {
-                "groups": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "required": ["name", "rules"],
-                        "properties": {
-                            "name": {"type": "string", "minLength": 1},
-                            "interval": _DURATION,
-                            "rules": {"type": "array", "items": _RULE},
-                        },
+PROMETHEUS_RULE: dict[str, Any] = resource(
+    "monitoring.coreos.com/v1",
+    "PrometheusRule",
+    _METADATA,
+    {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["groups"],
+        "properties": {
+            "groups": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["name", "rules"],
+                    "properties": {
+                        "name": {"type": "string", "minLength": 1},
+                        "interval": _DURATION,
+                        "rules": {"type": "array", "items": _RULE},
                     },
-                }
-            },
+                },
+            }
         },
     },
-}
+)

@@ -6,6 +6,7 @@ Sprig functions, ``fromYaml``, ``lookup`` and schema validation behave as in Hel
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -84,3 +85,20 @@ def values_file() -> dict[str, Any]:
     data = yaml.safe_load((CHART / "values.yaml").read_text(encoding="utf-8"))
     assert isinstance(data, dict)
     return data
+
+
+def chart_finding(tmp_path: Path, template: str, lookup: str, existing: dict[str, Any]) -> Path:
+    """A copy of the chart under ``tmp_path`` whose one ``lookup`` call in ``template`` (a
+    file under ``templates/``) answers with ``existing``, as on a live cluster.
+
+    Offline, Helm's ``lookup`` always answers nothing; swapping that one call for a file
+    read lets the real engine run the upgrade branches of the template unchanged otherwise.
+    """
+    copy_dir = tmp_path / "chart"
+    shutil.copytree(CHART, copy_dir)
+    path = copy_dir / "templates" / template
+    text = path.read_text(encoding="utf-8")
+    assert text.count(lookup) == 1
+    path.write_text(text.replace(lookup, '(.Files.Get "existing.yaml" | fromYaml)'))
+    (copy_dir / "existing.yaml").write_text(yaml.safe_dump(existing))
+    return copy_dir

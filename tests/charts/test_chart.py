@@ -6,7 +6,6 @@ import base64
 import copy
 import functools
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,6 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from click.testing import CliRunner
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
@@ -26,6 +24,7 @@ from tests.charts.render import (
     CHART,
     NAMESPACE,
     RELEASE,
+    chart_finding,
     chart_table,
     notes,
     of_kind,
@@ -34,8 +33,8 @@ from tests.charts.render import (
     render,
     values_file,
 )
+from tests.command import invoke_cli
 from webhooks import certs
-from webhooks.cli import main
 from webhooks.core.config import load_config
 from webhooks.plugins import REGISTRY
 from webhooks.webhookconfig import (
@@ -962,8 +961,7 @@ def test_webhook_config_renders_what_the_chart_renders(
     }
     objects = render(chart_values, upgrade=True)
     chart = [o for o in objects if o["kind"] in (MUTATING, VALIDATING)]
-    result = CliRunner().invoke(
-        main,
+    result = invoke_cli(
         [
             "webhook-config",
             f"--name={RELEASE}",
@@ -989,25 +987,14 @@ LOOKUP = 'lookup "v1" "Secret" .Release.Namespace $secretName'
 
 
 def _chart_with_existing_secret(tmp_path: Path, data: dict[str, bytes]) -> Path:
-    """A copy of the chart whose Secret lookup answers with ``data``, as on a live cluster.
-
-    Offline, Helm's ``lookup`` always answers nothing; swapping that one call for a file
-    read lets the real engine run the upgrade branches of the template unchanged otherwise.
-    """
-    copy_dir = tmp_path / "chart"
-    shutil.copytree(CHART, copy_dir)
-    template = copy_dir / "templates" / "webhooks.yaml"
-    text = template.read_text(encoding="utf-8")
-    assert text.count(LOOKUP) == 1
-    template.write_text(text.replace(LOOKUP, '(.Files.Get "existing.yaml" | fromYaml)'))
+    """A copy of the chart whose Secret lookup answers with ``data`` (:func:`chart_finding`)."""
     secret = {
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": {"name": f"{RELEASE}-tls", "namespace": NAMESPACE},
         "data": {k: base64.b64encode(v).decode() for k, v in data.items()},
     }
-    (copy_dir / "existing.yaml").write_text(yaml.safe_dump(secret))
-    return copy_dir
+    return chart_finding(tmp_path, "webhooks.yaml", LOOKUP, secret)
 
 
 GENERATE = {"tls": {"mode": "generate"}}

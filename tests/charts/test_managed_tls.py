@@ -8,7 +8,16 @@ from typing import Any
 
 import pytest
 
-from tests.charts.render import NAMESPACE, RELEASE, is_hook, of_kind, one, released, render
+from tests.charts.render import (
+    NAMESPACE,
+    RELEASE,
+    chart_finding,
+    is_hook,
+    of_kind,
+    one,
+    released,
+    render,
+)
 from webhooks.cli.certs import certs as certs_command
 from webhooks.cli.serve import serve
 
@@ -138,22 +147,10 @@ AUTO_LOOKUP = (
 
 def _chart_finding_a_generate_secret(tmp_path: Path) -> Path:
     import base64
-    import shutil
 
-    import yaml
-
-    from tests.charts.render import CHART
-
-    copy = tmp_path / "chart"
-    shutil.copytree(CHART, copy)
-    helpers = copy / "templates" / "_helpers.tpl"
-    text = helpers.read_text(encoding="utf-8")
-    assert text.count(AUTO_LOOKUP) == 1
-    helpers.write_text(text.replace(AUTO_LOOKUP, '(.Files.Get "existing.yaml" | fromYaml)'))
     pem = base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode()
     secret = {"apiVersion": "v1", "kind": "Secret", "data": {"ca.crt": pem}}
-    (copy / "existing.yaml").write_text(yaml.safe_dump(secret))
-    return copy
+    return chart_finding(tmp_path, "_helpers.tpl", AUTO_LOOKUP, secret)
 
 
 @pytest.mark.parametrize(

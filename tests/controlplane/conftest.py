@@ -8,6 +8,7 @@ servers start their own with :func:`tests.controlplane.harness.running`.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import signal
 from collections.abc import Iterator
@@ -50,25 +51,47 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(line)
 
 
-@pytest.fixture(scope="session")
-def control_plane() -> Iterator[ControlPlane]:
-    """The session's control plane, stopped (and its temp dir removed) at the end."""
+@contextlib.contextmanager
+def started_plane(options: ControlPlaneOptions, what: str) -> Iterator[ControlPlane]:
+    """A control plane of ``options``, stopped when the block ends, its start-up time kept
+    as ``what`` for the summary.
+
+    Why one helper: every suite that starts its own control plane wants that time watched,
+    and a control plane that is not built is a failure that says how to build it, not an
+    error with a traceback.
+    """
     try:
-        with running(ControlPlaneOptions()) as plane:
-            STARTS.append(
-                ("etcd, API server, scheduler, controller-manager", plane.started_in or 0)
-            )
+        with running(options) as plane:
+            STARTS.append((what, plane.started_in or 0))
             yield plane
     except NotBuilt as exc:
         pytest.fail(str(exc), pytrace=False)
+
+
+def check_alive(request: pytest.FixtureRequest, fixture: str) -> None:
+    """If the test used the control plane of ``fixture``: fail it if a component died.
+
+    Why after each test: a component that died mid-test explains the failures that follow,
+    and is told at the test that saw it happen.
+    """
+    if fixture in request.fixturenames:
+        request.getfixturevalue(fixture).check()
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    """The session's control plane, stopped (and its temp dir removed) at the end."""
+    with started_plane(
+        ControlPlaneOptions(), "etcd, API server, scheduler, controller-manager"
+    ) as plane:
+        yield plane
 
 
 @pytest.fixture(autouse=True)
 def _components_alive(request: pytest.FixtureRequest) -> Iterator[None]:
     """After each test that used the shared control plane: did a component die meanwhile?"""
     yield
-    if "control_plane" in request.fixturenames:
-        request.getfixturevalue("control_plane").check()
+    check_alive(request, "control_plane")
 
 
 @pytest.fixture(scope="session")

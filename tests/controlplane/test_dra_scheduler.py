@@ -31,31 +31,27 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
 from kubernetes import client
 
 from tests import dra
+from tests.command import invoke_cli
 from tests.controlplane.compare import disagreements
 from tests.controlplane.conftest import FIGURES
 from tests.controlplane.harness import (
     ControllerManagerOptions,
     ControlPlane,
     ControlPlaneOptions,
-    LeaseRenewer,
     create_namespace,
     create_pods,
+    heartbeating,
     node_manifest,
     pod_manifest,
     running,
-    write_node,
 )
 from tests.controlplane.harness.cli import in_process
 from tests.controlplane.harness.components import DRA_CONTROLLERS
-from tests.controlplane.harness.nodes import settled
-from tests.controlplane.harness.process import wait_until
 from tests.controlplane.harness.scheduling import decisions
 from tests.controlplane.harness.timeline import Timeline
-from webhooks.cli import main
 
 NAMESPACE = "dra"
 GPU_CLASS, FPGA, NIC, LICENSE = (
@@ -297,27 +293,19 @@ def plane() -> Iterator[ControlPlane]:
     options = ControlPlaneOptions(
         controller_manager=ControllerManagerOptions(controllers=DRA_CONTROLLERS)
     )
-    with running(options) as started, started.api.client() as api:
-        renewer = LeaseRenewer(api)
-        try:
-            for manifest in NODES:
-                write_node(api, manifest)
-                renewer.add(manifest["metadata"]["name"])
-            resource = client.ResourceV1Api(api)
-            for device_class in CLASSES:
-                resource.create_device_class(device_class)
-            for found in SLICES:
-                resource.create_resource_slice(found)
-            for rule in RULES:
-                resource.create_device_taint_rule(rule)
-            create_namespace(api, NAMESPACE)
-            for template in TEMPLATES:
-                resource.create_namespaced_resource_claim_template(NAMESPACE, template)
-            resource.create_namespaced_resource_claim(NAMESPACE, copy.deepcopy(SHARED))
-            wait_until(lambda: settled(api, NODES), timeout=60, what="settled")
-            yield started
-        finally:
-            renewer.close()
+    with running(options) as started, started.api.client() as api, heartbeating(api, NODES):
+        resource = client.ResourceV1Api(api)
+        for device_class in CLASSES:
+            resource.create_device_class(device_class)
+        for found in SLICES:
+            resource.create_resource_slice(found)
+        for rule in RULES:
+            resource.create_device_taint_rule(rule)
+        create_namespace(api, NAMESPACE)
+        for template in TEMPLATES:
+            resource.create_namespaced_resource_claim_template(NAMESPACE, template)
+        resource.create_namespaced_resource_claim(NAMESPACE, copy.deepcopy(SHARED))
+        yield started
 
 
 def test_the_api_server_serves_device_taint_rules_with_no_feature_gate(plane: ControlPlane) -> None:
@@ -425,9 +413,8 @@ def test_a_noexecute_device_taint_evicts_when_explain_forecasts(
         inventory.write_text(yaml.safe_dump_all(cluster))
         manifests = tmp_path / "pods.yaml"
         manifests.write_text(yaml.safe_dump_all(stored))
-        answer = CliRunner().invoke(
-            main,
-            ["explain", "--nodes", str(inventory), "-n", namespace, str(manifests), "-o", "json"],
+        answer = invoke_cli(
+            ["explain", "--nodes", str(inventory), "-n", namespace, str(manifests), "-o", "json"]
         )
         assert answer.exit_code in (0, 1), answer.stderr
         forecast: dict[str, float | None] = {}

@@ -41,17 +41,14 @@ from tests.controlplane.conftest import FIGURES
 from tests.controlplane.harness import (
     ControlPlane,
     ControlPlaneOptions,
-    LeaseRenewer,
     create_namespace,
     create_pods,
     delete_pods,
+    heartbeating,
     node_manifest,
     running,
-    write_node,
 )
 from tests.controlplane.harness.modes import apiserver_options
-from tests.controlplane.harness.nodes import settled
-from tests.controlplane.harness.process import wait_until
 from tests.controlplane.harness.scheduling import decisions
 from webhooks.explain.pods import pod_requests
 from webhooks.k8s.quantity import parse_resource_list
@@ -369,19 +366,11 @@ def corpus(seed: int = SEED, size: int = RANDOM_PODS) -> list[dict[str, Any]]:
 def plane() -> Iterator[ControlPlane]:
     """A control plane with the in-tree plugins of our default config, and the Nodes."""
     options = ControlPlaneOptions(apiservers=(apiserver_options("in-tree", name="main"),))
-    with running(options) as started, started.api.client() as api:
-        renewer = LeaseRenewer(api)
-        try:
-            for manifest in NODES:
-                write_node(api, manifest)
-                renewer.add(manifest["metadata"]["name"])
-            node = client.NodeV1Api(api)
-            for runtime_class in RUNTIME_CLASSES:
-                node.create_runtime_class(runtime_class)
-            wait_until(lambda: settled(api, NODES), timeout=60, what="settled")
-            yield started
-        finally:
-            renewer.close()
+    with running(options) as started, started.api.client() as api, heartbeating(api, NODES):
+        node = client.NodeV1Api(api)
+        for runtime_class in RUNTIME_CLASSES:
+            node.create_runtime_class(runtime_class)
+        yield started
 
 
 @pytest.fixture(scope="module")

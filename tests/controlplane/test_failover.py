@@ -33,15 +33,14 @@ from tests.controlplane.harness import (
     LeaseRenewer,
     create_namespace,
     create_pods,
+    heartbeating,
     node_manifest,
     pod_manifest,
     running,
-    write_node,
 )
 from tests.controlplane.harness.cli import placement_webhooks
 from tests.controlplane.harness.modes import apiserver_options
-from tests.controlplane.harness.nodes import UNREACHABLE, settled
-from tests.controlplane.harness.process import wait_until
+from tests.controlplane.harness.nodes import UNREACHABLE
 from tests.controlplane.harness.scheduling import decisions
 from tests.controlplane.harness.timeline import Timeline
 
@@ -105,19 +104,11 @@ def _seconds(answer: float | None) -> str:
 def test_the_measured_taint_and_evictions_are_within_2s_of_explains_forecast(
     plane: ControlPlane,
 ) -> None:
-    with plane.api.client() as api:
-        renewer = LeaseRenewer(api, interval=0.5)
-        try:
-            _run(plane, api, renewer)
-        finally:
-            renewer.close()
+    with plane.api.client() as api, heartbeating(api, NODES, interval=0.5) as renewer:
+        _run(plane, api, renewer)
 
 
 def _run(plane: ControlPlane, api: Any, renewer: LeaseRenewer) -> None:
-    for manifest in NODES:
-        write_node(api, manifest)
-        renewer.add(manifest["metadata"]["name"])
-    wait_until(lambda: settled(api, NODES), timeout=60, what="settled")
     create_namespace(api, NAMESPACE)
     pods = [
         pod_manifest(

@@ -21,11 +21,9 @@ from tests.controlplane.harness import (
     running,
     write_node,
 )
+from tests.controlplane.harness.nodes import NOT_READY, UNREACHABLE
 from tests.controlplane.release import KUBERNETES_VERSION
 from tests.waiting import eventually
-
-NOT_READY = "node.kubernetes.io/not-ready"
-UNREACHABLE = "node.kubernetes.io/unreachable"
 
 
 def _taint_keys(core: client.CoreV1Api, node: str) -> set[str]:

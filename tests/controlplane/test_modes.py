@@ -10,14 +10,13 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.controlplane.conftest import STARTS
+from tests.controlplane.conftest import started_plane
 from tests.controlplane.harness import (
     ControlPlane,
     ControlPlaneOptions,
     Untranslatable,
     create_namespace,
     pod_manifest,
-    running,
     setup_for,
 )
 from tests.controlplane.harness.admission import in_tree
@@ -197,8 +196,7 @@ def three_modes() -> Iterator[ControlPlane]:
         scheduler=False,
         controller_manager=None,
     )
-    with running(options) as plane:
-        STARTS.append(("etcd, 3 API servers, 2 serve", plane.started_in or 0))
+    with started_plane(options, "etcd, 3 API servers, 2 serve") as plane:
         yield plane
 
 

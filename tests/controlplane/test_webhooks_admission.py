@@ -22,15 +22,15 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.controlplane.conftest import STARTS
+from tests.controlplane.conftest import started_plane
 from tests.controlplane.harness import (
     ControlPlane,
     ControlPlaneOptions,
     auditlog,
     create_namespace,
+    daemonset_manifest,
     node_manifest,
     pod_manifest,
-    running,
     webhookserver,
 )
 from tests.controlplane.harness.components import ApiServer, Response
@@ -82,8 +82,7 @@ def plane() -> Iterator[ControlPlane]:
         ),
         scheduler=False,
     )
-    with running(options) as started:
-        STARTS.append(("webhooks mode, audit log, controller-manager", started.started_in or 0))
+    with started_plane(options, "webhooks mode, audit log, controller-manager") as started:
         yield started
 
 
@@ -321,22 +320,7 @@ TOL_X = {"key": "x", "operator": "Exists", "effect": "NoSchedule"}
 
 
 def _daemonset(name: str, **spec: Any) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"name": name},
-        "spec": {
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}],
-                    **spec,
-                },
-            },
-        },
-    }
+    return daemonset_manifest(name, pod_manifest(name, **spec)["spec"])
 
 
 DAEMON_DEFAULTS = [

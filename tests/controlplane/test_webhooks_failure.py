@@ -17,14 +17,13 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane.conftest import STARTS
+from tests.controlplane.conftest import started_plane
 from tests.controlplane.harness import (
     ControlPlane,
     ControlPlaneOptions,
     auditlog,
     create_namespace,
     pod_manifest,
-    running,
     webhookserver,
 )
 from tests.controlplane.harness.modes import apiserver_options
@@ -40,8 +39,7 @@ def plane() -> Iterator[ControlPlane]:
     """MODE=webhooks with the built-in defaults and an audit log; nothing else runs."""
     api = dataclasses.replace(apiserver_options("webhooks"), audit=True)
     options = ControlPlaneOptions(apiservers=(api,), scheduler=False, controller_manager=None)
-    with running(options) as started:
-        STARTS.append(("webhooks mode, audit log", started.started_in or 0))
+    with started_plane(options, "webhooks mode, audit log") as started:
         with started.api.client() as api_client:
             create_namespace(api_client, NAMESPACE)
         yield started

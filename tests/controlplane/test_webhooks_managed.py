@@ -19,21 +19,19 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane.conftest import STARTS
+from tests.controlplane.conftest import started_plane
 from tests.controlplane.harness import (
     ApiServer,
     ControlPlaneOptions,
     auditlog,
     create_namespace,
     pod_manifest,
-    running,
 )
 from tests.controlplane.harness.modes import apiserver_options
+from tests.controlplane.harness.nodes import NOT_READY, UNREACHABLE
 from tests.waiting import eventually
 
 CONFIG = Path(__file__).parent / "configs" / "managed-reinvocation.yaml"
-NOT_READY = "node.kubernetes.io/not-ready"
-UNREACHABLE = "node.kubernetes.io/unreachable"
 NOT_READY_SECONDS = "placement-webhooks.io/not-ready-seconds"
 UNREACHABLE_SECONDS = "placement-webhooks.io/unreachable-seconds"
 WEBHOOK = "mutate.placement-webhooks.svc"
@@ -69,8 +67,7 @@ def api() -> Iterator[ApiServer]:
         scheduler=False,
         controller_manager=None,
     )
-    with running(options) as plane:
-        STARTS.append(("managed mode, audit log", plane.started_in or 0))
+    with started_plane(options, "managed mode, audit log") as plane:
         yield plane.api
 
 

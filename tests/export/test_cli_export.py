@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from webhooks.cli import main
+from tests.command import invoke_cli
 
 
 def _invoke(*args: str) -> Result:
-    return CliRunner().invoke(main, ["export", *args])
+    return invoke_cli(["export", *args])
 
 
 def test_everything_exact_exits_0_and_prints_the_objects_with_the_report_as_their_head() -> None:

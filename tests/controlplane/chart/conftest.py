@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane.conftest import STARTS
+from tests.controlplane.conftest import check_alive, started_plane
 from tests.controlplane.harness import (
     ApiServerOptions,
     ControllerManagerOptions,
@@ -25,7 +25,6 @@ from tests.controlplane.harness import (
     ControlPlaneOptions,
     LeaseRenewer,
     NotBuilt,
-    running,
 )
 from tests.controlplane.harness.components import DEFAULT_CONTROLLERS
 from tests.controlplane.harness.helm import Helm, locate_helm
@@ -57,20 +56,15 @@ def chart_plane_options() -> ControlPlaneOptions:
 @pytest.fixture(scope="module")
 def plane() -> Iterator[ControlPlane]:
     """This module's control plane, stopped at the end of the module."""
-    try:
-        with running(chart_plane_options()) as started:
-            STARTS.append(("chart proofs", started.started_in or 0))
-            yield started
-    except NotBuilt as exc:
-        pytest.fail(str(exc), pytrace=False)
+    with started_plane(chart_plane_options(), "chart proofs") as started:
+        yield started
 
 
 @pytest.fixture(autouse=True)
 def _plane_alive(request: pytest.FixtureRequest) -> Iterator[None]:
     """After each test that used this module's plane: did a component die meanwhile?"""
     yield
-    if "plane" in request.fixturenames:
-        request.getfixturevalue("plane").check()
+    check_alive(request, "plane")
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tests.charts.render import is_hook, render
+from tests.command import run_cli
 from tests.controlplane.harness import ControlPlane, pod_manifest
 from tests.controlplane.harness.apply import apply_objects, delete_objects
 from tests.controlplane.harness.process import Component
@@ -132,14 +133,12 @@ def pod_certificates(
     kubeconfig = token_kubeconfig(
         plane.api, admin, namespace, fullname, directory.parent / "sidecar.kubeconfig"
     )
-    command = [
-        *(sys.executable, "-m", "webhooks", "certs", "manage", "--once"),
+    proc = run_cli(
+        *("certs", "manage", "--once"),
         *("--secret", f"{fullname}-certs", "--namespace", namespace, "--service", fullname),
         *("--webhook-config", fullname, "--cert-dir", str(directory)),
         *("--kubeconfig", str(kubeconfig)),
-    ]
-    proc = subprocess.run(
-        command, capture_output=True, text=True, cwd=REPO, timeout=120, check=False
+        timeout=120,
     )
     if proc.returncode != 0:
         raise RuntimeError(f"certs manage failed: {proc.stderr.strip()}")

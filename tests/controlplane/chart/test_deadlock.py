@@ -36,11 +36,10 @@ from tests.controlplane.harness import (
     write_node,
 )
 from tests.controlplane.harness.apply import apply_objects, delete_objects
+from tests.controlplane.harness.nodes import NOT_READY, UNREACHABLE
 from tests.controlplane.harness.process import Component
 from tests.waiting import eventually
 
-UNREACHABLE = "node.kubernetes.io/unreachable"
-NOT_READY = "node.kubernetes.io/not-ready"
 WEBHOOK_POD = "app.kubernetes.io/component=webhook"
 
 

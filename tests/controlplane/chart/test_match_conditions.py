@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +22,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from tests.command import run_cli
 from tests.controlplane.chart.conftest import FIGURES
 from tests.controlplane.chart.served import WEBHOOK_KINDS, create_pod, rendered, serve_release
 from tests.controlplane.harness import ControlPlane, create_namespace, pod_manifest
@@ -32,7 +31,6 @@ from tests.controlplane.harness.process import Component
 from tests.controlplane.harness.servicenet import ServedService, apiserver_metrics, metric_sum
 from tests.waiting import eventually
 
-REPO = Path(__file__).resolve().parents[3]
 ALL_PLUGINS = {
     name: {"enabled": True}
     for name in (
@@ -86,13 +84,7 @@ def _webhook_config(options: list[str], tmp_path: Path) -> list[dict[str, Any]]:
         config = tmp_path / "all-plugins.yaml"
         config.write_text(yaml.safe_dump({"plugins": ALL_PLUGINS}))
         args.append(f"--config={config}")
-    proc = subprocess.run(
-        [sys.executable, "-m", "webhooks", "webhook-config", "--url=https://127.0.0.1:1", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        check=False,
-    )
+    proc = run_cli("webhook-config", "--url=https://127.0.0.1:1", *args)
     assert proc.returncode == 0, proc.stderr
     return [doc for doc in yaml.safe_load_all(proc.stdout) if doc]
 

@@ -22,14 +22,12 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.controlplane.chart.conftest import FIGURES, chart_plane_options
 from tests.controlplane.chart.served import rendered
-from tests.controlplane.conftest import STARTS
+from tests.controlplane.conftest import started_plane
 from tests.controlplane.harness import (
     AdmissionSetup,
     ApiServerOptions,
     ControlPlane,
-    NotBuilt,
     create_namespace,
-    running,
 )
 from tests.controlplane.harness.apply import apply_objects
 from tests.waiting import eventually
@@ -73,12 +71,8 @@ def plane() -> Iterator[ControlPlane]:
         controller_manager=options.controller_manager,
         components_for="limited",
     )
-    try:
-        with running(options) as started:
-            STARTS.append(("chart proofs, two API servers", started.started_in or 0))
-            yield started
-    except NotBuilt as exc:
-        pytest.fail(str(exc), pytrace=False)
+    with started_plane(options, "chart proofs, two API servers") as started:
+        yield started
 
 
 def _webhook_pod(objects: list[dict[str, Any]]) -> dict[str, Any]:

@@ -30,11 +30,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tests.controlplane.harness.nodes import NOT_READY, UNREACHABLE
+
 NODE_SELECTOR = "scheduler.alpha.kubernetes.io/node-selector"
 DEFAULTS = "scheduler.alpha.kubernetes.io/defaultTolerations"
 WHITELIST = "scheduler.alpha.kubernetes.io/tolerationsWhitelist"
-NOT_READY = "node.kubernetes.io/not-ready"
-UNREACHABLE = "node.kubernetes.io/unreachable"
 IMAGE = "registry.k8s.io/pause:3.10"
 
 #: The plugins a case can exercise, in chain order: the rows of the summary.

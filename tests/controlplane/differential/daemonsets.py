@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tests.controlplane.differential.corpus import IMAGE, TOLERATIONS, _t, namespace_object
+from tests.controlplane.harness.objects import daemonset_manifest
 
 NETWORK_UNAVAILABLE = _t("node.kubernetes.io/network-unavailable", "Exists", effect="NoSchedule")
 #: Template tolerations that meet the defaults' identities in every way §1b distinguishes.
@@ -39,20 +40,6 @@ class DaemonCase:
     id: str
     namespace: dict[str, Any]
     daemonset: dict[str, Any]
-
-
-def daemonset(name: str, template_spec: Mapping[str, Any]) -> dict[str, Any]:
-    """A DaemonSet whose pods are ``template_spec``'s, labelled ``app: <name>``."""
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"name": name},
-        "spec": {
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": dict(template_spec)},
-        },
-    }
 
 
 def daemon_cases(seed: int, count: int) -> Iterator[DaemonCase]:
@@ -87,7 +74,7 @@ def daemon_cases(seed: int, count: int) -> Iterator[DaemonCase]:
         yield DaemonCase(
             id=f"ds{index}",
             namespace=copy.deepcopy(rng.choice(namespaces)),
-            daemonset=daemonset(f"ds{index}", spec),
+            daemonset=daemonset_manifest(f"ds{index}", spec),
         )
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane.conftest import STARTS
+from tests.controlplane.conftest import started_plane
 from tests.controlplane.differential import apply
 from tests.controlplane.differential.corpus import RUNTIME_CLASSES, Case, Request, compare, observe
 from tests.controlplane.differential.daemonsets import DaemonCase, daemon_cases, pod_for
@@ -27,7 +27,6 @@ from tests.controlplane.harness import (
     ControlPlaneOptions,
     LeaseRenewer,
     node_manifest,
-    running,
     write_node,
 )
 from tests.controlplane.harness.components import ApiServer
@@ -46,10 +45,9 @@ def plane() -> Iterator[ControlPlane]:
         scheduler=False,
         components_for="in-tree",
     )
-    with running(options) as started:
-        STARTS.append(
-            ("differential DaemonSets: 2 API servers, controller-manager", started.started_in or 0)
-        )
+    with started_plane(
+        options, "differential DaemonSets: 2 API servers, controller-manager"
+    ) as started:
         yield started
 
 

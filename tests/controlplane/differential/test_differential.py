@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.controlplane.conftest import STARTS
+from tests.controlplane.conftest import started_plane
 from tests.controlplane.differential import apply
 from tests.controlplane.differential.corpus import FIELDS, Case, Observed, cases, compare
 from tests.controlplane.differential.report import REPORTS, Report
-from tests.controlplane.harness import ControlPlaneOptions, running
+from tests.controlplane.harness import ControlPlaneOptions
 from tests.controlplane.harness.modes import apiserver_options
 
 #: A file to append every difference to (explained ones too), for reading a whole run.
@@ -143,18 +143,15 @@ def test_the_webhooks_answer_every_case_as_the_in_tree_plugins_do(group: Group) 
         scheduler=False,
         controller_manager=None,
     )
-    with running(options) as plane:
-        STARTS.append(
-            (f"differential {group.name}: {len(modes)} API servers", plane.started_in or 0)
-        )
-        with ThreadPoolExecutor(len(modes)) as pool:
-            runs = dict(
-                zip(
-                    modes,
-                    pool.map(lambda m: apply.run(plane.apiservers[m], corpus), modes),
-                    strict=True,
-                )
+    what = f"differential {group.name}: {len(modes)} API servers"
+    with started_plane(options, what) as plane, ThreadPoolExecutor(len(modes)) as pool:
+        runs = dict(
+            zip(
+                modes,
+                pool.map(lambda m: apply.run(plane.apiservers[m], corpus), modes),
+                strict=True,
             )
+        )
     report = Report(group.name, len(corpus))
     report.refusals.update(
         _reason(seen.message) for seen in runs["in-tree"].values() if not seen.allowed

@@ -23,10 +23,11 @@ from tests.controlplane.harness.components import (
 )
 from tests.controlplane.harness.controlplane import ControlPlane, ControlPlaneOptions, running
 from tests.controlplane.harness.modes import apiserver_options
-from tests.controlplane.harness.nodes import LeaseRenewer, node_manifest, write_node
+from tests.controlplane.harness.nodes import LeaseRenewer, heartbeating, node_manifest, write_node
 from tests.controlplane.harness.objects import (
     create_namespace,
     create_pods,
+    daemonset_manifest,
     delete_pods,
     pod_manifest,
 )
@@ -48,7 +49,9 @@ __all__ = [
     "auditlog",
     "create_namespace",
     "create_pods",
+    "daemonset_manifest",
     "delete_pods",
+    "heartbeating",
     "locate",
     "node_manifest",
     "pod_manifest",

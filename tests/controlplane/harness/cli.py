@@ -10,8 +10,6 @@ each time would be most of the run.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,25 +45,19 @@ def placement_webhooks(
 ) -> Run:
     """``placement-webhooks COMMAND --kubeconfig <kubeconfig> ARGS...``, waited for; the
     admin's kubeconfig unless another identity's is given."""
+    from tests.command import run_cli
+
     argv = (command, "--kubeconfig", str(kubeconfig or server.kubeconfig), *args)
-    done = subprocess.run(
-        [sys.executable, "-m", "webhooks", *argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    done = run_cli(*argv, timeout=timeout)
     return Run(argv, done.returncode, done.stdout, done.stderr)
 
 
 def in_process(server: ApiServer, command: str, *args: str) -> Run:
     """The same command line as :func:`placement_webhooks`, run by click in this process."""
-    from click.testing import CliRunner
-
-    from webhooks.cli import main
+    from tests.command import invoke_cli
 
     argv = (command, "--kubeconfig", str(server.kubeconfig), *args)
-    result = CliRunner().invoke(main, list(argv))
+    result = invoke_cli(argv)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return Run(argv, result.exit_code, result.stdout, result.stderr)

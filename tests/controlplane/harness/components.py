@@ -330,14 +330,17 @@ def apiserver_ready(server: ApiServer) -> bool:
     return status == 200
 
 
-def start_scheduler(
-    binaries: Binaries, directory: Path, server: ApiServer
-) -> tuple[Component, int]:
-    """kube-scheduler for ``server`` with leader election off; returns it and its port."""
-    kubeconfig = server.kubeconfigs["scheduler"]
+def _controller_args(binary: Path, kubeconfig: Path, directory: Path) -> tuple[list[str], int]:
+    """The flags kube-scheduler and kube-controller-manager share: one kubeconfig for every
+    client, a secure port on loopback, certificates in ``directory``, no leader election;
+    returns them (the binary first) and the port.
+
+    Why shared: both run the same generic controller server, and a flag fixed for one (a
+    port, an address) must not be missed in the other.
+    """
     port = free_port()
     args = [
-        str(binaries.kube_scheduler),
+        str(binary),
         f"--kubeconfig={kubeconfig}",
         f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}",
@@ -346,6 +349,16 @@ def start_scheduler(
         f"--cert-dir={directory / 'certs'}",
         "--leader-elect=false",
     ]
+    return args, port
+
+
+def start_scheduler(
+    binaries: Binaries, directory: Path, server: ApiServer
+) -> tuple[Component, int]:
+    """kube-scheduler for ``server`` with leader election off; returns it and its port."""
+    args, port = _controller_args(
+        binaries.kube_scheduler, server.kubeconfigs["scheduler"], directory
+    )
     return Component("kube-scheduler", args, directory / "scheduler.log"), port
 
 
@@ -353,17 +366,10 @@ def start_controller_manager(
     binaries: Binaries, directory: Path, server: ApiServer, options: ControllerManagerOptions
 ) -> tuple[Component, int]:
     """kube-controller-manager for ``server``; returns it and its port."""
-    kubeconfig = server.kubeconfigs["controller-manager"]
-    port = free_port()
-    args = [
-        str(binaries.kube_controller_manager),
-        f"--kubeconfig={kubeconfig}",
-        f"--authentication-kubeconfig={kubeconfig}",
-        f"--authorization-kubeconfig={kubeconfig}",
-        "--bind-address=127.0.0.1",
-        f"--secure-port={port}",
-        f"--cert-dir={directory / 'certs'}",
-        "--leader-elect=false",
+    args, port = _controller_args(
+        binaries.kube_controller_manager, server.kubeconfigs["controller-manager"], directory
+    )
+    args += [
         "--use-service-account-credentials=false",
         f"--controllers={','.join(options.controllers)}",
         f"--node-monitor-period={options.node_monitor_period}",

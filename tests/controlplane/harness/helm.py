@@ -91,17 +91,7 @@ class Helm:
         chart: Path = CHART,
     ) -> subprocess.CompletedProcess[str]:
         """``helm install`` without hooks (nothing would run them) into ``namespace``."""
-        return self.run(
-            "install",
-            release,
-            str(chart),
-            "--namespace",
-            namespace,
-            "--no-hooks",
-            "--values",
-            str(self.values_file(f"{release}-install", values)),
-            *flags,
-        )
+        return self._release("install", release, namespace, values, flags, chart)
 
     def upgrade(
         self,
@@ -112,15 +102,28 @@ class Helm:
         chart: Path = CHART,
     ) -> subprocess.CompletedProcess[str]:
         """``helm upgrade`` without hooks, with exactly ``values`` (no reuse of old ones)."""
+        return self._release("upgrade", release, namespace, values, flags, chart)
+
+    def _release(
+        self,
+        verb: str,
+        release: str,
+        namespace: str,
+        values: dict[str, Any] | None,
+        flags: tuple[str, ...],
+        chart: Path,
+    ) -> subprocess.CompletedProcess[str]:
+        """``helm VERB RELEASE CHART`` in ``namespace`` without hooks, ``values`` in a file
+        of its own per verb, then ``flags``: install and upgrade differ only in the verb."""
         return self.run(
-            "upgrade",
+            verb,
             release,
             str(chart),
             "--namespace",
             namespace,
             "--no-hooks",
             "--values",
-            str(self.values_file(f"{release}-upgrade", values)),
+            str(self.values_file(f"{release}-{verb}", values)),
             *flags,
         )
 

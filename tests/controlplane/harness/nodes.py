@@ -10,11 +10,14 @@ would.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
+
+from tests.controlplane.harness.process import wait_until
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 LEASE_DURATION_SECONDS = 40
@@ -229,3 +232,25 @@ class LeaseRenewer:
                     continue
                 with self._lock:
                     self._renewed[name] = time.monotonic()
+
+
+@contextlib.contextmanager
+def heartbeating(
+    api_client: Any, manifests: Sequence[Mapping[str, Any]], *, interval: float = 1.0
+) -> Iterator[LeaseRenewer]:
+    """Write every Node of ``manifests``, renew their Leases every ``interval`` seconds, and
+    wait until they have :func:`settled`; the renewals stop when the block ends.
+
+    Why one helper: a suite that compares what the scheduler, the lifecycle controllers and
+    ``explain`` read needs its Nodes written, alive and settled, in that order, and the
+    renewing thread stopped even when the test fails.
+    """
+    renewer = LeaseRenewer(api_client, interval)
+    try:
+        for manifest in manifests:
+            write_node(api_client, manifest)
+            renewer.add(manifest["metadata"]["name"])
+        wait_until(lambda: settled(api_client, manifests), timeout=60, what="settled")
+        yield renewer
+    finally:
+        renewer.close()

@@ -56,6 +56,24 @@ def pod_manifest(name: str, **spec: Any) -> dict[str, Any]:
     }
 
 
+def daemonset_manifest(name: str, template_spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A DaemonSet whose pods are ``template_spec``'s (copied), labelled ``app: <name>``.
+
+    Why here: the webhook suite, the differential corpus and the native cases all create
+    DaemonSets, and one shape means a difference between them is never about the manifest.
+    """
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": dict(template_spec)},
+        },
+    }
+
+
 def create_pods(
     api_client: Any, namespace: str, pods: Iterable[Mapping[str, Any]]
 ) -> dict[str, dict[str, Any]]:

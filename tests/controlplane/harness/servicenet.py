@@ -18,20 +18,15 @@ from __future__ import annotations
 import base64
 import random
 import ssl
-import sys
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tests.controlplane.harness import pki
-from tests.controlplane.harness.admission import webhook_serving_config
 from tests.controlplane.harness.components import ApiServer, fetch
-from tests.controlplane.harness.process import Component, free_port, wait_until
-
-REPO = Path(__file__).resolve().parents[3]
+from tests.controlplane.harness.process import Component, wait_until
+from tests.controlplane.harness.webhookserver import REPO, serve_args
 
 
 def loopback_service_range() -> str:
@@ -126,23 +121,10 @@ def serve_behind_service(
     ``serve`` options (what the chart's Deployment passes, ``--native``).
     """
     ip, port = cluster_ip(api_client, namespace, service)
-    directory.mkdir(parents=True, exist_ok=True)
-    served = directory / "config.yaml"
-    served.write_text(yaml.safe_dump(webhook_serving_config(config, server.kubeconfig)))
-    metrics = free_port()
+    args, _, metrics = serve_args(
+        directory, server, config, bind=f"{ip}:{port}", cert_dir=cert_dir, extra=extra
+    )
     log = directory / "serve.log"
-    args = [
-        sys.executable,
-        "-m",
-        "webhooks",
-        "serve",
-        f"--config={served}",
-        f"--bind={ip}:{port}",
-        f"--cert-dir={cert_dir}",
-        f"--metrics-bind=127.0.0.1:{metrics}",
-        "--shutdown-delay=0",
-        *extra,
-    ]
     component = Component(f"placement-webhooks[{service}]", args, log, cwd=REPO)
     running = ServedService(component, f"{ip}:{port}", metrics, log)
     wait_until(running.ready, timeout=60, components=[component])

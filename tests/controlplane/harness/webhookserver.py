@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import urllib.request
 from dataclasses import dataclass
@@ -39,6 +38,41 @@ class WebhookServer:
     config: Path
 
 
+def serve_args(
+    directory: Path,
+    server: ApiServer,
+    config: Path | None,
+    *,
+    bind: str,
+    cert_dir: Path,
+    extra: tuple[str, ...] = (),
+) -> tuple[list[str], Path, int]:
+    """The ``serve`` command line for ``config`` with its cluster source pointed at
+    ``server``, bound at ``bind``, with ``extra`` options; returns it, the config file
+    written into ``directory``, and the metrics port.
+
+    Why one helper: the harness runs ``serve`` on loopback and behind a Service, and both
+    must run the same command with the same config as the product ships it.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    served = directory / "config.yaml"
+    served.write_text(yaml.safe_dump(webhook_serving_config(config, server.kubeconfig)))
+    metrics = free_port()
+    args = [
+        sys.executable,
+        "-m",
+        "webhooks",
+        "serve",
+        f"--config={served}",
+        f"--bind={bind}",
+        f"--cert-dir={cert_dir}",
+        f"--metrics-bind=127.0.0.1:{metrics}",
+        "--shutdown-delay=0",
+        *extra,
+    ]
+    return args, served, metrics
+
+
 def start(
     directory: Path, server: ApiServer, config: Path | None, extra: tuple[str, ...] = ()
 ) -> WebhookServer:
@@ -48,23 +82,16 @@ def start(
     ``--shutdown-delay 0``: there is no Service whose endpoints need time to drain, and a
     test run should not wait five seconds per server at teardown.
     """
-    directory.mkdir(parents=True, exist_ok=True)
     certs = generate(directory / "certs", hosts=HOSTS)
-    served = directory / "config.yaml"
-    served.write_text(yaml.safe_dump(webhook_serving_config(config, server.kubeconfig)))
-    port, metrics = free_port(), free_port()
-    args = [
-        sys.executable,
-        "-m",
-        "webhooks",
-        "serve",
-        f"--config={served}",
-        f"--bind=127.0.0.1:{port}",
-        f"--cert-dir={certs.cert.parent}",
-        f"--metrics-bind=127.0.0.1:{metrics}",
-        "--shutdown-delay=0",
-        *extra,
-    ]
+    port = free_port()
+    args, served, metrics = serve_args(
+        directory,
+        server,
+        config,
+        bind=f"127.0.0.1:{port}",
+        cert_dir=certs.cert.parent,
+        extra=extra,
+    )
     component = Component(
         f"placement-webhooks[{server.name}]", args, directory / "serve.log", cwd=REPO
     )
@@ -115,18 +142,13 @@ def configurations(
     webhook: WebhookServer, config: Path | None, extra: tuple[str, ...] = ()
 ) -> list[dict[str, Any]]:
     """What ``webhook-config`` prints for ``webhook`` (with ``extra`` options): what to register."""
-    args = [
-        sys.executable,
-        "-m",
-        "webhooks",
-        "webhook-config",
-        f"--url={webhook.url}",
-        f"--ca-file={webhook.ca}",
-    ]
+    from tests.command import run_cli
+
+    args = ["webhook-config", f"--url={webhook.url}", f"--ca-file={webhook.ca}"]
     if config is not None:
         args.append(f"--config={config}")
     args += extra
-    proc = subprocess.run(args, capture_output=True, text=True, cwd=REPO, check=False)
+    proc = run_cli(*args)
     if proc.returncode != 0:
         raise RuntimeError(f"webhook-config failed ({proc.returncode}): {proc.stderr.strip()}")
     return [doc for doc in yaml.safe_load_all(proc.stdout) if doc]
