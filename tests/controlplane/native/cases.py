@@ -15,6 +15,7 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
+from tests.controlplane.harness.objects import daemonset_manifest
 from tests.controlplane.native.observe import Case
 
 IMAGE = "registry.k8s.io/pause:3.10"
@@ -202,16 +203,7 @@ def _daemonset(rng: random.Random, name: str) -> dict[str, Any]:
     pod = _pod(rng, name)
     pod["spec"].pop("runtimeClassName", None)
     pod["spec"].pop("overhead", None)
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"name": name},
-        "spec": {
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": pod["spec"]},
-        },
-    }
+    return daemonset_manifest(name, pod["spec"])
 
 
 def generated(count: int, seed: int = 24) -> Iterator[Case]:
