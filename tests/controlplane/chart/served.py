@@ -154,11 +154,14 @@ def serve_release(
     *,
     cert_dir: Path | None = None,
     processes: list[Component] | None = None,
+    deployment: dict[str, Any] | None = None,
 ) -> ServedService:
     """``serve`` with the release's config on its Service's ClusterIP.
 
     ``cert_dir``: where the certificate is (``tls.mode: managed``, filled by ``certs
-    manage``); by default the chart's generated Secret ``<release>-tls``.
+    manage``); by default the chart's generated Secret ``<release>-tls``. ``deployment``:
+    the release's Deployment as rendered, for a test that has not applied it yet; by
+    default it is read from the API server.
     """
     fullname = fullname_of(release)
     if cert_dir is None:
@@ -172,7 +175,7 @@ def serve_release(
         cert_dir,
         config,
         directory / "serve",
-        serve_options(admin, namespace, fullname),
+        serve_options(deployment_args(admin, namespace, fullname, deployment)),
     )
     if processes is not None:
         processes.append(served.component)
@@ -183,12 +186,23 @@ def serve_release(
 LOCAL_OPTIONS = ("--config", "--cert-dir", "--bind", "--metrics-bind")
 
 
-def serve_options(admin: Any, namespace: str, fullname: str) -> tuple[str, ...]:
-    """The options the release's Deployment gives ``serve`` (``--native``, ``--workers``),
-    but those naming files and addresses of the pod (:data:`LOCAL_OPTIONS`)."""
+def deployment_args(
+    admin: Any, namespace: str, fullname: str, rendered: dict[str, Any] | None
+) -> list[str]:
+    """The ``webhooks`` container's args: from ``rendered`` when given, else from the
+    release's Deployment on the API server."""
+    if rendered is not None:
+        containers = rendered["spec"]["template"]["spec"]["containers"]
+        [args] = [list(c.get("args") or []) for c in containers if c["name"] == "webhooks"]
+        return args
     deployment = client.AppsV1Api(admin).read_namespaced_deployment(fullname, namespace)
     [container] = [c for c in deployment.spec.template.spec.containers if c.name == "webhooks"]
-    args = list(container.args or [])
+    return list(container.args or [])
+
+
+def serve_options(args: list[str]) -> tuple[str, ...]:
+    """The options the release's Deployment gives ``serve`` (``--native``, ``--workers``),
+    but those naming files and addresses of the pod (:data:`LOCAL_OPTIONS`)."""
     assert args[0] == "serve", args
     kept: list[str] = []
     rest = iter(args[1:])

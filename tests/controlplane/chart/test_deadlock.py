@@ -106,7 +106,9 @@ def test_with_every_replica_stopped_a_failed_node_is_tainted_and_webhook_pods_ar
     create_namespace(admin, workloads)
     try:
         apply_objects(admin, everything_else)
-        served = serve_release(plane, admin, release, namespace, tmp_path, processes=processes)
+        served = serve_release(
+            plane, admin, release, namespace, tmp_path, processes=processes, deployment=deployment
+        )
         # Up: the API server calls the webhook through the chart's Service and it answers.
         eventually(
             lambda: (
