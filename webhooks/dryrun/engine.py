@@ -94,16 +94,17 @@ def describe_patch(patch: Sequence[Mapping[str, Any]]) -> str:
     return "; ".join(parts)
 
 
-def _patch_manifest(obj: Any, patch: Sequence[Mapping[str, Any]]) -> tuple[Any, list[str]]:
+def _patch_manifest(obj: Any, patch: Sequence[Mapping[str, Any]]) -> Any:
     """Apply ``patch`` to a copy of ``obj``, creating missing parent objects for ``add``.
 
-    Returns the result and the pointers that could not be applied. Why parents are created:
+    An operation that cannot apply to the manifest is skipped: the patch was computed on
+    the admitted view, and ``mutate`` prints the manifest with what does apply. Why parents
+    are created:
     a patch computed on the admitted view (namespace filled in, defaults applied) may add
     under a ``metadata`` or template the manifest never wrote. The copy is made without
     recursion, because kubectl accepts manifests nested far deeper than ``deepcopy`` goes.
     """
     doc = copy_tree(obj)
-    failed: list[str] = []
     for op in patch:
         path = str(op.get("path", ""))
         try:
@@ -111,8 +112,8 @@ def _patch_manifest(obj: Any, patch: Sequence[Mapping[str, Any]]) -> tuple[Any, 
                 _add_parents(doc, path.split("/")[1:])
             doc = jsonpatch.apply_patch(doc, [dict(op)], in_place=True)
         except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException):
-            failed.append(path)
-    return doc, failed
+            continue
+    return doc
 
 
 def _add_parents(doc: Any, parts: Sequence[str]) -> None:
@@ -402,7 +403,7 @@ class Engine:
         obj = checked.document.obj
         own = checked.patches.get("object")
         if own:
-            obj, _ = _patch_manifest(obj, own)
+            obj = _patch_manifest(obj, own)
         pod_patch = checked.patches.get("pod")
         if pod_patch:
             mapped = []
@@ -410,5 +411,5 @@ class Engine:
                 pointer = template_pointer(checked.kind, str(op.get("path", "")))
                 if pointer is not None:
                     mapped.append({**op, "path": pointer})
-            obj, _ = _patch_manifest(obj, mapped)
+            obj = _patch_manifest(obj, mapped)
         return obj

@@ -463,10 +463,9 @@ def _validation(check: Check, action: str | None) -> dict[str, Any]:
     return {"expression": expression, "messageExpression": check.message, "reason": check.reason}
 
 
-def _validating(
-    base: str, settings: WebhookSettings, planned: Planned, part: Validating
-) -> list[dict[str, Any]]:
-    stem = f"{base}-{planned.plugin.name}" + (f"-{part.suffix}" if part.suffix else "")
+def _validating_conditions(planned: Planned, part: Validating) -> list[tuple[str, str]]:
+    """A validating part's own match conditions, its param's (the pod's RuntimeClass) and
+    the exceptions of its phase."""
     conditions = list(part.conditions)
     if part.runtime_class:
         conditions.append(
@@ -482,6 +481,14 @@ def _validating(
     if exceptions:
         target: Target = part.targets[0] if len(part.targets) == 1 else "templates"
         conditions.append(("not-excepted", _unexcepted(exceptions, target)))
+    return conditions
+
+
+def _validating(
+    base: str, settings: WebhookSettings, planned: Planned, part: Validating
+) -> list[dict[str, Any]]:
+    stem = f"{base}-{planned.plugin.name}" + (f"-{part.suffix}" if part.suffix else "")
+    conditions = _validating_conditions(planned, part)
     if planned.overrides:
         actions = list(dict.fromkeys([planned.action, *(a for _, a in planned.overrides)]))
         variants: list[tuple[str, Action | None]] = [(f"{stem}-{a}", a) for a in actions]
