@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -15,30 +14,12 @@ from tests.command import invoke_cli
 from tests.fakeapi import FakeApiServer, runtime_class
 from tests.reviews import pod, review
 from tests.waiting import eventually
-from webhooks.certs import generate
 from webhooks.cluster.api import ApiCluster
 from webhooks.configfile import read_config
 from webhooks.core.config import ClusterSettings, ConfigError
 from webhooks.server.app import ServerState, create_app
 from webhooks.server.assemble import build_app, build_state
 from webhooks.server.runner import DrainingArbiter, ServeOptions
-
-
-@pytest.fixture
-def cert_dir(tmp_path: Path) -> Path:
-    generate(tmp_path / "certs", hosts=["127.0.0.1"])
-    return tmp_path / "certs"
-
-
-@pytest.fixture
-def states() -> Iterator[list[ServerState]]:
-    """States built by a test; whatever they started stops afterwards."""
-    built: list[ServerState] = []
-    try:
-        yield built
-    finally:
-        for state in built:
-            state.close()
 
 
 def write_config(path: Path, text: str) -> str:

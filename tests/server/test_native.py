@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import jsonpatch
 import orjson
 import pytest
-from click.testing import CliRunner
 
+from tests.command import invoke_cli
 from tests.reviews import pod, review
-from webhooks.certs import generate
-from webhooks.cli import main
 from webhooks.configfile import read_config
 from webhooks.core.admission import Admission
 from webhooks.export import webhook_halves
@@ -30,22 +27,6 @@ from webhooks.server.runner import ServeOptions
 OFFLINE = "cluster: {source: none}\n"
 PTR_ON = OFFLINE + "plugins:\n  pod-toleration-restriction: {enabled: true}\n"
 GPU = {"limits": {"example.com/gpu": "1"}}
-
-
-@pytest.fixture
-def cert_dir(tmp_path: Path) -> Path:
-    generate(tmp_path / "certs", hosts=["127.0.0.1"])
-    return tmp_path / "certs"
-
-
-@pytest.fixture
-def states() -> Iterator[list[ServerState]]:
-    built: list[ServerState] = []
-    try:
-        yield built
-    finally:
-        for state in built:
-            state.close()
 
 
 def _served(
@@ -65,7 +46,7 @@ def _served(
 
     monkeypatch.setattr(runner, "WebhookServer", Server)
     args = ["serve", f"--config={config}", f"--cert-dir={cert_dir}", *flags]
-    result = CliRunner().invoke(main, args)
+    result = invoke_cli(args)
     assert result.exit_code == 0, result.output
     [options] = handed
     return options
