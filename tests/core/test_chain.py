@@ -184,6 +184,45 @@ def test_a_change_by_one_of_ours_reinvokes_the_chain_as_the_api_server_would() -
     assert apply(pod(), outcome.patch) == outcome.obj
 
 
+REINVOKED = [
+    (
+        "one of ours is not reinvoked when nothing changed the object after its call",
+        [_upstream(_labeller("a")), _labeller("b")],
+        ["a", "b", "a"],
+        "ab",
+    ),
+    (
+        "one of ours is reinvoked when an in-tree plugin's second run changed the object",
+        [_upstream(_follower("x", after="b")), _labeller("b")],
+        ["x", "b", "x", "b"],
+        "bx",
+    ),
+    (
+        "one of ours is reinvoked when a later one of ours changed the object after its call",
+        [_upstream(_labeller("a")), _labeller("b"), _labeller("c")],
+        ["a", "b", "c", "a", "b"],
+        "abc",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("plugins", "calls", "labels"),
+    [(p, c, lb) for _, p, c, lb in REINVOKED],
+    ids=[i for i, *_ in REINVOKED],
+)
+def test_ours_are_reinvoked_only_if_the_object_changed_since_their_call(
+    plugins: list[Plugin], calls: list[str], labels: str
+) -> None:
+    """``reinvocation.go``: on the second round the API server calls a webhook again only
+    when the object differs from what that webhook returned."""
+    made: list[str] = []
+    outcome = _run([_counted(p, made) for p in plugins])
+    assert made == calls
+    assert outcome.obj["metadata"]["labels"]["seen"] == labels
+    assert apply(pod(), outcome.patch) == outcome.obj
+
+
 def test_a_further_pass_that_ends_where_the_last_one_did_adds_nothing_to_the_patch() -> None:
     made: list[str] = []
     outcome = _run([_counted(_upstream(_unlabeller("u")), made), _counted(_labeller("b"), made)])

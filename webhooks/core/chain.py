@@ -12,12 +12,13 @@ the object, the API server runs the whole mutating chain a second time (``reinvo
 in k8s.io/apiserver): every in-tree plugin again, then each ``reinvocationPolicy:
 IfNeeded`` webhook whose output was changed since its call, and then it stops, whatever
 that second round changed. So here: one pass of every mutator; if one of ours (no
-``upstream``) changed the object, one more pass of every mutator (ours change nothing on
-their own output, so running them again stands for "reinvoked only if changed"); no third
-pass (:data:`MAX_PASSES`). tests/controlplane's ``test_webhooks_managed.py`` shows the API
-server doing exactly this. A mutator that stands for a controller's writes before admission
-(:attr:`Plugin.precedes_admission`: the DaemonSet defaults) runs before all the others and
-asks for no second pass, as nothing reinvokes a controller.
+``upstream``) changed the object, one more pass: every in-tree plugin, and each of ours
+only when the object it meets differs from the one it returned (what ``reinvocation.go``
+asks of a webhook); no third pass (:data:`MAX_PASSES`). tests/controlplane's
+``test_webhooks_managed.py`` shows the API server doing exactly this. A mutator that
+stands for a controller's writes before admission (:attr:`Plugin.precedes_admission`: the
+DaemonSet defaults) runs before all the others and asks for no second pass, as nothing
+reinvokes a controller.
 """
 
 from __future__ import annotations
@@ -180,7 +181,9 @@ def _named(plugin: Plugin, found: Iterable[Violation]) -> list[Violation]:
 class _Progress:
     """What the chain has done so far: the object, the patch, and what to report.
 
-    ``reinvoke`` says one of our own plugins changed the object in the current pass.
+    ``reinvoke`` says one of our own plugins changed the object in the current pass;
+    ``returned`` holds the object each of ours returned at its last call, so a further pass
+    reinvokes it only when something changed the object since.
     """
 
     __slots__ = (
@@ -194,6 +197,7 @@ class _Progress:
         "obj",
         "patch",
         "reinvoke",
+        "returned",
         "warnings",
     )
 
@@ -204,6 +208,7 @@ class _Progress:
         self.audit: dict[str, str] = {}
         self.changed_by: list[str] = []
         self.reinvoke = False
+        self.returned: dict[str, dict[str, Any]] = {}
         self.advisories: list[tuple[Violation, str]] = []
         self.decisions: list[tuple[str, str]] = []
         self.excepted: list[tuple[str, str]] = []
@@ -389,18 +394,34 @@ def _same(obj: dict[str, Any], original: dict[str, Any]) -> bool:
         return False
 
 
+def _ours(plugin: Plugin) -> bool:
+    """Whether the API server would call ``plugin`` as a webhook (reinvoked only if needed)."""
+    return not (plugin.upstream or plugin.precedes_admission)
+
+
 def _pass(
     request: AdmissionRequest,
     scope: _Scope,
     steps: Sequence[MutateStep],
     progress: _Progress,
     judge: _Judge,
+    again: bool = False,
 ) -> list[Violation]:
-    """Run each mutator once, in order, on the previous one's output; stop at a denial."""
+    """Run each mutator once, in order, on the previous one's output; stop at a denial.
+
+    ``again`` marks a further pass: one of ours whose returned object is still the current
+    one is not called, as the API server reinvokes a webhook only when the object changed
+    since its call (and running it would cost as much as its first call, to no effect).
+    """
     progress.reinvoke = False
     for plugin, half, context, rules, excepting in steps:
         if not scope.applies(half):
             continue
+        ours = _ours(plugin)
+        if again and ours:
+            returned = progress.returned.get(plugin.name)
+            if returned is not None and _same(progress.obj, returned):
+                continue
         if scope.mismatch:
             if plugin.wrong_kind is None:
                 continue
@@ -410,13 +431,17 @@ def _pass(
                 continue
             result = half.run(request, progress.obj, context)
             if result is UNCHANGED:  # the common answer, shared: skip it fast
+                if ours:
+                    progress.returned[plugin.name] = progress.obj
                 continue
             if rules.mutation == "monitor" and result.patch:
                 progress.monitor(plugin.name, result)
             else:
                 progress.take(plugin.name, result)
-                if result.patch and not (plugin.upstream or plugin.precedes_admission):
+                if result.patch and ours:
                     progress.reinvoke = True
+            if ours:
+                progress.returned[plugin.name] = progress.obj
             if result.violations:
                 denial = judge.enforced(plugin, result.violations, rules, context, progress)
                 if denial:
@@ -443,7 +468,7 @@ def mutate(
         if violations or not progress.reinvoke:
             break
         before, ops = progress.obj, len(progress.patch)
-        violations = _pass(request._replace(object=before), scope, steps, progress, judge)
+        violations = _pass(request._replace(object=before), scope, steps, progress, judge, True)
         if not violations and _same(progress.obj, before):
             progress.obj = before
             del progress.patch[ops:]
