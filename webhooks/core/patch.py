@@ -51,6 +51,9 @@ def list_ops(base: Path, old: Sequence[Any], new: Sequence[Any]) -> JsonPatch:
     array itself is never replaced.
     """
     common = min(len(old), len(new))
+    if common == len(old) and new[:common] == old:
+        # Appending (most merges and additions): both strategies are these adds.
+        return [{"op": "add", "path": pointer((*base, "-")), "value": v} for v in new[common:]]
     positional: JsonPatch = [
         {"op": "replace", "path": pointer((*base, i)), "value": new[i]}
         for i in range(common)

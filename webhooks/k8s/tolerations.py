@@ -7,6 +7,7 @@ Tolerations are plain dicts as on the wire; an absent field equals its zero valu
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -94,11 +95,6 @@ def add_or_update(
     return result
 
 
-def _seconds(t: Toleration) -> int | None:
-    value = t.get("tolerationSeconds")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def superset_facts(a: Facts, b: Facts) -> bool:
     """:func:`is_superset` on tolerations' :data:`Facts` (read once each, see :func:`facts`)."""
     if a == b:
@@ -143,6 +139,11 @@ def _by_key(read: Sequence[Facts]) -> tuple[dict[str, list[int]], list[int]]:
     return by_key, wildcards
 
 
+#: How many answers one :class:`TolerationList` keeps (then it starts again): far more than
+#: the distinct tolerations of a cluster's pods, and a bound whatever they send.
+_COVERED_LIMIT = 1024
+
+
 @dataclass(frozen=True, slots=True)
 class TolerationList:
     """Tolerations as stored (normalised dicts) beside their :data:`Facts`, read once.
@@ -158,6 +159,9 @@ class TolerationList:
     #: Facts by key, and the wildcards' (see :func:`_by_key`), for :meth:`covers`.
     keyed: Mapping[str, tuple[Facts, ...]] = field(default_factory=dict)
     wildcards: tuple[Facts, ...] = ()
+    #: :meth:`covers`' answers by toleration: a whitelist meets the same few tolerations
+    #: (the namespace's defaults, the failover ones) in pod after pod. Bounded.
+    _covered: dict[Facts, bool] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, items: Sequence[Any]) -> TolerationList:
@@ -176,10 +180,15 @@ class TolerationList:
 
     def covers(self, toleration: Facts) -> bool:
         """Whether some entry is a §1c superset of ``toleration`` (a whitelist check)."""
-        for allowed in self.keyed.get(toleration[0], ()):
-            if superset_facts(allowed, toleration):
-                return True
-        return any(superset_facts(allowed, toleration) for allowed in self.wildcards)
+        known = self._covered.get(toleration)
+        if known is not None:
+            return known
+        found = any(superset_facts(a, toleration) for a in self.keyed.get(toleration[0], ()))
+        found = found or any(superset_facts(a, toleration) for a in self.wildcards)
+        if len(self._covered) >= _COVERED_LIMIT:
+            self._covered.clear()
+        self._covered[toleration] = found
+        return found
 
 
 def merge(
@@ -194,6 +203,17 @@ def merge(
     :class:`TolerationList`), only tolerations that can be supersets of one another are
     compared (:func:`_by_key`), and survivors of a shared ``second`` are copied.
     """
+    return merge_read(first, second)[0]
+
+
+def merge_read(
+    first: Sequence[dict[str, Any]], second: Sequence[dict[str, Any]] | TolerationList
+) -> tuple[list[dict[str, Any]], list[Facts]]:
+    """:func:`merge`, and the survivors' facts beside them (position by position).
+
+    Why: a plugin that checks the merged list against a whitelist then reads no toleration
+    a second time.
+    """
     combined = [t for t in first if isinstance(t, dict)]
     read = [facts(t) for t in combined]
     owned = len(combined)
@@ -206,20 +226,23 @@ def merge(
         read.extend(facts(t) for t in extra)
         owned = len(combined)
     by_key, wildcards = _by_key(read)
-    kept = [False] * len(read)
+    kept: list[int] = []
+    alive = [False] * len(read)
     for i, item in enumerate(read):
         candidates = by_key[item[0]]
         if wildcards:
             candidates = candidates + wildcards
         for j in candidates:
             if j < i:
-                if kept[j] and superset_facts(read[j], item):
+                if alive[j] and superset_facts(read[j], item):
                     break
             elif j > i and read[j] != item and superset_facts(read[j], item):
                 break
         else:
-            kept[i] = True
-    return [combined[i] if i < owned else dict(combined[i]) for i in range(len(read)) if kept[i]]
+            alive[i] = True
+            kept.append(i)
+    items = [combined[i] if i < owned else dict(combined[i]) for i in kept]
+    return items, [read[i] for i in kept]
 
 
 #: A decimal integer in canonical form (upstream ``IsDecimalInteger``): no ``+``, no leading
@@ -274,12 +297,18 @@ def describe(toleration: Toleration) -> str:
 
     Why: warnings, audit annotations and CLI summaries must name tolerations the same way.
     """
-    key, operator, value, effect = identity(toleration)
+    return describe_facts(facts(toleration))
+
+
+@functools.lru_cache(maxsize=1024)
+def describe_facts(read: Facts) -> str:
+    """:func:`describe` of a toleration's facts; kept per value, as audit notes name the
+    same defaults on every pod (the text was a tenth of a merge's cost)."""
+    key, operator, value, effect, seconds = read
     text = key or "*"
     if value:
         text += f"={value}"
     text += f":{effect or '*'} ({operator or EQUAL})"
-    seconds = _seconds(toleration)
     if seconds is not None:
         text += f" for {seconds}s"
     return text

@@ -48,6 +48,7 @@ Choices where upstream does not apply:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -63,6 +64,7 @@ from webhooks.k8s.podspec import is_mirror_pod
 from webhooks.k8s.tolerations import (
     EQUAL,
     EXISTS,
+    Facts,
     describe,
     facts,
     identity,
@@ -150,53 +152,86 @@ def _warning(text: str) -> str:
 # --- mutation -------------------------------------------------------------------------------
 
 
+def _why(ns: Namespace, settings: Settings) -> str:
+    return (
+        f"namespace {ns.name} is dedicated to group {ns.group} ({ns.source}), so its pods run "
+        f"only on nodes labelled {settings.key}={ns.group}"
+    )
+
+
+#: Each live required term's conflict with the group: (term index, term, the first
+#: expression no group node satisfies or ``None``).
+Conflicts = list[tuple[int, Any, tuple[int, affinity.Expression] | None]]
+
+
+def _conflicts(terms: list[Any] | None, group: str, settings: Settings) -> Conflicts:
+    """Read once per call: the denial and the warnings both come from it."""
+    return [
+        (i, t, affinity.term_conflict(t, settings.key, group))
+        for i, t in enumerate(terms or [])
+        if not affinity.is_empty_term(t)
+    ]
+
+
 def _dedicated_conflict(
-    spec: Mapping[str, Any], ns: Namespace, settings: Settings
+    spec: Mapping[str, Any], ns: Namespace, settings: Settings, conflicts: Conflicts
 ) -> Violation | None:
-    """A denial when nodeSelector or every required term excludes the group's nodes."""
+    """A denial when nodeSelector or every required term excludes the group's nodes.
+
+    Why the words are built only for a denial: nearly every pod has none, and the text cost
+    a tenth of the plugin's time on each review.
+    """
     group = ns.group
     assert group is not None
-    why = (
-        f"namespace {ns.name} is dedicated to group {group} ({ns.source}), so its pods run "
-        f"only on nodes labelled {settings.key}={group}"
-    )
     selector = spec.get("nodeSelector")
     if isinstance(selector, Mapping) and selector.get(settings.key, group) != group:
         return Violation(
             f"pod nodeSelector {settings.key}={selector[settings.key]} can never match the "
-            f"nodes of group {group}: {why}",
+            f"nodes of group {group}: {_why(ns, settings)}",
             f"spec.nodeSelector.{settings.key}",
         )
-    terms = affinity.required_terms(spec)
-    live = [(i, t) for i, t in enumerate(terms or []) if not affinity.is_empty_term(t)]
-    conflicts = [(i, affinity.term_conflict(t, settings.key, group)) for i, t in live]
-    if not live or any(found is None for _, found in conflicts):
+    if not conflicts or any(found is None for _, _, found in conflicts):
         return None
-    index, found = conflicts[0]
+    index, _, found = conflicts[0]
     assert found is not None
     position, expr = found
     every = " (as does every other term)" if len(conflicts) > 1 else ""
     return Violation(
         f"pod required node affinity can never match the nodes of group {group}: "
-        f"nodeSelectorTerms[{index}] has {affinity.describe_expression(expr)}{every}; {why}",
+        f"nodeSelectorTerms[{index}] has {affinity.describe_expression(expr)}{every}; "
+        f"{_why(ns, settings)}",
         f"{_REQUIRED_FIELD}.nodeSelectorTerms[{index}].matchExpressions[{position}]",
     )
 
 
-def _pin_to_group(editor: Editor, ns: Namespace, settings: Settings, notes: list[str]) -> None:
+@functools.lru_cache(maxsize=256)
+def _wanted(key: str, group: str, effect: str) -> tuple[Facts, str, str]:
+    """The group's toleration read once (its facts, how notes name it and the affinity
+    requirement): the same few groups recur on every review, and building these per review
+    was a fifth of the plugin's cost. Bounded: groups are label values of the cluster."""
+    toleration = {"key": key, "operator": EQUAL, "value": group, "effect": effect}
+    expression = affinity.describe_expression(affinity.requirement(key, group))
+    return facts(toleration), f"{key}={group}:{effect}", expression
+
+
+def _pin_to_group(
+    editor: Editor,
+    spec: Mapping[str, Any],
+    ns: Namespace,
+    settings: Settings,
+    conflicts: Conflicts,
+    notes: list[str],
+) -> None:
     group = ns.group
     assert group is not None
-    spec = editor.get(("spec",), {})
     tolerations = tolerations_of(spec)
-    wanted = settings.wanted_toleration(group)
+    wanted_facts, shown, expression = _wanted(settings.key, group, settings.effect)
     why = f"({ns.source})"
-    wanted_facts = facts(wanted)
     if tolerations is not None and not any(
         isinstance(t, Mapping) and superset_facts(facts(t), wanted_facts) for t in tolerations
     ):
-        editor.set(("spec", "tolerations"), [*tolerations, wanted])
-        notes.append(f"added toleration {settings.key}={group}:{settings.effect} {why}")
-    expression = affinity.describe_expression(affinity.requirement(settings.key, group))
+        editor.set(("spec", "tolerations"), [*tolerations, settings.wanted_toleration(group)])
+        notes.append(f"added toleration {shown} {why}")
     terms = affinity.required_terms(spec)
     required_path = ("spec", *affinity.REQUIRED_PATH)
     if terms is None:
@@ -218,11 +253,10 @@ def _pin_to_group(editor: Editor, ns: Namespace, settings: Settings, notes: list
     if changed:
         terms_text = "1 affinity term" if changed == 1 else f"{changed} affinity terms"
         notes.append(f"added {expression} to {terms_text} {why}")
-    for index, term in enumerate(terms):
-        found = affinity.term_conflict(term, settings.key, group)
-        if found is not None and not affinity.is_empty_term(term):
-            shown = affinity.describe_expression(found[1])
-            notes.append(f"nodeSelectorTerms[{index}] ({shown}) can never match group {group}")
+    for index, _, found in conflicts:
+        if found is not None:
+            shown_expr = affinity.describe_expression(found[1])
+            notes.append(f"nodeSelectorTerms[{index}] ({shown_expr}) can never match group {group}")
 
 
 def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Result:
@@ -237,12 +271,14 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
     ns = _lookup(request, ctx)
     if ns.group is None:
         return UNCHANGED
-    editor = Editor(pod)
-    notes: list[str] = []
-    denial = _dedicated_conflict(editor.get(("spec",), {}), ns, settings)
+    spec = pod["spec"]
+    conflicts = _conflicts(affinity.required_terms(spec), ns.group, settings)
+    denial = _dedicated_conflict(spec, ns, settings, conflicts)
     if denial is not None:
         return Result(violations=(denial,))
-    _pin_to_group(editor, ns, settings, notes)
+    editor = Editor(pod)
+    notes: list[str] = []
+    _pin_to_group(editor, spec, ns, settings, conflicts, notes)
     warnings = tuple(_warning(note) for note in notes)
     if not editor.changed:
         return Result(warnings=warnings) if warnings else UNCHANGED
@@ -252,15 +288,17 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
 # --- validation -----------------------------------------------------------------------------
 
 
-def _foreign(toleration: Mapping[str, Any], group: str | None, settings: Settings) -> str | None:
-    """How ``toleration`` reaches the dedicated taint of a group other than ``group``.
+def _foreign(
+    toleration: tuple[str, str, str, str], group: str | None, settings: Settings
+) -> str | None:
+    """How a toleration (its §1b identity) reaches another group's dedicated taint.
 
     Scheduler matching (§1d) against ``<key>=<h>:<effect>`` for every possible group h:
     ``"group"`` for Equal on another group, ``"key"`` for Exists on the key, ``"range"`` for
     Lt/Gt on it (numeric group names), ``"wildcard"`` for an empty key with Exists; ``None``
     when it tolerates no foreign group.
     """
-    key, operator, value, effect = identity(toleration)
+    key, operator, value, effect = toleration
     if effect not in ("", settings.effect) or key not in ("", settings.key):
         return None
     if operator == EXISTS:
@@ -325,9 +363,12 @@ def validate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> li
     violations: list[Violation] = []
     old = previous_identities(request.operation, request.old_object)
     for index, toleration in enumerate(tolerations):
-        if not isinstance(toleration, Mapping) or identity(toleration) in old:
+        if not isinstance(toleration, Mapping):
             continue
-        how = _foreign(toleration, ns.group, settings)
+        read = identity(toleration)
+        if read in old:
+            continue
+        how = _foreign(read, ns.group, settings)
         if how is not None:
             message = _enforcement_message(toleration, how, ns, settings)
             violations.append(Violation(message, f"spec.tolerations[{index}]"))

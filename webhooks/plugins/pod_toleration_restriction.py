@@ -57,11 +57,12 @@ from webhooks.k8s.qos import is_best_effort
 from webhooks.k8s.tolerations import (
     EXISTS,
     NO_SCHEDULE,
+    Facts,
     TolerationList,
     decode_list,
     describe,
     facts,
-    merge,
+    merge_read,
     normalize,
     tolerations_of,
 )
@@ -207,9 +208,16 @@ def whitelist(request: AdmissionRequest, ctx: Context) -> tuple[TolerationList, 
 
 
 def _problems(
-    request: AdmissionRequest, tolerations: Sequence[Any], ctx: Context
+    request: AdmissionRequest,
+    tolerations: Sequence[Any],
+    ctx: Context,
+    read: Sequence[Facts] | None = None,
 ) -> list[Violation]:
-    """Upstream's Validate: every toleration within the effective whitelist, if any."""
+    """Upstream's Validate: every toleration within the effective whitelist, if any.
+
+    ``read``, when given, is every toleration's facts, position by position (all entries
+    are dicts then): a merge has read them already.
+    """
     if not tolerations:
         return []
     try:
@@ -219,9 +227,13 @@ def _problems(
     if not allowed:
         return []
     for index, toleration in enumerate(tolerations):
-        if not isinstance(toleration, dict):
+        if read is not None:
+            found = read[index]
+        elif isinstance(toleration, dict):
+            found = facts(toleration)
+        else:
             continue
-        if not allowed.covers(facts(toleration)):
+        if not allowed.covers(found):
             return [Violation(NOT_WHITELISTED.format(scope=scope), f"spec.tolerations[{index}]")]
     return []
 
@@ -272,10 +284,13 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
     except _Unreadable as exc:
         return Result(violations=(Violation(str(exc), "spec.tolerations"),))
     editor = Editor(pod)
+    read: list[Facts] | None = None
     if extras:
-        editor.set(("spec", "tolerations"), merge(tolerations, extras))
-    merged = editor.get(("spec", "tolerations"), [])
-    violations = tuple(_problems(request, merged, ctx))
+        merged, read = merge_read(tolerations, extras)
+        editor.set(("spec", "tolerations"), merged)
+    else:
+        merged = tolerations
+    violations = tuple(_problems(request, merged, ctx, read))
     if not editor.changed:
         return Result(violations=violations) if violations else UNCHANGED
     summary = _summary(tolerations, merged, origin, memory)
