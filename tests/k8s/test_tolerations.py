@@ -9,7 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.reviews import taint, tol
-from webhooks.k8s.tolerations import is_superset, merge, tolerates
+from webhooks.k8s.tolerations import (
+    _COVERED_LIMIT,
+    TolerationList,
+    describe,
+    facts,
+    is_superset,
+    merge,
+    merge_read,
+    tolerates,
+)
 
 # Upstream's named tolerations (pkg/util/tolerations tests).
 NAMED: dict[str, dict[str, Any]] = {
@@ -287,6 +296,38 @@ def test_every_input_toleration_is_covered_by_the_merge(
     result = merge(first, second)
     for toleration in (*first, *second):
         assert any(is_superset(kept, toleration) for kept in result)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None, database=None)
+@given(st.lists(_GENERATED, max_size=8), st.lists(_GENERATED, max_size=8))
+def test_a_merge_reads_out_the_facts_of_what_it_keeps(
+    first: list[dict[str, Any]], second: list[dict[str, Any]]
+) -> None:
+    kept, read = merge_read(first, second)
+    assert kept == merge(first, second)
+    assert read == [facts(t) for t in kept]
+    again, _ = merge_read(first, TolerationList.of(second))
+    assert again == kept
+
+
+@settings(max_examples=200, derandomize=True, deadline=None, database=None)
+@given(st.lists(_GENERATED, max_size=6), st.lists(_GENERATED, min_size=1, max_size=12))
+def test_a_whitelist_answers_as_the_superset_test_does_every_time_it_is_asked(
+    allowed: list[dict[str, Any]], asked: list[dict[str, Any]]
+) -> None:
+    whitelist = TolerationList.of(allowed)
+    for _ in range(2):  # the second round is answered from what the list remembers
+        for toleration in asked:
+            expected = any(is_superset(a, toleration) for a in allowed)
+            assert whitelist.covers(facts(toleration)) == expected
+    assert describe(asked[0]) == describe(dict(asked[0]))
+
+
+def test_what_a_whitelist_remembers_stays_bounded_whatever_pods_send() -> None:
+    whitelist = TolerationList.of([tol(operator="Exists")])
+    for i in range(_COVERED_LIMIT * 5):
+        assert whitelist.covers(facts(tol(f"key-{i}", "Equal", "v", "NoSchedule")))
+    assert len(whitelist._covered) <= _COVERED_LIMIT
 
 
 COMPARISONS: list[tuple[str, dict[str, Any], dict[str, Any], bool, bool]] = [

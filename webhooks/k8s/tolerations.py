@@ -139,9 +139,10 @@ def _by_key(read: Sequence[Facts]) -> tuple[dict[str, list[int]], list[int]]:
     return by_key, wildcards
 
 
-#: How many answers one :class:`TolerationList` keeps (then it starts again): far more than
-#: the distinct tolerations of a cluster's pods, and a bound whatever they send.
-_COVERED_LIMIT = 1024
+#: How many answers one :class:`TolerationList` keeps (then it starts again): more than the
+#: distinct tolerations a namespace's pods usually carry, and a bound of tens of KiB per
+#: list whatever pods send.
+_COVERED_LIMIT = 128
 
 
 @dataclass(frozen=True, slots=True)
