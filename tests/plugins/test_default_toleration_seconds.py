@@ -331,6 +331,17 @@ def test_the_audit_annotation_says_where_the_seconds_came_from() -> None:
     )
 
 
+def test_each_pod_gets_its_own_copy_of_what_the_namespace_asks_for() -> None:
+    """The toleration a Namespace's seconds make is built once and kept; every pod must get
+    a copy of it, so a later edit of one pod's toleration reaches no other pod."""
+    first = admit(pod(namespace="web"), THIRTY, ON)
+    added = first.obj["spec"]["tolerations"][0] if first.obj else {}
+    assert added == nr(30)
+    added["tolerationSeconds"] = 1
+    again = pod(namespace="web")
+    assert stored(admit(again, THIRTY, ON), again) == [nr(30), ur(300)]
+
+
 INVALID = [
     ("a word", "soon"),
     ("a negative number", "-5"),

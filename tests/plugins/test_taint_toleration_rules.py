@@ -16,6 +16,7 @@ from tests.reviews import RESOURCES, pod, request, tol
 from webhooks.core.config import load_config
 from webhooks.core.plugin import Context
 from webhooks.k8s.podspec import POD_SPEC_PATHS, dotted
+from webhooks.k8s.validation import toleration_errors
 from webhooks.plugins import REGISTRY
 from webhooks.plugins.taint_toleration_rules import PLUGIN, Settings, validate
 
@@ -727,3 +728,30 @@ def test_the_plugin_declares_pods_every_pod_template_and_nodes() -> None:
     expected = {(RESOURCES[k][0], RESOURCES[k][2]) for k in [*POD_SPEC_PATHS, "Node"]}
     assert set(half.resources) == expected
     assert half.operations == {"CREATE", "UPDATE"}
+
+
+# --- kept answers --------------------------------------------------------------------------
+
+
+def test_a_repeated_toleration_is_answered_at_its_own_path_under_its_own_gate() -> None:
+    """A well-formed toleration's errors are kept per value (webhooks/k8s/validation.py);
+    the same toleration must still be reported at its own index, under the gate of its own
+    review, and an answer a caller changes must not change the next one."""
+    bad = tol("bad key", "Lt", "0700", "NoSchedule", 5)
+    first = found(pod(tolerations=[bad]))
+    assert [f for f, _ in first] == [f"{T0}.key", f"{T0}.effect", f"{T0}.operator"]
+    second = found(pod(tolerations=[EQ, bad]))
+    assert second == [(f.replace("[0]", "[1]"), m.replace("[0]", "[1]")) for f, m in first]
+    gated = found(pod(tolerations=[bad]), ON)
+    assert gated[-1] == (f"{T0}.operator", f'{T0}.operator: Invalid value: "0700": {CANONICAL}')
+    errors = toleration_errors([bad], "spec.tolerations")
+    errors.clear()
+    assert found(pod(tolerations=[bad])) == first
+
+
+def test_fields_too_long_to_keep_are_still_checked() -> None:
+    long_key = "a" * 600
+    too_long = "name part must be no more than 63 characters"
+    expected = [(f"{T0}.key", f'{T0}.key: Invalid value: "{long_key}": {too_long}')]
+    assert found(pod(tolerations=[tol(long_key, "Exists")])) == expected
+    assert found(pod(tolerations=[tol(long_key, "Exists")])) == expected

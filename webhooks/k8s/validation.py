@@ -7,6 +7,7 @@ those settings with the same rules and the same messages; a plugin imports no ot
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -52,6 +53,9 @@ NOT_A_TAINT_MSG = "must be a taint object"
 _CANONICAL_INTEGER_RE = re.compile("0|-?[1-9][0-9]*")
 _INT64_DIGITS = 19
 _PRINTABLE_BITS = 4096
+#: The longest field a toleration may have for its errors to be kept (:func:`_well_formed_errors`):
+#: the longest valid key (a 253-byte prefix, "/", a 63-byte name part) and then some.
+_CACHED_FIELD_MAX = 512
 
 #: A field error before it becomes a Violation: (dotted path, full rendered message).
 FieldError = tuple[str, str]
@@ -113,9 +117,7 @@ def comparison_value_errors(value: str) -> list[str]:
     return []
 
 
-def _operator_errors(
-    entry: Mapping[str, Any], operator: str, value: str, path: str, comparisons: bool
-) -> list[str]:
+def _operator_errors(operator: str, value: str, path: str, comparisons: bool) -> list[str]:
     # Spec §9 item 4: every value problem is reported on the operator path.
     if operator in ("", EQUAL):
         errs = label_value_errors(value)
@@ -129,6 +131,63 @@ def _operator_errors(
         return [invalid(path, value, ";".join(errs))] if errs else []
     supported = OPERATORS + COMPARISONS if comparisons else OPERATORS
     return [unsupported(path, operator, supported)]
+
+
+def _rule_errors(
+    key: str | None,
+    operator: str | None,
+    value: str | None,
+    effect: str | None,
+    seconds: bool | None,
+    at: str,
+    comparisons: bool,
+    errors: list[FieldError],
+) -> None:
+    """Upstream's rules for one toleration at ``at``, in upstream's order; a field that is
+    None was malformed (already reported) and no rule reading it is checked."""
+    key_path, op_path, effect_path = f"{at}.key", f"{at}.operator", f"{at}.effect"
+    if key:
+        errors.extend((key_path, invalid(key_path, key, m)) for m in qualified_name_errors(key))
+    if key == "" and operator is not None and operator != EXISTS:
+        errors.append((op_path, invalid(op_path, operator, EMPTY_KEY_MSG)))
+    if seconds and effect is not None and effect != NO_EXECUTE:
+        errors.append((effect_path, invalid(effect_path, effect, SECONDS_EFFECT_MSG)))
+    if operator is not None and value is not None:
+        found = _operator_errors(operator, value, op_path, comparisons)
+        errors.extend((op_path, message) for message in found)
+    if effect and effect not in EFFECTS:
+        errors.append((effect_path, unsupported(effect_path, effect, EFFECTS)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _well_formed_errors(
+    key: str,
+    operator: str,
+    value: str,
+    effect: str,
+    seconds: bool,
+    path: str,
+    index: int,
+    comparisons: bool,
+) -> tuple[FieldError, ...]:
+    # The errors of one well-formed toleration (every field a string or absent, seconds an
+    # int64 or absent) are a pure function of these values. Why kept: the same tolerations
+    # (a Namespace's defaults, not-ready and unreachable) recur on pod after pod, and the
+    # key and value patterns with the messages were most of taint-toleration-rules' cost.
+    # A tuple, so no caller can change the shared answer.
+    errors: list[FieldError] = []
+    _rule_errors(key, operator, value, effect, seconds, f"{path}[{index}]", comparisons, errors)
+    return tuple(errors)
+
+
+def _well_formed(key: Any, operator: Any, value: Any, effect: Any, seconds: Any) -> bool:
+    """Whether :func:`_well_formed_errors` answers for these fields: each string field absent
+    or a plain str no longer than :data:`_CACHED_FIELD_MAX` (what the cache holds stays a few
+    KB per entry whatever a request carries), the seconds absent or an int64."""
+    for field in (key, operator, value, effect):
+        if field is not None and (field.__class__ is not str or len(field) > _CACHED_FIELD_MAX):
+            return False
+    return seconds is None or (seconds.__class__ is int and INT64_MIN <= seconds <= INT64_MAX)
 
 
 def toleration_errors(
@@ -146,28 +205,38 @@ def toleration_errors(
         return [(path, invalid(path, shown(tolerations), NOT_A_TOLERATION_LIST_MSG))]
     errors: list[FieldError] = []
     for i, item in enumerate(tolerations):
+        if item.__class__ is dict:
+            # The common case, answered from the cache: a well-formed toleration.
+            get = item.get
+            key, operator, value = get("key"), get("operator"), get("value")
+            effect, seconds = get("effect"), get("tolerationSeconds")
+            if _well_formed(key, operator, value, effect, seconds):
+                found = _well_formed_errors(
+                    key or "",
+                    operator or "",
+                    value or "",
+                    effect or "",
+                    seconds is not None,
+                    path,
+                    i,
+                    comparisons,
+                )
+                if found:
+                    errors.extend(found)
+                continue
         at = f"{path}[{i}]"
         entry = {} if item is None else item  # null decodes to the zero Toleration upstream
         if not isinstance(entry, Mapping):
             errors.append((at, invalid(at, shown(entry), NOT_A_TOLERATION_MSG)))
             continue
-        key = _string(entry, "key", at, errors)
-        operator = _string(entry, "operator", at, errors)
-        value = _string(entry, "value", at, errors)
-        effect = _string(entry, "effect", at, errors)
-        seconds = _seconds_set(entry, at, errors)
-        key_path, op_path, effect_path = f"{at}.key", f"{at}.operator", f"{at}.effect"
-        if key:
-            errors.extend((key_path, invalid(key_path, key, m)) for m in qualified_name_errors(key))
-        if key == "" and operator is not None and operator != EXISTS:
-            errors.append((op_path, invalid(op_path, operator, EMPTY_KEY_MSG)))
-        if seconds and effect is not None and effect != NO_EXECUTE:
-            errors.append((effect_path, invalid(effect_path, effect, SECONDS_EFFECT_MSG)))
-        if operator is not None and value is not None:
-            found = _operator_errors(entry, operator, value, op_path, comparisons)
-            errors.extend((op_path, message) for message in found)
-        if effect and effect not in EFFECTS:
-            errors.append((effect_path, unsupported(effect_path, effect, EFFECTS)))
+        key_read = _string(entry, "key", at, errors)
+        operator_read = _string(entry, "operator", at, errors)
+        value_read = _string(entry, "value", at, errors)
+        effect_read = _string(entry, "effect", at, errors)
+        seconds_set = _seconds_set(entry, at, errors)
+        _rule_errors(
+            key_read, operator_read, value_read, effect_read, seconds_set, at, comparisons, errors
+        )
     return errors
 
 

@@ -54,6 +54,7 @@ NOT_READY_ANNOTATION = "placement-webhooks.io/not-ready-seconds"
 UNREACHABLE_ANNOTATION = "placement-webhooks.io/unreachable-seconds"
 #: The notice (a decision the metrics count) for an annotation that is ignored.
 INVALID_ANNOTATION = "invalid_annotation"
+_SECONDS = f"{NAME}/seconds"  # the derived value's name, built once
 
 #: What a Namespace annotation must look like: decimal digits, as ``kubectl annotate`` writes
 #: a number; the bound keeps the value within what ``tolerationSeconds`` (int64) can hold.
@@ -113,9 +114,13 @@ class Overrides:
         return found, f" from namespace annotation {annotation}"
 
 
-def _read(namespace: Any) -> tuple[dict[str, int | None], tuple[tuple[str, Any], ...]]:
-    """The seconds each annotation asks for (``None``: absent or unusable), and the unusable
-    ones as written; read once per Namespace version (:mod:`webhooks.core.derived`)."""
+def _read(
+    namespace: Any,
+) -> tuple[dict[str, int | None], tuple[tuple[str, Any], ...], Overrides | None]:
+    """The seconds each annotation asks for (``None``: absent or unusable), the unusable
+    ones as written, and, when none is unusable, the :class:`Overrides` itself (nothing in
+    it then depends on the request); read once per Namespace version
+    (:mod:`webhooks.core.derived`)."""
     found = annotations_of(namespace)
     values: dict[str, int | None] = {}
     unusable: list[tuple[str, Any]] = []
@@ -128,7 +133,9 @@ def _read(namespace: Any) -> tuple[dict[str, int | None], tuple[tuple[str, Any],
             values[annotation] = int(raw)
             continue
         unusable.append((annotation, raw))
-    return values, tuple(unusable)
+    if unusable:
+        return values, tuple(unusable), None
+    return values, (), Overrides(values[NOT_READY_ANNOTATION], values[UNREACHABLE_ANNOTATION])
 
 
 def namespace_overrides(request: AdmissionRequest, ctx: Context) -> Overrides:
@@ -139,13 +146,26 @@ def namespace_overrides(request: AdmissionRequest, ctx: Context) -> Overrides:
     answer; the problem is reported in the audit annotation and counted instead.
     """
     namespace = ctx.cluster.namespace(request.namespace)
-    values, unusable = ctx.derived.of("Namespace", namespace, f"{NAME}/seconds", _read)
+    values, unusable, usable = ctx.derived.of("Namespace", namespace, _SECONDS, _read)
+    if usable is not None:
+        return usable  # frozen, so one shared value serves every review
     problems = tuple(
         f"ignored namespace {request.namespace!r} annotation {annotation}={raw!r}: "
         "not a non-negative integer of seconds, so the cluster default applies"
         for annotation, raw in unusable
     )
     return Overrides(values[NOT_READY_ANNOTATION], values[UNREACHABLE_ANNOTATION], problems)
+
+
+@functools.lru_cache(maxsize=4096)
+def _appended(key: str, seconds: int, origin: str) -> tuple[dict[str, Any], str]:
+    """The toleration appended for ``key`` with a Namespace's ``seconds``, and its audit text.
+
+    Why kept: every pod of a Namespace gets the same one, and describing it was a tenth of
+    this half's cost. Bounded: two keys, two origins, seconds of at most 18 digits.
+    """
+    toleration = _toleration(key, seconds)
+    return toleration, f"{describe(toleration)}{origin}"
 
 
 def _uncovered(
@@ -206,11 +226,12 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
                 parts.append(f"set {key}:NoExecute to {seconds}s{origin}{was}")
     added: list[dict[str, Any]] = []
     texts: list[str] = []
-    for key, toleration, text in missing:
-        seconds, origin = overrides.seconds(key, toleration["tolerationSeconds"])
+    for key, standard, standard_text in missing:
+        seconds, origin = overrides.seconds(key, standard["tolerationSeconds"])
+        toleration, text = _appended(key, seconds, origin) if origin else (standard, standard_text)
         # Copies: the cached dicts must never end up inside an object someone may edit.
-        added.append(_toleration(key, seconds) if origin else dict(toleration))
-        texts.append(f"{describe(added[-1])}{origin}" if origin else text)
+        added.append(dict(toleration))
+        texts.append(text)
     if added:
         current = editor.get(("spec", "tolerations"), [])
         editor.set(("spec", "tolerations"), [*current, *added])

@@ -143,18 +143,25 @@ def _lookup(find: Any, *args: str) -> tuple[dict[str, Any] | None, str]:
 
 
 def claimed(
-    request: AdmissionRequest, pod: Mapping[str, Any], settings: Settings, ctx: Context
+    request: AdmissionRequest,
+    pod: Mapping[str, Any],
+    settings: Settings,
+    ctx: Context,
+    resources: set[str] | None = None,
 ) -> Claimed:
     """Resolve the pod's claims and implicit class requests to resource names (module doc).
 
     Why lookups that fail are problems, not errors: this goes beyond upstream, and a pod
     must never be refused because an opt-in extra could not read the cluster.
+    ``resources``: :func:`resource_names` of the pod's spec, when the caller has read it
+    already (both halves need it too, and reading it twice was a fifth of their cost).
     """
     spec = pod.get("spec")
     if not isinstance(spec, dict):
         return NOTHING_CLAIMED
     references = pod_claims(spec)
-    implicit = [c for n in resource_names(spec) if (c := implicit_class(n))]
+    requested = resource_names(spec) if resources is None else resources
+    implicit = [c for n in requested if (c := implicit_class(n))]
     if not references and not implicit:
         return NOTHING_CLAIMED
     namespace = _pod_namespace(request, pod)
@@ -192,16 +199,20 @@ def _unresolved_warning(problem: str) -> str:
 
 
 def wanted_tolerations(
-    spec: dict[str, Any], extra: frozenset[str] = frozenset()
+    spec: dict[str, Any],
+    extra: frozenset[str] = frozenset(),
+    resources: set[str] | None = None,
 ) -> list[dict[str, Any]]:
     """One Exists/NoSchedule toleration per extended resource requested, plus one per name
     in ``extra`` (what the pod's claims stand for), sorted byte-wise.
 
     Limits count as requests (API defaulting, spec §0); quantities are irrelevant.
+    ``resources``: :func:`resource_names` of ``spec``, when the caller has read it already.
     """
-    requested = {n for n in resource_names(spec) if is_extended_resource_name(n)}
-    names = sorted(requested | extra, key=lambda n: n.encode())
-    return [{"key": n, "operator": "Exists", "effect": NO_SCHEDULE} for n in names]
+    found = resource_names(spec) if resources is None else resources
+    requested = {n for n in found if is_extended_resource_name(n)}
+    ordered = sorted(requested | extra, key=lambda n: n.encode())
+    return [{"key": n, "operator": "Exists", "effect": NO_SCHEDULE} for n in ordered]
 
 
 def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Result:
@@ -214,12 +225,14 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
     if not isinstance(spec, dict):
         return UNCHANGED
     settings: Settings = ctx.settings
+    names = resource_names(spec)  # read once for both uses below
     found = NOTHING_CLAIMED
     if settings.resolves_claims and not is_mirror_pod(pod):
-        found = claimed(request, pod, settings, ctx)
+        found = claimed(request, pod, settings, ctx, names)
     warnings = tuple(_unresolved_warning(p) for p in found.problems)
     notices = (UNRESOLVED,) if found.problems else ()
-    wanted = wanted_tolerations(spec, found.names if settings.device_claims else frozenset())
+    extra = found.names if settings.device_claims else frozenset()
+    wanted = wanted_tolerations(spec, extra, names)
     tolerations = tolerations_of(spec)
     quiet = Result(warnings=warnings, notices=notices) if warnings else UNCHANGED
     if not wanted or tolerations is None:
@@ -250,16 +263,20 @@ def validate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> li
     if not isinstance(spec, dict) or is_mirror_pod(pod):
         return []
     tolerations = tolerations_of(spec) or []
-    found = claimed(request, pod, settings, ctx)
+    names = resource_names(spec)  # read once for both uses below
+    found = claimed(request, pod, settings, ctx, names)
     if found.problems:
         return []  # warned by the mutating half: what the claims justify is unknown
-    requested = resource_names(spec) | found.names
+    requested = names | found.names if found.names else names
     old = previous_identities(request.operation, request.old_object)
     violations = []
     for index, toleration in enumerate(tolerations):
-        if not isinstance(toleration, dict) or identity(toleration) in old:
+        if not isinstance(toleration, dict) or (old and identity(toleration) in old):
             continue
-        key = identity(toleration)[0]
+        # The key as identity() reads it; the whole identity only matters on UPDATE.
+        key = toleration.get("key")
+        if not isinstance(key, str):
+            key = ""
         if key and key not in requested and is_extended_resource_name(key):
             violations.append(
                 Violation(

@@ -84,6 +84,17 @@ def uses_comparisons(obj: Mapping[str, Any] | None, path: PodSpecPath) -> bool:
     return any(isinstance(t, Mapping) and t.get("operator") in COMPARISONS for t in tolerations)
 
 
+#: kind → (path of the spec, name of the list there, that list's dotted path); rendered
+#: once here rather than on every review.
+_WHERE: Mapping[str, tuple[PodSpecPath, str, str]] = {
+    NODE: (("spec",), "taints", dotted(("spec",), "taints")),
+    **{
+        kind: (path, "tolerations", dotted(path, "tolerations"))
+        for kind, path in POD_SPEC_PATHS.items()
+    },
+}
+
+
 def _violations(errors: list[FieldError]) -> list[Violation]:
     return [Violation(message, field, 422, "Invalid") for field, message in errors]
 
@@ -95,19 +106,14 @@ def validate(request: AdmissionRequest, obj: dict[str, Any], ctx: Context) -> li
     """
     settings: Settings = ctx.settings
     kind = RESOURCE_KINDS.get(request.group_resource, "")
-    if kind == NODE:
-        spec_path: PodSpecPath = ("spec",)
-        list_name = "taints"
-    else:
-        spec_path = POD_SPEC_PATHS.get(kind, ())
-        list_name = "tolerations"
-        if not spec_path:
-            return []
+    where = _WHERE.get(kind)
+    if where is None:
+        return []
+    spec_path, list_name, path = where
     spec, problem = _locate(obj, spec_path)
     if spec is None:
         return _violations([problem] if problem else [])
     items = spec.get(list_name)
-    path = dotted(spec_path, list_name)
     if kind == NODE:
         return _violations(taint_errors(items, path))
     comparisons = settings.comparison_operators or (
