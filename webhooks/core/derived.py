@@ -35,8 +35,10 @@ from __future__ import annotations
 
 import contextlib
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, TypeVar
+
+from webhooks.k8s.mapping import MAPPING
 
 T = TypeVar("T")
 
@@ -59,8 +61,8 @@ class _Entry:
 
 
 def _version(obj: Any) -> tuple[str, str] | None:
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    if not isinstance(meta, Mapping):
+    meta = obj.get("metadata") if isinstance(obj, MAPPING) else None
+    if not isinstance(meta, MAPPING):
         return None
     uid, rv = meta.get("uid"), meta.get("resourceVersion")
     if isinstance(uid, str) and uid and isinstance(rv, str) and rv:

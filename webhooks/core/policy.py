@@ -24,6 +24,7 @@ from typing import Any, Final, Literal
 
 from webhooks.core.plugin import PHASES, Phase
 from webhooks.core.review import AdmissionRequest
+from webhooks.k8s.mapping import MAPPING
 from webhooks.k8s.podspec import POD_SPEC_PATHS, get_path
 from webhooks.k8s.selectors import Selector, compile_selector
 
@@ -96,8 +97,8 @@ class PolicyException:
             return False
         if self.selector is not None:
             meta = obj.get("metadata")
-            labels = meta.get("labels") if isinstance(meta, Mapping) else None
-            if not self.selector.matches(labels if isinstance(labels, Mapping) else {}):
+            labels = meta.get("labels") if isinstance(meta, MAPPING) else None
+            if not self.selector.matches(labels if isinstance(labels, MAPPING) else {}):
                 return False
         account = f"{request.namespace}:{service_account(request.kind, obj)}"
         if self.service_accounts and account not in self.service_accounts:

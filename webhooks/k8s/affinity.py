@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from webhooks.k8s.mapping import MAPPING
 from webhooks.k8s.names import is_qualified_name, is_valid_label_value
 
 IN = "In"
@@ -131,7 +132,7 @@ def is_empty_term(term: Any) -> bool:
 
     Why a named rule: it is the one term an added requirement would *widen*.
     """
-    if not isinstance(term, Mapping):
+    if not isinstance(term, MAPPING):
         return term is None
     return not term.get("matchExpressions") and not term.get("matchFields")
 
@@ -139,9 +140,9 @@ def is_empty_term(term: Any) -> bool:
 def _field_failures(fields: list[Any], node_name: str) -> list[str]:
     selectors: list[tuple[str, str, str]] = []
     for expr in fields:
-        values = _values(expr) if isinstance(expr, Mapping) else None
+        values = _values(expr) if isinstance(expr, MAPPING) else None
         if (
-            not isinstance(expr, Mapping)
+            not isinstance(expr, MAPPING)
             or expr.get("operator") not in (IN, NOT_IN)
             or values is None
             or len(values) != 1
@@ -161,7 +162,7 @@ def _field_failures(fields: list[Any], node_name: str) -> list[str]:
 
 
 def _shown(expr: Any) -> str:
-    return describe_expression(expr) if isinstance(expr, Mapping) else repr(expr)
+    return describe_expression(expr) if isinstance(expr, MAPPING) else repr(expr)
 
 
 def _why_not(expr: Expression, labels: Mapping[str, str]) -> str:
@@ -185,12 +186,12 @@ def term_failures(term: Any, labels: Mapping[str, str], node_name: str = "") -> 
     disagree. A term with a malformed expression reports only that: upstream records a
     parse error for the whole term and skips it, whatever the node's labels.
     """
-    if is_empty_term(term) or not isinstance(term, Mapping):
+    if is_empty_term(term) or not isinstance(term, MAPPING):
         return [EMPTY_TERM]
     expressions, fields = _list(term, "matchExpressions"), _list(term, "matchFields")
     if expressions is None or fields is None:
         return ["the term cannot be read: matchExpressions and matchFields must be lists"]
-    invalid = [e for e in expressions if not (isinstance(e, Mapping) and expression_is_valid(e))]
+    invalid = [e for e in expressions if not (isinstance(e, MAPPING) and expression_is_valid(e))]
     if invalid:
         return [
             f"{_shown(e)} is not a valid requirement, so the whole term matches no node"
@@ -223,10 +224,10 @@ def required_terms(spec: Mapping[str, Any]) -> list[Any] | None:
     """
     node: Any = spec
     for part in REQUIRED_PATH:
-        node = node.get(part) if isinstance(node, Mapping) else None
+        node = node.get(part) if isinstance(node, MAPPING) else None
         if node is None:
             return None
-    if not isinstance(node, Mapping):
+    if not isinstance(node, MAPPING):
         return []
     terms = node.get("nodeSelectorTerms")
     return terms if isinstance(terms, list) else []
@@ -238,7 +239,7 @@ def selector_failures(node_labels: Mapping[str, str], pod_spec: Mapping[str, Any
     Why one reason per pair: an operator fixing a label needs to know every missing one.
     """
     selector = pod_spec.get("nodeSelector")
-    if not isinstance(selector, Mapping):
+    if not isinstance(selector, MAPPING):
         return []
     return [
         f"nodeSelector {key}={value}: "
@@ -274,9 +275,9 @@ def term_conflict(term: Any, key: str, value: str) -> tuple[int, Expression] | N
     ``value`` to be an integer on the right side of the bound. Why only expressions on
     ``key``: the question is whether the term can ever land on the group's nodes at all.
     """
-    expressions = _list(term, "matchExpressions") if isinstance(term, Mapping) else None
+    expressions = _list(term, "matchExpressions") if isinstance(term, MAPPING) else None
     for index, expr in enumerate(expressions or []):
-        if not isinstance(expr, Mapping) or expr.get("key") != key:
+        if not isinstance(expr, MAPPING) or expr.get("key") != key:
             continue
         if expr.get("operator") not in OPERATORS:
             continue  # unknown operators are API validation's to reject, not a conflict
@@ -291,10 +292,10 @@ def term_has(term: Any, key: str, value: str) -> bool:
     Why a set comparison: ``In [g, g]`` says the same thing, and adding the requirement again
     would only grow the pod; a wider ``In [g, h]`` still needs narrowing.
     """
-    expressions = _list(term, "matchExpressions") if isinstance(term, Mapping) else None
+    expressions = _list(term, "matchExpressions") if isinstance(term, MAPPING) else None
     for expr in expressions or []:
         if (
-            isinstance(expr, Mapping)
+            isinstance(expr, MAPPING)
             and expr.get("key") == key
             and expr.get("operator") == IN
             and isinstance(expr.get("values"), list)
@@ -311,7 +312,7 @@ def with_requirement(term: Any, key: str, value: str) -> dict[str, Any] | None:
     nothing and would be widened, and a term whose shape cannot be read must not be "fixed".
     The original expressions keep their order and the new one comes last, so a patch appends.
     """
-    if not isinstance(term, Mapping) or is_empty_term(term) or term_has(term, key, value):
+    if not isinstance(term, MAPPING) or is_empty_term(term) or term_has(term, key, value):
         return None
     expressions = _list(term, "matchExpressions")
     if expressions is None:

@@ -10,15 +10,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from webhooks.k8s.mapping import MAPPING
+
 NODE_SELECTOR_ANNOTATION = "scheduler.alpha.kubernetes.io/node-selector"
 DEFAULT_TOLERATIONS_ANNOTATION = "scheduler.alpha.kubernetes.io/defaultTolerations"
 TOLERATIONS_WHITELIST_ANNOTATION = "scheduler.alpha.kubernetes.io/tolerationsWhitelist"
 
 
 def _metadata_map(namespace: Mapping[str, Any] | None, name: str) -> Mapping[str, Any]:
-    metadata = namespace.get("metadata") if isinstance(namespace, Mapping) else None
-    value = metadata.get(name) if isinstance(metadata, Mapping) else None
-    return value if isinstance(value, Mapping) else {}
+    metadata = namespace.get("metadata") if isinstance(namespace, MAPPING) else None
+    value = metadata.get(name) if isinstance(metadata, MAPPING) else None
+    return value if isinstance(value, MAPPING) else {}
 
 
 def labels_of(namespace: Mapping[str, Any] | None) -> Mapping[str, Any]:

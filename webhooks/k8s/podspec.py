@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from webhooks.k8s.mapping import MAPPING
+
 PodSpecPath = tuple[str, ...]
 
 #: kind → path of its pod spec (the Pod's own ``spec`` for a Pod).
@@ -34,7 +36,7 @@ def get_path(obj: Mapping[str, Any], path: PodSpecPath) -> dict[str, Any] | None
     """Follow ``path`` through nested mappings; ``None`` when any step is missing or not a dict."""
     node: Any = obj
     for part in path:
-        if not isinstance(node, Mapping):
+        if not isinstance(node, MAPPING):
             return None
         node = node.get(part)
     return node if isinstance(node, dict) else None
@@ -58,7 +60,7 @@ def containers(spec: Mapping[str, Any], *, init: bool = True) -> Iterator[Mappin
         items = spec.get(key)
         if isinstance(items, list):
             for item in items:
-                if isinstance(item, Mapping):
+                if isinstance(item, MAPPING):
                     yield item
 
 
@@ -99,5 +101,5 @@ def is_mirror_pod(pod: Mapping[str, Any]) -> bool:
     refusing or re-pinning the mirror only hides a running pod from the API.
     """
     metadata = pod.get("metadata")
-    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
-    return isinstance(annotations, Mapping) and MIRROR_POD_ANNOTATION in annotations
+    annotations = metadata.get("annotations") if isinstance(metadata, MAPPING) else None
+    return isinstance(annotations, MAPPING) and MIRROR_POD_ANNOTATION in annotations

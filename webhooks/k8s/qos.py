@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
+from webhooks.k8s.mapping import MAPPING
 from webhooks.k8s.podspec import containers
 from webhooks.k8s.quantity import QuantityError, quantity
 
@@ -35,16 +36,16 @@ def is_positive_quantity(value: Any) -> bool:
 
 def _resource_maps(spec: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
     pod_level = spec.get("resources")
-    if isinstance(pod_level, Mapping):
+    if isinstance(pod_level, MAPPING):
         sources: list[Any] = [pod_level]  # present (even empty): the containers do not count
     else:
         sources = [c.get("resources") for c in containers(spec)]
     for resources in sources:
-        if not isinstance(resources, Mapping):
+        if not isinstance(resources, MAPPING):
             continue
         for section in ("requests", "limits"):
             values = resources.get(section)
-            if isinstance(values, Mapping):
+            if isinstance(values, MAPPING):
                 yield values
 
 
@@ -67,8 +68,8 @@ def is_best_effort(pod: Mapping[str, Any]) -> bool:
     over the spec.
     """
     status = pod.get("status")
-    recorded = status.get("qosClass") if isinstance(status, Mapping) else None
+    recorded = status.get("qosClass") if isinstance(status, MAPPING) else None
     if isinstance(recorded, str) and recorded:
         return recorded == BEST_EFFORT
     spec = pod.get("spec")
-    return computed_best_effort(spec if isinstance(spec, Mapping) else {})
+    return computed_best_effort(spec if isinstance(spec, MAPPING) else {})

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from webhooks.k8s.mapping import MAPPING
 from webhooks.k8s.names import label_value_errors, qualified_name_errors
 
 IN, NOT_IN, EXISTS, DOES_NOT_EXIST = "In", "NotIn", "Exists", "DoesNotExist"
@@ -25,14 +26,14 @@ def selector_problems(selector: Any) -> list[str]:
     Why checked at load: a selector that can never parse would otherwise fail (or, worse,
     match nothing) on every request, far from the config line that caused it.
     """
-    if not isinstance(selector, Mapping):
+    if not isinstance(selector, MAPPING):
         return ["must be a mapping with matchLabels and/or matchExpressions"]
     unknown = [k for k in selector if k not in ("matchLabels", "matchExpressions")]
     if unknown:
         return [f"{unknown[0]}: unknown key (known keys: matchExpressions, matchLabels)"]
     problems: list[str] = []
     labels = selector.get("matchLabels") or {}
-    if not isinstance(labels, Mapping):
+    if not isinstance(labels, MAPPING):
         return ["matchLabels: must be a mapping"]
     for key, value in labels.items():
         if not isinstance(key, str) or qualified_name_errors(key):
@@ -44,7 +45,7 @@ def selector_problems(selector: Any) -> list[str]:
         return [*problems, "matchExpressions: must be a list"]
     for index, expr in enumerate(expressions):
         where = f"matchExpressions[{index}]"
-        if not isinstance(expr, Mapping):
+        if not isinstance(expr, MAPPING):
             problems.append(f"{where}: must be a mapping")
             continue
         key, operator, values = expr.get("key"), expr.get("operator"), expr.get("values") or []

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from webhooks.k8s.mapping import MAPPING
+
 Toleration = Mapping[str, Any]
 
 NO_EXECUTE = "NoExecute"
@@ -334,11 +336,11 @@ def previous_identities(operation: str, old_object: Any) -> set[tuple[str, str, 
     Why: policy that denies tolerations ratchets on UPDATE, judging only tolerations the pod
     did not already have, so a pod admitted earlier can still be relabelled or finalised.
     """
-    if operation != "UPDATE" or not isinstance(old_object, Mapping):
+    if operation != "UPDATE" or not isinstance(old_object, MAPPING):
         return set()
     spec = old_object.get("spec")
-    old = tolerations_of(spec) if isinstance(spec, Mapping) else None
-    return {identity(t) for t in old or [] if isinstance(t, Mapping)}
+    old = tolerations_of(spec) if isinstance(spec, MAPPING) else None
+    return {identity(t) for t in old or [] if isinstance(t, MAPPING)}
 
 
 def normalize(toleration: Toleration) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from webhooks.k8s.fielderr import (
     taint_struct,
     unsupported,
 )
+from webhooks.k8s.mapping import MAPPING
 from webhooks.k8s.names import EMPTY_ERROR, label_value_errors, qualified_name_errors
 from webhooks.k8s.tolerations import EFFECTS, EQUAL, EXISTS, FIELDS, NO_EXECUTE
 
@@ -64,7 +65,7 @@ FieldError = tuple[str, str]
 def shown(value: Any) -> Any:
     # Scalars print as upstream prints them; containers by their JSON type name, because
     # Python's repr of a dict has no upstream counterpart.
-    if isinstance(value, Mapping):
+    if isinstance(value, MAPPING):
         return Raw("object")
     if isinstance(value, list | tuple):
         return Raw("array")
@@ -226,7 +227,7 @@ def toleration_errors(
                 continue
         at = f"{path}[{i}]"
         entry = {} if item is None else item  # null decodes to the zero Toleration upstream
-        if not isinstance(entry, Mapping):
+        if not isinstance(entry, MAPPING):
             errors.append((at, invalid(at, shown(entry), NOT_A_TOLERATION_MSG)))
             continue
         key_read = _string(entry, "key", at, errors)
@@ -256,7 +257,7 @@ def taint_errors(taints: Any, path: str) -> list[FieldError]:
     for i, item in enumerate(taints):
         at = f"{path}[{i}]"
         entry = {} if item is None else item
-        if not isinstance(entry, Mapping):
+        if not isinstance(entry, MAPPING):
             errors.append((at, invalid(at, shown(entry), NOT_A_TAINT_MSG)))
             continue
         key = _string(entry, "key", at, errors)
@@ -289,7 +290,7 @@ def toleration_setting_problems(items: Any) -> list[str]:
     the same messages are given, with paths relative to the list (``[0].operator``).
     """
     for index, item in enumerate(items):
-        unknown = [n for n in item if n not in FIELDS] if isinstance(item, Mapping) else []
+        unknown = [n for n in item if n not in FIELDS] if isinstance(item, MAPPING) else []
         if unknown:
             return [f"[{index}]: unknown field {unknown[0]!r} (known: {', '.join(FIELDS)})"]
     return [message for _, message in toleration_errors(list(items), "")]

@@ -25,6 +25,7 @@ from webhooks.core.plugin import PODS, Context, Plugin, Validator
 from webhooks.core.result import Violation
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.fielderr import pod_forbidden
+from webhooks.k8s.mapping import MAPPING
 from webhooks.k8s.podspec import dotted
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -70,15 +71,15 @@ def offending_term(pod: Mapping[str, Any], allowed: Sequence[str]) -> tuple[int,
 
     Why only the first: upstream stops there, and the message names one key.
     """
-    # ``type(x) is dict`` before isinstance(x, Mapping): decoded JSON is plain dicts, and the
+    # ``type(x) is dict`` before isinstance(x, MAPPING): decoded JSON is plain dicts, and the
     # abstract-class check was half of this half's cost.
     node: Any = pod
     for part in TERMS_PATH:
-        node = node.get(part) if type(node) is dict or isinstance(node, Mapping) else None
+        node = node.get(part) if type(node) is dict or isinstance(node, MAPPING) else None
     if not isinstance(node, list):
         return None
     for index, term in enumerate(node):
-        if type(term) is not dict and not isinstance(term, Mapping):
+        if type(term) is not dict and not isinstance(term, MAPPING):
             continue
         value = term.get("topologyKey")
         key = "" if value is None else value if isinstance(value, str) else str(value)

@@ -37,6 +37,7 @@ from webhooks.core.patch import Editor
 from webhooks.core.plugin import PODS, Context, GroupResource, Mutator, Plugin
 from webhooks.core.result import UNCHANGED, Result
 from webhooks.core.review import AdmissionRequest
+from webhooks.k8s.mapping import MAPPING
 from webhooks.k8s.podspec import POD_SPEC_PATHS, get_path
 from webhooks.k8s.tolerations import (
     EXISTS,
@@ -101,11 +102,11 @@ def controlled_by_daemonset(obj: Mapping[str, Any]) -> bool:
     not built or managed by the DaemonSet controller, so upstream never gives it the defaults.
     """
     meta = obj.get("metadata")
-    refs = meta.get("ownerReferences") if isinstance(meta, Mapping) else None
+    refs = meta.get("ownerReferences") if isinstance(meta, MAPPING) else None
     if not isinstance(refs, list):
         return False
     for ref in refs:
-        if not isinstance(ref, Mapping) or ref.get("controller") is not True:
+        if not isinstance(ref, MAPPING) or ref.get("controller") is not True:
             continue
         api_version = ref.get("apiVersion")
         if (

@@ -58,6 +58,7 @@ from webhooks.core.plugin import PODS, Context, Mutator, Plugin, Validator
 from webhooks.core.result import UNCHANGED, Result, Violation
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s import affinity
+from webhooks.k8s.mapping import MAPPING
 from webhooks.k8s.names import is_valid_label_value, qualified_name_errors
 from webhooks.k8s.namespaces import labels_of
 from webhooks.k8s.podspec import is_mirror_pod
@@ -184,7 +185,7 @@ def _dedicated_conflict(
     group = ns.group
     assert group is not None
     selector = spec.get("nodeSelector")
-    if isinstance(selector, Mapping) and selector.get(settings.key, group) != group:
+    if isinstance(selector, MAPPING) and selector.get(settings.key, group) != group:
         return Violation(
             f"pod nodeSelector {settings.key}={selector[settings.key]} can never match the "
             f"nodes of group {group}: {_why(ns, settings)}",
@@ -228,7 +229,7 @@ def _pin_to_group(
     wanted_facts, shown, expression = _wanted(settings.key, group, settings.effect)
     why = f"({ns.source})"
     if tolerations is not None and not any(
-        isinstance(t, Mapping) and superset_facts(facts(t), wanted_facts) for t in tolerations
+        isinstance(t, MAPPING) and superset_facts(facts(t), wanted_facts) for t in tolerations
     ):
         editor.set(("spec", "tolerations"), [*tolerations, settings.wanted_toleration(group)])
         notes.append(f"added toleration {shown} {why}")
@@ -363,7 +364,7 @@ def validate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> li
     violations: list[Violation] = []
     old = previous_identities(request.operation, request.old_object)
     for index, toleration in enumerate(tolerations):
-        if not isinstance(toleration, Mapping):
+        if not isinstance(toleration, MAPPING):
             continue
         read = identity(toleration)
         if read in old:

@@ -34,6 +34,7 @@ from webhooks.core.result import UNCHANGED, Result, Violation
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.fielderr import pod_forbidden
 from webhooks.k8s.labels import first_conflict, format_label_set, is_subset, parse_label_set
+from webhooks.k8s.mapping import MAPPING
 from webhooks.k8s.namespaces import NODE_SELECTOR_ANNOTATION, annotations_of
 
 NAME = "pod-node-selector"
@@ -127,7 +128,7 @@ def _selector(spec: Mapping[str, Any]) -> Mapping[str, Any] | None:
     value = spec.get("nodeSelector")
     if value is None:
         return {}
-    return value if isinstance(value, Mapping) else None
+    return value if isinstance(value, MAPPING) else None
 
 
 def _outside_whitelist(

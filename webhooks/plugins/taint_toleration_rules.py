@@ -32,6 +32,7 @@ from webhooks.core.plugin import RESOURCE_KINDS, Context, GroupResource, Plugin,
 from webhooks.core.result import Violation
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.fielderr import invalid
+from webhooks.k8s.mapping import MAPPING
 from webhooks.k8s.podspec import POD_SPEC_PATHS, PodSpecPath, dotted
 from webhooks.k8s.validation import (
     COMPARISONS,
@@ -65,7 +66,7 @@ def _locate(
         node = node.get(part)
         if node is None:
             return None, None
-        if not isinstance(node, Mapping):
+        if not isinstance(node, MAPPING):
             at = dotted(path[: depth + 1])
             return None, (at, invalid(at, shown(node), NOT_AN_OBJECT_MSG))
     return node, None
@@ -81,7 +82,7 @@ def uses_comparisons(obj: Mapping[str, Any] | None, path: PodSpecPath) -> bool:
     tolerations = spec.get("tolerations") if spec is not None else None
     if not isinstance(tolerations, list):
         return False
-    return any(isinstance(t, Mapping) and t.get("operator") in COMPARISONS for t in tolerations)
+    return any(isinstance(t, MAPPING) and t.get("operator") in COMPARISONS for t in tolerations)
 
 
 #: kind → (path of the spec, name of the list there, that list's dotted path); rendered
