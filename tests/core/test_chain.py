@@ -10,6 +10,7 @@ import pytest
 
 from tests import reviews
 from tests.reviews import apply, pod, request
+from webhooks.core.admission import Admission
 from webhooks.core.chain import MAX_PASSES, resolve, run_chain
 from webhooks.core.config import load_config
 from webhooks.core.patch import Editor
@@ -221,6 +222,54 @@ def test_ours_are_reinvoked_only_if_the_object_changed_since_their_call(
     assert made == calls
     assert outcome.obj["metadata"]["labels"]["seen"] == labels
     assert apply(pod(), outcome.patch) == outcome.obj
+
+
+def _bumper(name: str) -> Plugin:
+    """Bumps a counter label on every call: one of ours that never leaves its output alone."""
+
+    def mutate(req: AdmissionRequest, obj: dict[str, Any], ctx: Context) -> Result:
+        editor = Editor(obj)
+        count = int(editor.get(("metadata", "labels", name), "0"))
+        editor.set(("metadata", "labels", name), str(count + 1))
+        return Result(editor.obj, editor.patch)
+
+    return Plugin(name, "bumps", Nothing, mutate=Mutator(mutate, frozenset({PODS}), ALL))
+
+
+AGAIN = [
+    (
+        "a chain whose second pass settled, and ours leave their output alone",
+        [_upstream(_labeller("a")), _labeller("b")],
+        True,
+    ),
+    (
+        "a chain whose second pass settled, and one of ours changes its own output",
+        [_upstream(_labeller("a")), _bumper("n")],
+        True,
+    ),
+    ("a chain with no second pass", [_upstream(_labeller("a")), _upstream(_labeller("b"))], False),
+    (
+        "a chain whose second pass did not settle",
+        [_upstream(_follower("x", after="b")), _labeller("b")],
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("plugins", "settled"), [(p, s) for _, p, s in AGAIN], ids=[i for i, *_ in AGAIN]
+)
+def test_a_further_mutating_pass_changes_what_the_whole_chain_would_change(
+    plugins: list[Plugin], settled: bool
+) -> None:
+    """``check``'s convergence test may try ours alone after a settled second pass; its
+    patch and who made it must be the whole chain's, whatever our plugins do."""
+    admission = Admission(Registry(plugins), load_config(None, Registry(plugins)))
+    first = admission.decide(request(pod()), ("mutate", "validate"))
+    assert first.settled is settled
+    again = admission.again(request(pod()), first)
+    whole = admission.decide(request(first.obj), ("mutate",))
+    assert (again.patch, again.changed_by) == (whole.patch, whole.changed_by)
 
 
 def test_a_further_pass_that_ends_where_the_last_one_did_adds_nothing_to_the_patch() -> None:

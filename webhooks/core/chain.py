@@ -183,7 +183,8 @@ class _Progress:
 
     ``reinvoke`` says one of our own plugins changed the object in the current pass;
     ``returned`` holds the object each of ours returned at its last call, so a further pass
-    reinvokes it only when something changed the object since.
+    reinvokes it only when something changed the object since; ``settled`` says a second
+    pass ran and changed nothing.
     """
 
     __slots__ = (
@@ -198,6 +199,7 @@ class _Progress:
         "patch",
         "reinvoke",
         "returned",
+        "settled",
         "warnings",
     )
 
@@ -209,6 +211,7 @@ class _Progress:
         self.changed_by: list[str] = []
         self.reinvoke = False
         self.returned: dict[str, dict[str, Any]] = {}
+        self.settled = False
         self.advisories: list[tuple[Violation, str]] = []
         self.decisions: list[tuple[str, str]] = []
         self.excepted: list[tuple[str, str]] = []
@@ -289,6 +292,7 @@ class _Progress:
             "excepted": tuple(self.excepted),
             "expired": tuple(self.expired),
             "monitored": tuple(self.monitored),
+            "settled": self.settled,
         }
         if not violations:
             return Outcome(allowed=True, **common)
@@ -394,7 +398,7 @@ def _same(obj: dict[str, Any], original: dict[str, Any]) -> bool:
         return False
 
 
-def _ours(plugin: Plugin) -> bool:
+def is_ours(plugin: Plugin) -> bool:
     """Whether the API server would call ``plugin`` as a webhook (reinvoked only if needed)."""
     return not (plugin.upstream or plugin.precedes_admission)
 
@@ -417,7 +421,7 @@ def _pass(
     for plugin, half, context, rules, excepting in steps:
         if not scope.applies(half):
             continue
-        ours = _ours(plugin)
+        ours = is_ours(plugin)
         if again and ours:
             returned = progress.returned.get(plugin.name)
             if returned is not None and _same(progress.obj, returned):
@@ -472,6 +476,7 @@ def mutate(
         if not violations and _same(progress.obj, before):
             progress.obj = before
             del progress.patch[ops:]
+            progress.settled = True
             break
     return violations
 

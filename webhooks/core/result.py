@@ -81,6 +81,9 @@ class Outcome:
     expired: tuple[tuple[str, str], ...] = ()
     #: Changes a plugin in monitor mode computed and did not make: (plugin, summary).
     monitored: tuple[tuple[str, str], ...] = ()
+    #: The mutating chain made its second pass and it changed nothing: every in-tree
+    #: mutator, run on ``obj`` itself, leaves it as it is (:mod:`webhooks.core.chain`).
+    settled: bool = False
 
     @property
     def denied_by(self) -> tuple[str, ...]:

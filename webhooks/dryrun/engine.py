@@ -268,7 +268,7 @@ class Engine:
                     patch=list(patch),
                 )
             )
-            again = admission.decide(request._replace(object=stored), ("mutate",))
+            again = admission.again(request, mutation)
             if again.patch:
                 checked.findings.append(
                     Finding(
