@@ -220,6 +220,7 @@ def _pin_to_group(
     spec: Mapping[str, Any],
     ns: Namespace,
     settings: Settings,
+    terms: list[Any] | None,
     conflicts: Conflicts,
     notes: list[str],
 ) -> None:
@@ -228,12 +229,14 @@ def _pin_to_group(
     tolerations = tolerations_of(spec)
     wanted_facts, shown, expression = _wanted(settings.key, group, settings.effect)
     why = f"({ns.source})"
+    # From the end: a pod that has the group's toleration nearly always got it from this
+    # plugin, appended last, so a further pass finds it first rather than after every other.
     if tolerations is not None and not any(
-        isinstance(t, MAPPING) and superset_facts(facts(t), wanted_facts) for t in tolerations
+        isinstance(t, MAPPING) and superset_facts(facts(t), wanted_facts)
+        for t in reversed(tolerations)
     ):
         editor.set(("spec", "tolerations"), [*tolerations, settings.wanted_toleration(group)])
         notes.append(f"added toleration {shown} {why}")
-    terms = affinity.required_terms(spec)
     required_path = ("spec", *affinity.REQUIRED_PATH)
     if terms is None:
         editor.set(required_path, affinity.and_requirement(None, settings.key, group))
@@ -273,13 +276,14 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
     if ns.group is None:
         return UNCHANGED
     spec = pod["spec"]
-    conflicts = _conflicts(affinity.required_terms(spec), ns.group, settings)
+    terms = affinity.required_terms(spec)
+    conflicts = _conflicts(terms, ns.group, settings)
     denial = _dedicated_conflict(spec, ns, settings, conflicts)
     if denial is not None:
         return Result(violations=(denial,))
     editor = Editor(pod)
     notes: list[str] = []
-    _pin_to_group(editor, spec, ns, settings, conflicts, notes)
+    _pin_to_group(editor, spec, ns, settings, terms, conflicts, notes)
     warnings = tuple(_warning(note) for note in notes)
     if not editor.changed:
         return Result(warnings=warnings) if warnings else UNCHANGED
