@@ -19,7 +19,8 @@ upstream, so they never change what an upstream plugin decides on its first run.
 are not seen only by the validators: when a webhook changes the object, the API server runs
 every in-tree plugin once more and then reinvokes the webhook if that changed anything
 (``reinvocationPolicy: IfNeeded``), and :mod:`webhooks.core.chain` does the same: one more
-pass of every mutator when one of ours changed the object, and no third.
+pass when one of ours changed the object (every in-tree mutator, and each of ours whose
+output something changed since its call), and no third.
 
 * ``dedicated-nodes``: the group's toleration and node affinity come last; it adds the
   toleration only when no superset is there already, so the second pass's merges keep it,
