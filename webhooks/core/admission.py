@@ -64,7 +64,7 @@ class Admission:
     :attr:`derived` fills as plugins derive values from cluster objects.
     """
 
-    __slots__ = ("_chains", "cluster", "config", "derived", "kept", "now", "registry")
+    __slots__ = ("_chains", "_ours", "cluster", "config", "derived", "kept", "now", "registry")
 
     def __init__(
         self,
@@ -85,6 +85,8 @@ class Admission:
         self.now = now or utcnow
         self.kept = frozenset(kept) if kept is not None else None
         self._chains: dict[str | None, Steps] = {None: self._resolve(None)}
+        #: The chain's mutating halves of our own plugins (what :meth:`again` tries first).
+        self._ours = tuple(step for step in self._chains[None].mutators if is_ours(step[0]))
 
     def _resolve(self, only: str | None) -> Steps:
         chain = self.config.chain(self.registry, only)
@@ -131,8 +133,7 @@ class Admission:
         """
         stored = request._replace(object=previous.obj)
         if previous.settled:
-            ours = tuple(step for step in self.steps().mutators if is_ours(step[0]))
-            trial = run_chain(stored, ours, (), self.now)
+            trial = run_chain(stored, self._ours, (), self.now)
             if not trial.patch:
                 return trial
         return self.decide(stored, ("mutate",))

@@ -11,11 +11,12 @@ import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from webhooks.k8s.mapping import MAPPING
 
 Toleration = Mapping[str, Any]
+T = TypeVar("T")
 
 NO_EXECUTE = "NoExecute"
 NO_SCHEDULE = "NoSchedule"
@@ -169,6 +170,15 @@ def _by_key(read: Sequence[Facts]) -> tuple[dict[str, list[int]], list[int]]:
 _COVERED_LIMIT = 128
 
 
+def _keep(memo: dict[Any, T], key: Any, value: T) -> T:
+    """Remember ``value`` under ``key`` in one of a :class:`TolerationList`'s memos, starting
+    the memo again once it holds :data:`_COVERED_LIMIT` answers."""
+    if len(memo) >= _COVERED_LIMIT:
+        memo.clear()
+    memo[key] = value
+    return value
+
+
 #: The most tolerations a pod may carry for a merge's answer to be kept (:meth:`survivors`).
 _MERGED_LENGTH = 16
 
@@ -221,12 +231,7 @@ class TolerationList:
         if len(before) > _MERGED_LENGTH:
             return _survivors(read)
         known = self._merged.get(before)
-        if known is None:
-            known = _survivors(read)
-            if len(self._merged) >= _COVERED_LIMIT:
-                self._merged.clear()
-            self._merged[before] = known
-        return known
+        return known if known is not None else _keep(self._merged, before, _survivors(read))
 
     def covers(self, toleration: Facts) -> bool:
         """Whether some entry is a §1c superset of ``toleration`` (a whitelist check)."""
@@ -235,10 +240,7 @@ class TolerationList:
             return known
         found = any(superset_facts(a, toleration) for a in self.keyed.get(toleration[0], ()))
         found = found or any(superset_facts(a, toleration) for a in self.wildcards)
-        if len(self._covered) >= _COVERED_LIMIT:
-            self._covered.clear()
-        self._covered[toleration] = found
-        return found
+        return _keep(self._covered, toleration, found)
 
 
 def merge(

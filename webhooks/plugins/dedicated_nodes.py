@@ -109,7 +109,11 @@ class Settings:
 
         Why Equal and not Exists: Exists on the key would tolerate every group's taint.
         """
-        return {"key": self.key, "operator": EQUAL, "value": group, "effect": self.effect}
+        return _group_toleration(self.key, group, self.effect)
+
+
+def _group_toleration(key: str, group: str, effect: str) -> dict[str, Any]:
+    return {"key": key, "operator": EQUAL, "value": group, "effect": effect}
 
 
 # --- the namespace's group --------------------------------------------------------------
@@ -210,7 +214,7 @@ def _wanted(key: str, group: str, effect: str) -> tuple[Facts, str, str]:
     """The group's toleration read once (its facts, how notes name it and the affinity
     requirement): the same few groups recur on every review, and building these per review
     was a fifth of the plugin's cost. Bounded: groups are label values of the cluster."""
-    toleration = {"key": key, "operator": EQUAL, "value": group, "effect": effect}
+    toleration = _group_toleration(key, group, effect)
     expression = affinity.describe_expression(affinity.requirement(key, group))
     return facts(toleration), f"{key}={group}:{effect}", expression
 

@@ -211,7 +211,7 @@ def set_overhead(editor: Editor, runtime_class: Mapping[str, Any] | Reading) -> 
     current = editor.get(("spec", "overhead"))
     if current and not _matches(current, reading):
         return OVERHEAD_MISMATCH
-    if fixed and current != fixed:  # an equal value is already what would be written
+    if fixed:
         editor.set(("spec", "overhead"), dict(fixed))
     return None
 
@@ -241,8 +241,7 @@ def set_scheduling(editor: Editor, runtime_class: Mapping[str, Any] | Reading) -
                     key=key, rc=_go_text(selector[key]), pod=_go_text(current[key])
                 )
         for key in keys:
-            if key not in current:  # the others hold the same value already (checked above)
-                editor.set(("spec", "nodeSelector", key), selector[key])
+            editor.set(("spec", "nodeSelector", key), selector[key])
     spec = editor.get(("spec",), {})
     tolerations = tolerations_of(spec) if isinstance(spec, dict) else None
     if tolerations is not None and all(isinstance(t, dict) for t in tolerations):
