@@ -17,7 +17,7 @@ EDITABLE := PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(PIP) ins
 SERVE_STAMP := $(VENV)/.serve-installed
 TEST_STAMP  := $(VENV)/.test-installed
 
-.PHONY: chart-native image-size serve test lint typecheck unit system-deps properties bench bench-deps bench-check bench-churn bench-hostile bench-audit lock lock-upgrade clean controlplane controlplane-mod cluster e2e
+.PHONY: chart-native image-size serve test lint typecheck unit system-deps properties bench bench-deps bench-check bench-churn bench-hostile bench-audit bench-growth lock lock-upgrade clean controlplane controlplane-mod cluster e2e
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -92,6 +92,7 @@ bench: $(TEST_STAMP) bench-deps
 	$(BIN)/python -m bench.check_bench
 	$(BIN)/python -m bench.audit_bench
 	$(BIN)/python -m bench.churn_bench
+	$(BIN)/python -m bench.growth_bench
 
 # Reviews on new connections while 500 idle TCP, 100 silent TLS and 20 byte-a-second
 # clients hold connections (targets: p99 <= 50 ms, no errors, worker RSS <= 80 MiB).
@@ -104,6 +105,12 @@ bench-deps:
 	@command -v wrk >/dev/null 2>&1 || { \
 		echo "installing wrk (Debian package)"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq wrk; }
+
+# Every input surface at size N and 2N side by side, time and peak memory (target: at most
+# 2.2x per doubling; docs/operations.md, "Input budgets"). ARGS passes options, e.g.
+# ARGS='--only plugin --rounds 5'.
+bench-growth: $(TEST_STAMP)
+	$(BIN)/python -m bench.growth_bench $(ARGS)
 
 # audit of a fake API server holding 20,000 pods in 40 Deployments, read in pages of 500
 # (targets: at most 60 s wall time and 250 MiB peak RSS per run)
