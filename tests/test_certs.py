@@ -647,3 +647,13 @@ def test_pem_blocks_are_found_in_one_linear_pass(data: bytes, blocks: int) -> No
     spans = list(certs.pem_spans(_Counting(data)))
     assert len(spans) == blocks
     assert _Counting.scanned <= 3 * len(data)  # quadratic would be thousands of times that
+
+
+def test_a_certificate_that_loads_but_does_not_decode_is_a_cert_error(tmp_path: Path) -> None:
+    """cryptography decodes fields when first read: the extensions must fail here, as data."""
+    from tests.certfiles import ca_with_a_broken_extension
+
+    path = tmp_path / "ca.crt"
+    path.write_bytes(ca_with_a_broken_extension())
+    with pytest.raises(CertError, match="no valid PEM certificate"):
+        certs.inspect(path)

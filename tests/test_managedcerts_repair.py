@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.x509.oid import NameOID
 
-from tests.certfiles import pem, pem_key
+from tests.certfiles import ca_with_a_broken_extension, pem, pem_key
 from tests.fakeapi import FakeApiServer, running
 from webhooks import certs
 from webhooks.certrotation import Material, Policy, bundle_pem, plan
@@ -206,6 +206,14 @@ REPAIRS = [
             "created a CA",
         ),
         id="a key's DER between certificate markers: a new CA",
+    ),
+    pytest.param(
+        Repair(
+            _from("ca.crt", lambda _: ca_with_a_broken_extension()),
+            "certificate 1 of the bundle: it does not parse",
+            "created a CA",
+        ),
+        id="a certificate that loads but whose extensions do not decode: a new CA",
     ),
     pytest.param(
         Repair(
@@ -574,6 +582,16 @@ def _staged() -> Material:
             {"next_key": b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"},
             "dropped the staged CA's key",
             id="a staged CA's key that does not parse is dropped",
+        ),
+        pytest.param(
+            {"next_since": None},
+            "restarted the staged CA's overlap: its start time was lost",
+            id="a staged CA whose start time was lost waits the overlap again, not forever",
+        ),
+        pytest.param(
+            {"next_key": None, "signing_key": None},
+            "created a CA",
+            id="a bundle without keys makes a new CA",
         ),
         pytest.param(
             {"bundle": ()},

@@ -41,7 +41,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes, PublicKeyTypes
 
-from webhooks.certs import CLOCK_SKEW, Issued, is_ca, issue_leaf, new_ca
+from webhooks.certs import CLOCK_SKEW, Issued, decoded, is_ca, issue_leaf, new_ca
 
 #: The most certificates the trusted bundle keeps: the first ones, the signing CA first.
 #: Why 16: rotation never holds more than three (the signing CA, a staged successor, and the
@@ -111,9 +111,12 @@ def plan(
     signing = _owner(bundle, material.signing_key)
     next_ca = _owner(bundle, material.next_key)
     next_key, next_since = material.next_key, material.next_since
-    if material.next_key is not None and (next_ca is None or next_since is None):
+    if next_key is not None and next_ca is None:
         next_key, next_since = None, None
         changes.append("forgot a staged CA that is no longer in the bundle")
+    elif next_ca is not None and next_since is None:
+        next_since = now  # its overlap starts again: it is in the bundle, published or soon
+        changes.append("restarted the staged CA's overlap: its start time was lost")
     signing_key = material.signing_key
     if signing is None and next_ca is not None:
         signing, signing_key = next_ca, next_key
@@ -343,7 +346,7 @@ def _owner(bundle: Sequence[bytes], key_pem: bytes | None) -> bytes | None:
 def _signed_by(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
     try:
         cert.verify_directly_issued_by(issuer)
-    except (ValueError, TypeError, InvalidSignature):
+    except (ValueError, TypeError, InvalidSignature, UnsupportedAlgorithm):
         return False
     return True
 
@@ -366,8 +369,8 @@ def _cert(pem: bytes) -> x509.Certificate:
 
 def _parsed(pem: bytes) -> x509.Certificate | None:
     try:
-        return x509.load_pem_x509_certificate(pem)
-    except ValueError:
+        return decoded(x509.load_pem_x509_certificate(pem))
+    except (ValueError, UnsupportedAlgorithm, x509.InvalidVersion):
         return None
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "CertPaths",
     "Issued",
     "LoadedPair",
+    "decoded",
     "ensure_dev_certs",
     "format_inspect",
     "generate",
@@ -570,12 +571,26 @@ def _read_certs(path: Path) -> list[x509.Certificate]:
 
 def _parse_certs(data: bytes, name: str) -> list[x509.Certificate]:
     try:
-        certs = x509.load_pem_x509_certificates(data)
-    except ValueError:
+        certs = [decoded(cert) for cert in x509.load_pem_x509_certificates(data)]
+    except (ValueError, UnsupportedAlgorithm, x509.InvalidVersion):
         raise CertError(f"no valid PEM certificate in {name}") from None
     if not certs:  # pragma: no cover - cryptography raises instead, kept for safety
         raise CertError(f"no valid PEM certificate in {name}")
     return certs
+
+
+def decoded(cert: x509.Certificate) -> x509.Certificate:
+    """``cert``, once every field this project reads has been decoded.
+
+    Why: cryptography decodes a certificate's fields when they are first read, so one that
+    loaded may still raise on its extensions or its key (``ValueError``,
+    ``UnsupportedAlgorithm``). Reading them here makes "does it parse" one question,
+    asked once, instead of an exception wherever a field happens to be read first.
+    """
+    _ = (cert.subject, cert.issuer, cert.serial_number, cert.not_valid_before_utc)
+    _ = (cert.not_valid_after_utc, cert.extensions, cert.public_key())
+    _ = cert.signature_hash_algorithm
+    return cert
 
 
 def _parse_key(data: bytes, name: str) -> PrivateKeyTypes:

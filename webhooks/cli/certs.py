@@ -174,11 +174,11 @@ def _check_directory(directory: Path) -> list[str]:
 
 
 def _issued_by(leaf: x509.Certificate, issuer: x509.Certificate) -> bool:
-    from cryptography.exceptions import InvalidSignature
+    from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 
     try:
         leaf.verify_directly_issued_by(issuer)
-    except (ValueError, TypeError, InvalidSignature):
+    except (ValueError, TypeError, InvalidSignature, UnsupportedAlgorithm):
         return False
     return True
 
