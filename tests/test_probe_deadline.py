@@ -257,3 +257,19 @@ def test_probe_timeout_2_fails_an_answer_that_takes_longer(chain: certs.CertPath
     assert result.returncode == 1, result.stdout
     assert "no complete answer within the 2 s timeout" in result.stderr
     assert "ok " not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        pytest.param("https://localhost:99999/v", "Port out of range", id="a port past 65535"),
+        pytest.param("https://localhost:https/v", "not a usable URL", id="a port that is a word"),
+        pytest.param("https://localhost/a b", "not a usable path", id="a path with a blank"),
+        pytest.param("http://localhost/v", "not an https URL", id="plain HTTP"),
+    ],
+)
+def test_an_unusable_url_is_a_problem_not_an_exception(
+    chain: certs.CertPaths, url: str, problem: str
+) -> None:
+    outcome = round_trip(Target(url, chain.ca.read_bytes(), ("v",)), "default", TIMEOUT)
+    assert problem in outcome.problem

@@ -154,6 +154,10 @@ def round_trip(target: Target, namespace: str, timeout: float = 5.0) -> Outcome:
     if _UNSAFE_PATH.search(parts.path):
         return outcome(f"not a usable path: {parts.path!r}")
     try:
+        parts.port  # noqa: B018 - read for its check: a port that is no number, or too large
+    except ValueError as exc:
+        return outcome(f"not a usable URL: {target.url}: {_line(exc)}")
+    try:
         context = ssl.create_default_context(cadata=target.ca_pem.decode("ascii"))
     except (ssl.SSLError, ValueError) as exc:
         return outcome(f"the caBundle holds no usable certificate: {_line(exc)}")
