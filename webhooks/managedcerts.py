@@ -242,7 +242,10 @@ class SecretStore:
                 self.name, self.namespace, _preload_content=False, _request_timeout=self.timeout
             )
             answer = response.read(MAX_SECRET_ANSWER + 1)
-            response.release_conn()
+            if len(answer) > MAX_SECRET_ANSWER:
+                response.close()  # the rest stays unread: the connection cannot be reused
+            else:
+                response.release_conn()
         except ApiException as exc:
             if exc.status == 404:
                 return Loaded(Material(), None, exists=False)
