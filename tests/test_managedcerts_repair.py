@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import NameOID
 
 from tests.certfiles import ca_with_a_broken_extension, pem, pem_key
@@ -582,6 +582,12 @@ def _staged() -> Material:
             {"next_key": b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"},
             "dropped the staged CA's key",
             id="a staged CA's key that does not parse is dropped",
+        ),
+        pytest.param(
+            {"signing_key": pem_key(rsa.generate_private_key(65537, 1024))},
+            "dropped the CA key: it is not an unencrypted ECDSA (P-256, P-384, P-521) or RSA "
+            "(2048 to 4096 bits) private key",
+            id="an RSA key outside 2048 to 4096 bits is dropped before it is checked",
         ),
         pytest.param(
             {"next_since": None},
