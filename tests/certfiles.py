@@ -15,7 +15,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
-from cryptography.x509.oid import NameOID
+from cryptography.x509.oid import ExtensionOID, NameOID
 
 from webhooks import certs
 
@@ -58,6 +58,30 @@ def write_expired_pair(directory: Path) -> None:
     directory.mkdir(parents=True)
     (directory / certs.CERT_FILE).write_bytes(pem(cert))
     (directory / certs.KEY_FILE).write_bytes(pem_key(key))
+
+
+def ca_with_a_broken_extension() -> bytes:
+    """A CA certificate whose basic constraints are a NULL: it loads, and fails when read.
+
+    Why: cryptography decodes a certificate's fields when first read, so code that only
+    loads certificates misses this one; every reader must decode what it will use.
+    """
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "broken CA")])
+    broken = x509.UnrecognizedExtension(ExtensionOID.BASIC_CONSTRAINTS, b"\x05\x00")
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(13)
+        .not_valid_before(now - dt.timedelta(days=1))
+        .not_valid_after(now + dt.timedelta(days=3650))
+        .add_extension(broken, critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    return pem(cert)
 
 
 class SecretVolume:

@@ -11,6 +11,7 @@ import ssl
 import stat
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -545,3 +546,114 @@ def test_real_tls_handshake(chain: CertPaths, server_hostname: str, accepted: bo
     assert not thread.is_alive()
     if accepted:
         assert errors == []
+
+
+# --------------------------------------------------------------------------- bounded reading
+
+
+def _fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def _dev_zero(path: Path) -> Path:
+    path.symlink_to("/dev/zero")
+    return path
+
+
+def _huge(path: Path) -> Path:
+    with path.open("wb") as fh:
+        fh.truncate(certs.MAX_PEM_BYTES + 1)  # sparse: no disk used
+    return path
+
+
+def _directory(path: Path) -> Path:
+    path.mkdir()
+    return path
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        pytest.param(
+            _fifo, "is not a regular file", id="a FIFO named tls.crt is refused, not read"
+        ),
+        pytest.param(
+            _dev_zero, "is not a regular file", id="a symlink to /dev/zero is refused, not read"
+        ),
+        pytest.param(_directory, "is not a regular file", id="a directory is refused"),
+        pytest.param(
+            _huge,
+            f"holds more than MAX_PEM_BYTES ({certs.MAX_PEM_BYTES} bytes",
+            id="a file over 1 MiB is refused, naming the limit",
+        ),
+    ],
+)
+def test_certificate_files_are_read_only_when_regular_and_bounded(
+    tmp_path: Path, make: Callable[[Path], Path], message: str
+) -> None:
+    path = make(tmp_path / "tls.crt")
+    outcome: list[BaseException | None] = []
+
+    def read() -> None:
+        try:
+            certs.inspect(path)
+        except BaseException as exc:
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(TIMEOUT)  # a guard against hanging, not a timing assertion
+    if reader.is_alive() and make is _fifo:
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))  # release the blocked reader
+    [error] = outcome
+    assert isinstance(error, CertError) and message in str(error) and str(path) in str(error)
+
+
+class _Counting(bytes):
+    """Bytes that count how many bytes each search may look at."""
+
+    scanned = 0
+
+    def find(self, sub: object, start: object = None, end: object = None) -> int:  # type: ignore[override]
+        first, last = start or 0, len(self) if end is None else end
+        found = super().find(sub, first, last)  # type: ignore[arg-type]
+        _Counting.scanned += (last if found < 0 else found + len(sub)) - first  # type: ignore[arg-type, operator]
+        return found
+
+    def rfind(self, sub: object, start: object = None, end: object = None) -> int:  # type: ignore[override]
+        first, last = start or 0, len(self) if end is None else end
+        _Counting.scanned += last - first  # type: ignore[operator]
+        return super().rfind(sub, first, last)  # type: ignore[arg-type]
+
+
+OPENER = b"-----BEGIN CERTIFICATE-----\n"
+CLOSER = b"-----END CERTIFICATE-----\n"
+
+
+@pytest.mark.parametrize(
+    ("data", "blocks"),
+    [
+        pytest.param(OPENER * 5000, 0, id="openers without an end are scanned once"),
+        pytest.param(OPENER * 5000 + CLOSER, 1, id="openers before one end make one block"),
+        pytest.param((OPENER + b"AAAA\n" + CLOSER) * 5000, 5000, id="many blocks are one pass"),
+        pytest.param((OPENER + CLOSER + b"x" * 50) * 2000, 2000, id="text between is one pass"),
+    ],
+)
+def test_pem_blocks_are_found_in_one_linear_pass(data: bytes, blocks: int) -> None:
+    _Counting.scanned = 0
+    spans = list(certs.pem_spans(_Counting(data)))
+    assert len(spans) == blocks
+    assert _Counting.scanned <= 3 * len(data)  # quadratic would be thousands of times that
+
+
+def test_a_certificate_that_loads_but_does_not_decode_is_a_cert_error(tmp_path: Path) -> None:
+    """cryptography decodes fields when first read: the extensions must fail here, as data."""
+    from tests.certfiles import ca_with_a_broken_extension
+
+    path = tmp_path / "ca.crt"
+    path.write_bytes(ca_with_a_broken_extension())
+    with pytest.raises(CertError, match="no valid PEM certificate"):
+        certs.inspect(path)

@@ -6,6 +6,11 @@ talks to the API server (:mod:`webhooks.managedcerts`) only loads, saves and pub
 
 The rules, in the order :func:`plan` applies them:
 
+0. What cannot be used is dropped, each part named in the changes: certificates of the
+   bundle that do not parse or are not CAs, those past :data:`MAX_BUNDLE_CERTS`, keys that
+   do not parse or are not of a kind that may sign (:func:`usable_key`), a staged CA's
+   start time without a zone or in the future. The rules below then make anew what is
+   missing, so a corrupted Secret is repaired, never crashed on.
 1. Certificates in the bundle that have expired are dropped. Without a usable signing CA
    (none, expired, or no key for it) a new one is created.
 2. A staged CA is promoted to signing once it has been in the bundle for ``overlap`` and the
@@ -25,15 +30,31 @@ The rules, in the order :func:`plan` applies them:
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Final
 
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes, PublicKeyTypes
 
-from webhooks.certs import CLOCK_SKEW, Issued, issue_leaf, new_ca
+from webhooks.certs import CLOCK_SKEW, Issued, decoded, is_ca, issue_leaf, new_ca
+
+#: The most certificates the trusted bundle keeps: the first ones, the signing CA first.
+#: Why 16: rotation never holds more than three (the signing CA, a staged successor, and the
+#: CA it replaced until the leaves it signed expire), which leaves room for CAs added by
+#: hand; and the bundle is copied into every webhook of both configurations, objects the
+#: API server refuses beyond 3 MiB, so the bundle must stay small whatever the Secret holds.
+MAX_BUNDLE_CERTS: Final = 16
+#: The largest RSA key used. Why 4096 bits: loading a private key checks its consistency at
+#: a cost that grows steeply with its size (0.7 s at 4096 bits, 9 s at 8192 on one core of
+#: the machine measured); the serving key made here is ECDSA P-256 anyway.
+MAX_RSA_BITS: Final = 4096
+#: Curves a key may be on: those the API server's TLS client verifies (Go's crypto/tls).
+CURVES: Final = frozenset({"secp256r1", "secp384r1", "secp521r1"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,25 +104,29 @@ def plan(
     caller has just written it). An empty list of changes means the Secret stays as it is.
     """
     changes: list[str] = []
+    read, material = material, _usable(material, now, changes)
     bundle = [pem for pem in _unique(material.bundle) if _cert(pem).not_valid_after_utc > now]
     if len(bundle) < len(material.bundle):
         changes.append("dropped expired or repeated certificates from the bundle")
     signing = _owner(bundle, material.signing_key)
     next_ca = _owner(bundle, material.next_key)
     next_key, next_since = material.next_key, material.next_since
-    if material.next_key is not None and (next_ca is None or next_since is None):
+    if next_key is not None and next_ca is None:
         next_key, next_since = None, None
         changes.append("forgot a staged CA that is no longer in the bundle")
+    elif next_ca is not None and next_since is None:
+        next_since = now  # its overlap starts again: it is in the bundle, published or soon
+        changes.append("restarted the staged CA's overlap: its start time was lost")
     signing_key = material.signing_key
     if signing is None and next_ca is not None:
         signing, signing_key = next_ca, next_key
         next_key, next_since = None, None
         changes.append("promoted the staged CA early: the signing CA was gone")
     elif signing is None:
+        changes.append("created a CA" + _why_new(bundle, signing_key))
         created = new_ca(f"{policy.common_name} CA", days=policy.ca_days, now=now)
         bundle.insert(0, created.cert)
         signing, signing_key = created.cert, created.key
-        changes.append("created a CA")
     elif next_key is not None and next_ca is not None and next_since is not None:
         if published and now - next_since >= policy.overlap:
             signing, signing_key = next_ca, next_key
@@ -122,9 +147,92 @@ def plan(
         next_since=next_since,
         leaf=leaf,
     )
-    if updated != material and not changes:
+    if updated != read and not changes:
         changes.append("reordered the bundle")
     return updated, changes
+
+
+def _usable(material: Material, now: dt.datetime, changes: list[str]) -> Material:
+    """``material`` without what cannot be used; each part dropped is named in ``changes``.
+
+    Why before every other rule: they all read certificates and keys, and what this drops
+    they make anew (a CA, a leaf), so a corrupted Secret is repaired and the repair says
+    what was wrong. At most :data:`MAX_BUNDLE_CERTS` certificates are parsed.
+    """
+    bundle: list[bytes] = []
+    for number, pem in enumerate(material.bundle[:MAX_BUNDLE_CERTS], start=1):
+        cert = _parsed(pem)
+        if cert is None:
+            changes.append(f"dropped certificate {number} of the bundle: it does not parse")
+        elif not is_ca(cert):
+            changes.append(f"dropped certificate {number} of the bundle: it is not a CA")
+        else:
+            bundle.append(pem)
+    if len(material.bundle) > MAX_BUNDLE_CERTS:
+        changes.append(
+            f"dropped the bundle's {len(material.bundle) - MAX_BUNDLE_CERTS} certificates "
+            f"after the first {MAX_BUNDLE_CERTS} (MAX_BUNDLE_CERTS)"
+        )
+    signing_key = _kept_key(material.signing_key, "the CA key", changes)
+    next_key = _kept_key(material.next_key, "the staged CA's key", changes)
+    since = material.next_since
+    if since is not None and since.utcoffset() is None:
+        changes.append("dropped the staged CA's start time: it has no time zone")
+        since = None
+    elif since is not None and since > now + CLOCK_SKEW:
+        changes.append("moved the staged CA's start time from the future to now")
+        since = now
+    return replace(
+        material,
+        bundle=tuple(bundle),
+        signing_key=signing_key,
+        next_key=next_key,
+        next_since=since,
+    )
+
+
+def _kept_key(pem: bytes | None, what: str, changes: list[str]) -> bytes | None:
+    if pem is None or usable_key(pem) is not None:
+        return pem
+    changes.append(f"dropped {what}: {_KEY_RULE}")
+    return None
+
+
+_KEY_RULE = (
+    "it is not an unencrypted ECDSA (P-256, P-384, P-521) "
+    f"or RSA (2048 to {MAX_RSA_BITS} bits) private key"
+)
+
+
+@functools.lru_cache(maxsize=8)
+def usable_key(pem: bytes) -> PrivateKeyTypes | None:
+    """The private key in ``pem`` when it may sign or serve here, else ``None``.
+
+    Why these kinds: the API server's TLS client verifies ECDSA on the three NIST curves
+    and RSA, and RSA is bounded by :data:`MAX_RSA_BITS` because checking a key costs more
+    the larger it is. The size is read before the costly check (with it skipped), and
+    keys are kept per PEM (a few), as every step of the sidecar asks about the same ones.
+    """
+    try:
+        key = serialization.load_pem_private_key(
+            pem, password=None, unsafe_skip_rsa_key_validation=True
+        )
+        if isinstance(key, ec.EllipticCurvePrivateKey):
+            return key if key.curve.name in CURVES else None
+        if not isinstance(key, rsa.RSAPrivateKey) or not 2048 <= key.key_size <= MAX_RSA_BITS:
+            return None
+        return serialization.load_pem_private_key(pem, password=None)  # now with its checks
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        return None
+
+
+def _why_new(bundle: list[bytes], signing_key: bytes | None) -> str:
+    """Why a CA is made although the bundle still holds some (nothing when it holds none)."""
+    if not bundle:
+        return ""
+    if signing_key is None:
+        return ": there was no CA key"
+    return ": the CA key belongs to no certificate of the bundle"
 
 
 def _retired(
@@ -195,11 +303,12 @@ def expiries(material: Material) -> dict[str, dt.datetime]:
 def _leaf_problem(leaf: Issued | None, signing: bytes, policy: Policy, now: dt.datetime) -> str:
     if leaf is None:
         return "there was none"
-    try:
-        cert = _cert(leaf.cert)
-        key = serialization.load_pem_private_key(leaf.key, password=None)
-    except ValueError:
+    cert = _parsed(leaf.cert)
+    if cert is None:
         return "the old one did not parse"
+    key = usable_key(leaf.key)
+    if key is None:
+        return "its key " + _KEY_RULE.removeprefix("it ")
     if _spki(cert.public_key()) != _spki(key.public_key()):
         return "the key did not match"
     if not _signed_by(cert, _cert(signing)):
@@ -227,11 +336,8 @@ def _expires_within(pem: bytes, now: dt.datetime, days: int) -> bool:
 
 def _owner(bundle: Sequence[bytes], key_pem: bytes | None) -> bytes | None:
     """The certificate in ``bundle`` whose public key is ``key_pem``'s."""
-    if key_pem is None:
-        return None
-    try:
-        key = serialization.load_pem_private_key(key_pem, password=None)
-    except (ValueError, TypeError):
+    key = None if key_pem is None else usable_key(key_pem)
+    if key is None:
         return None
     wanted = _spki(key.public_key())
     return next((pem for pem in bundle if _spki(_cert(pem).public_key()) == wanted), None)
@@ -240,7 +346,7 @@ def _owner(bundle: Sequence[bytes], key_pem: bytes | None) -> bytes | None:
 def _signed_by(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
     try:
         cert.verify_directly_issued_by(issuer)
-    except (ValueError, TypeError, InvalidSignature):
+    except (ValueError, TypeError, InvalidSignature, UnsupportedAlgorithm):
         return False
     return True
 
@@ -257,7 +363,15 @@ def _unique(bundle: Sequence[bytes]) -> list[bytes]:
 
 
 def _cert(pem: bytes) -> x509.Certificate:
+    """The certificate of a PEM block :func:`_usable` kept (or this module made)."""
     return x509.load_pem_x509_certificate(pem)
+
+
+def _parsed(pem: bytes) -> x509.Certificate | None:
+    try:
+        return decoded(x509.load_pem_x509_certificate(pem))
+    except (ValueError, UnsupportedAlgorithm, x509.InvalidVersion):
+        return None
 
 
 def _spki(key: PublicKeyTypes) -> bytes:

@@ -18,10 +18,12 @@ gain by keeping it.
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import ipaddress
 import os
 import secrets
-from collections.abc import Iterable, Sequence
+import stat
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
@@ -42,18 +44,24 @@ __all__ = [
     "CERT_FILE",
     "DEV_HOSTS",
     "KEY_FILE",
+    "MAX_PEM_BYTES",
     "CertError",
     "CertInfo",
     "CertPaths",
     "Issued",
     "LoadedPair",
+    "decoded",
     "ensure_dev_certs",
     "format_inspect",
     "generate",
     "inspect",
+    "is_ca",
     "issue_leaf",
     "load_pair",
     "new_ca",
+    "pair_from_pem",
+    "pem_spans",
+    "read_pem",
     "seconds_to_expiry",
     "service_hosts",
     "write_files",
@@ -65,6 +73,12 @@ KEY_FILE: Final = "tls.key"
 
 #: Names the development certificate covers: what a local client dials.
 DEV_HOSTS: Final[tuple[str, ...]] = ("localhost", "127.0.0.1")
+
+#: The most bytes read from one PEM file. Why 1 MiB: Kubernetes refuses a Secret whose data
+#: add up to more (``MaxSecretSize``, pkg/apis/core/types.go), so no ``ca.crt``, ``tls.crt``
+#: or ``tls.key`` mounted from one can be larger; a larger file is not one we were given, and
+#: reading it whole would cost memory and time in proportion to whatever it holds.
+MAX_PEM_BYTES: Final = 1024 * 1024
 
 #: How far back ``notBefore`` is set, so a peer whose clock runs slightly behind ours
 #: does not reject a certificate generated a moment ago as "not yet valid".
@@ -219,7 +233,6 @@ def issue_leaf(
     ca_key = serialization.load_pem_private_key(ca.key, password=None)
     if not isinstance(ca_key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
         raise ValueError("the CA key must be an ECDSA or RSA key")
-    ca_ski = ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
     key = _new_key(key_type)
     cert = (
         x509.CertificateBuilder()
@@ -235,14 +248,24 @@ def issue_leaf(
         )
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski),
-            critical=False,
-        )
+        .add_extension(_authority_key_id(ca_cert), critical=False)
         .add_extension(x509.SubjectAlternativeName(_san_entries(names)), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
     return Issued(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
+
+
+def _authority_key_id(ca: x509.Certificate) -> x509.AuthorityKeyIdentifier:
+    """The leaf's pointer to ``ca``: its subject key identifier, else one made from its key.
+
+    Why the fallback: a CA made elsewhere may lack the extension (RFC 5280 4.2.1.2 only
+    asks conforming CAs to include it), and it must still be able to sign.
+    """
+    try:
+        ski = ca.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+    except x509.ExtensionNotFound:
+        return x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.public_key())  # type: ignore[arg-type]
+    return x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ski)
 
 
 def _key_pem(key: _Key) -> bytes:
@@ -357,12 +380,16 @@ def write_files(files: Sequence[tuple[Path, bytes, bool]]) -> None:
     """Write (path, bytes, private) files: staged first, then renamed in quick succession.
 
     Staging first keeps the window in which the directory holds a mix of old and new files
-    as short as possible; a crash before the renames leaves the old set untouched.
+    as short as possible; a crash before the renames leaves the old set untouched, and so
+    does a directory in a file's place (a rename onto it would fail half-way through).
     """
     staged: list[tuple[Path, Path]] = []
     try:
         for path, data, private in files:
             staged.append((_stage(path, data, private=private), path))
+        for _, path in staged:
+            if path.is_dir():
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
         for tmp, path in staged:
             os.replace(tmp, path)
     finally:
@@ -409,10 +436,22 @@ def load_pair(cert: Path, key: Path) -> LoadedPair:
     checking it up front lets ``serve`` and ``certs check`` say which files disagree.
 
     The first certificate in ``cert`` is taken as the leaf. Raises :class:`CertError` when
-    either file is missing or unparsable (including an encrypted key).
+    either file is missing, not a regular file, larger than :data:`MAX_PEM_BYTES` or
+    unparsable (including an encrypted key).
     """
-    leaf = _read_certs(cert)[0]
-    private_key = _read_key(key)
+    return pair_from_pem(
+        read_pem(cert, "certificate"), read_pem(key, "private key"), str(cert), str(key)
+    )
+
+
+def pair_from_pem(cert_pem: bytes, key_pem: bytes, cert_name: str, key_name: str) -> LoadedPair:
+    """:func:`load_pair` on bytes already read; the names are what messages call the files.
+
+    Why apart: a caller that keeps the bytes (to tell one bad content from another) parses
+    what it read instead of reading the files a second time.
+    """
+    leaf = _parse_certs(cert_pem, cert_name)[0]
+    private_key = _parse_key(key_pem, key_name)
     return LoadedPair(
         certificate=leaf,
         not_after=leaf.not_valid_after_utc,
@@ -466,36 +505,107 @@ def _days_left(seconds: float) -> str:
     return str(int(seconds // 86400))
 
 
-def _read_bytes(path: Path, what: str) -> bytes:
+def read_pem(path: Path, what: str) -> bytes:
+    """The bytes of the PEM file at ``path`` (``what`` names it in messages), bounded.
+
+    Why not ``Path.read_bytes``: a FIFO in the file's place blocks a reader forever and a
+    symlink to ``/dev/zero`` reads until memory runs out. Only a regular file of at most
+    :data:`MAX_PEM_BYTES` is read; anything else raises :class:`CertError` saying why.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
     try:
-        return path.read_bytes()
+        # O_NONBLOCK: opening a FIFO does not wait for a writer; a regular file ignores it.
+        fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         raise CertError(f"{what} file not found: {path}") from None
     except OSError as exc:
         raise CertError(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise CertError(f"{what} file {path} is not a regular file")
+        data = _read_at_most(fd, MAX_PEM_BYTES + 1)
+    except OSError as exc:
+        raise CertError(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_PEM_BYTES:
+        raise CertError(
+            f"{what} file {path} holds more than MAX_PEM_BYTES ({MAX_PEM_BYTES} bytes, "
+            "the most a Kubernetes Secret can hold)"
+        )
+    return data
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit and (chunk := os.read(fd, limit - size)):
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def pem_spans(data: bytes, label: bytes = b"CERTIFICATE") -> Iterator[tuple[int, int]]:
+    """Where each ``-----BEGIN <label>-----`` ... ``-----END <label>-----`` block of ``data`` is.
+
+    Why spans found in one forward pass: a caller can stop after as many blocks as it keeps
+    and still see what lay between them, and the cost is linear in the bytes whatever they
+    hold. (A regular expression with a lazy ``.+?`` between the markers rescans to the end
+    from every opener that has no end marker: quadratic, 7 s for 112 KB of openers.) Of two
+    openers before an end marker, the later one starts the block.
+    """
+    begin, end = b"-----BEGIN " + label + b"-----", b"-----END " + label + b"-----"
+    position = 0
+    while (start := data.find(begin, position)) >= 0:
+        stop = data.find(end, start + len(begin))
+        if stop < 0:
+            return
+        inner = data.rfind(begin, start + len(begin), stop)
+        yield (start if inner < 0 else inner), stop + len(end)
+        position = stop + len(end)
 
 
 def _read_certs(path: Path) -> list[x509.Certificate]:
-    data = _read_bytes(path, "certificate")
+    return _parse_certs(read_pem(path, "certificate"), str(path))
+
+
+def _parse_certs(data: bytes, name: str) -> list[x509.Certificate]:
     try:
-        certs = x509.load_pem_x509_certificates(data)
-    except ValueError:
-        raise CertError(f"no valid PEM certificate in {path}") from None
+        certs = [decoded(cert) for cert in x509.load_pem_x509_certificates(data)]
+    except (ValueError, UnsupportedAlgorithm, x509.InvalidVersion):
+        raise CertError(f"no valid PEM certificate in {name}") from None
     if not certs:  # pragma: no cover - cryptography raises instead, kept for safety
-        raise CertError(f"no valid PEM certificate in {path}")
+        raise CertError(f"no valid PEM certificate in {name}")
     return certs
 
 
-def _read_key(path: Path) -> PrivateKeyTypes:
-    data = _read_bytes(path, "private key")
+def decoded(cert: x509.Certificate) -> x509.Certificate:
+    """``cert``, once every field this project reads has been decoded.
+
+    Why: cryptography decodes a certificate's fields when they are first read, so one that
+    loaded may still raise on its extensions or its key (``ValueError``,
+    ``UnsupportedAlgorithm``). Reading them here makes "does it parse" one question,
+    asked once, instead of an exception wherever a field happens to be read first.
+    """
+    _ = (cert.subject, cert.issuer, cert.serial_number, cert.not_valid_before_utc)
+    _ = (cert.not_valid_after_utc, cert.extensions, cert.public_key())
+    _ = cert.signature_hash_algorithm
+    return cert
+
+
+def _parse_key(data: bytes, name: str) -> PrivateKeyTypes:
     try:
-        return serialization.load_pem_private_key(data, password=None)
+        # Only the public half is compared, so RSA's consistency checks (seconds for a
+        # large key, growing with its size) would buy nothing here.
+        return serialization.load_pem_private_key(
+            data, password=None, unsafe_skip_rsa_key_validation=True
+        )
     except TypeError:
         raise CertError(
-            f"private key in {path} is encrypted; an unencrypted key is required"
+            f"private key in {name} is encrypted; an unencrypted key is required"
         ) from None
     except (ValueError, UnsupportedAlgorithm):
-        raise CertError(f"no valid PEM private key in {path}") from None
+        raise CertError(f"no valid PEM private key in {name}") from None
 
 
 def _spki(public_key: PublicKeyTypes) -> bytes:
@@ -511,7 +621,7 @@ def _describe(cert: x509.Certificate) -> CertInfo:
         sans=_sans(cert),
         not_before=cert.not_valid_before_utc,
         not_after=cert.not_valid_after_utc,
-        is_ca=_is_ca(cert),
+        is_ca=is_ca(cert),
         key_type=_key_type(cert.public_key()),
         serial=cert.serial_number,
         fingerprint_sha256=cert.fingerprint(hashes.SHA256()).hex(),
@@ -536,7 +646,12 @@ def _sans(cert: x509.Certificate) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _is_ca(cert: x509.Certificate) -> bool:
+def is_ca(cert: x509.Certificate) -> bool:
+    """Whether ``cert`` says it is a CA (basic constraints ``cA``).
+
+    Why it matters: a certificate that is not a CA may not sign others (RFC 5280 4.2.1.9),
+    so a chain through it fails verification however its key matches.
+    """
     try:
         return cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
     except x509.ExtensionNotFound:

@@ -788,7 +788,10 @@ def _inject_one(
 
 
 def _json(response: Any) -> dict[str, Any]:
-    data = json.loads(response.data or b"{}")
+    try:
+        data = json.loads(response.data or b"{}")
+    except ValueError:
+        raise InjectError("the API server's answer is not JSON") from None
     return data if isinstance(data, dict) else {}
 
 

@@ -146,7 +146,7 @@ def _cert_files(target: Path) -> list[Path]:
 def _check_directory(directory: Path) -> list[str]:
     from cryptography import x509
 
-    from webhooks.certs import CA_FILE, CERT_FILE, KEY_FILE, CertError, load_pair
+    from webhooks.certs import CA_FILE, CERT_FILE, KEY_FILE, CertError, load_pair, read_pem
 
     cert, key, ca = directory / CERT_FILE, directory / KEY_FILE, directory / CA_FILE
     problems: list[str] = []
@@ -161,8 +161,11 @@ def _check_directory(directory: Path) -> list[str]:
         if not pair.matches_key:
             problems.append(f"{key} does not belong to {cert}")
     if ca.is_file():
-        leaf = x509.load_pem_x509_certificates(cert.read_bytes())[0]
-        issuers = x509.load_pem_x509_certificates(ca.read_bytes())
+        try:
+            leaf = x509.load_pem_x509_certificates(read_pem(cert, "certificate"))[0]
+            issuers = x509.load_pem_x509_certificates(read_pem(ca, "CA certificate"))
+        except (CertError, ValueError) as exc:
+            return [*problems, str(exc)]
         issued = any(_issued_by(leaf, issuer) for issuer in issuers)
         click.echo(f"{cert}: {'issued by' if issued else 'NOT issued by'} {ca}")
         if not issued:
@@ -171,11 +174,11 @@ def _check_directory(directory: Path) -> list[str]:
 
 
 def _issued_by(leaf: x509.Certificate, issuer: x509.Certificate) -> bool:
-    from cryptography.exceptions import InvalidSignature
+    from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 
     try:
         leaf.verify_directly_issued_by(issuer)
-    except (ValueError, TypeError, InvalidSignature):
+    except (ValueError, TypeError, InvalidSignature, UnsupportedAlgorithm):
         return False
     return True
 

@@ -55,7 +55,8 @@ EXIT_FAILED = 1
     default=5.0,
     show_default=True,
     type=click.FloatRange(min=0.1),
-    help="Seconds per request (the webhook timeout is the API server's bound).",
+    help="Seconds for each whole round trip: connecting, TLS, the request and the whole "
+    "answer share one deadline, as the API server applies a webhook's timeoutSeconds.",
 )
 @click.option(
     "--failure-policy",
@@ -85,6 +86,7 @@ def probe(
     --failure-policy was set), 1 when one did not within --wait or the API server refused,
     2 on unusable input.
     """
+    from webhooks.certs import CertError, read_pem
     from webhooks.probe import Target, probe_all
 
     wanted = _policies(policies)
@@ -94,9 +96,9 @@ def probe(
         if wanted:
             fail("--failure-policy needs the configurations, not --url")
         try:
-            ca = Path(ca_file).read_bytes()
-        except OSError as exc:
-            fail(f"--ca-file {ca_file}: {exc.strerror or exc}")
+            ca = read_pem(Path(ca_file), "--ca-file")
+        except CertError as exc:
+            fail(str(exc))
         found = [Target(url, ca, (url,))]
         outcomes = _until(lambda: probe_all(found, namespace, timeout), wait_seconds, interval)
         _report(outcomes)
