@@ -207,14 +207,18 @@ def error_response(status: int, reason: str, date: str) -> bytes:
     ).encode("latin-1") + body
 
 
+#: The statuses the server refuses with, and their reason phrases (also the closed set of
+#: a refusal's ``status`` label: see :mod:`webhooks.server.metrics`).
 REASONS: Mapping[int, str] = MappingProxyType(
     {
         400: "Bad Request",
+        401: "Unauthorized",
         404: "Not Found",
         405: "Method Not Allowed",
         408: "Request Timeout",
         411: "Length Required",
         413: "Content Too Large",
+        415: "Unsupported Media Type",
         417: "Expectation Failed",
         431: "Request Header Fields Too Large",
         500: "Internal Server Error",
