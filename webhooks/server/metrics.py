@@ -54,6 +54,9 @@ CLOSED_HELP = (
 )
 #: The ``port`` label: the admission (TLS) listener and the plain metrics listener.
 PORTS = frozenset({"admission", "metrics"})
+#: The ``status`` label of :data:`REFUSED`: the statuses the server refuses with (500 is an
+#: error of ours, not a refusal).
+REFUSAL_STATUSES = frozenset(status for status in REASONS if status != 500)
 #: The ``reason`` label of :data:`CLOSED` (the budget's classes, and ``full``).
 CLOSE_REASONS = frozenset({"closing", "stalled", "idle", "unfinished", "full"})
 #: Where multiprocess mode keeps its files; the master sets it before workers start.
@@ -196,9 +199,10 @@ class LoopSeries:
     Why one per process, shared by the worker's loop and the app: any client, without
     authentication, can make as many refusals as it likes, so they are counted instead of
     logged line by line, and no label takes a value the client chose (a path, an address):
-    ``port`` is one of :data:`PORTS`, ``status`` one of the server's refusal statuses
-    (anything else is ``other``), ``reason`` one of :data:`CLOSE_REASONS`. A worker holds
-    at most 2 x 13 + 2 x 6 series here, whatever its clients send.
+    ``port`` is one of :data:`PORTS`, ``status`` one of :data:`REFUSAL_STATUSES`
+    (anything else is ``other``), ``reason`` one of :data:`CLOSE_REASONS`. Every series of
+    those sets exists from the start, at zero, so a refusal changes a count and never the
+    set of series a scrape reads.
     """
 
     def __init__(self) -> None:
@@ -208,6 +212,11 @@ class LoopSeries:
         self.closed_family = Counter(CLOSED, CLOSED_HELP, ["port", "reason"], registry=None)
         self._children: dict[tuple[str, str, str], Any] = {}
         self._lock = threading.Lock()
+        for port in sorted(PORTS):
+            for status in sorted(REFUSAL_STATUSES):
+                self._child(REFUSED, self.refused_family, port, str(status))
+            for reason in sorted(CLOSE_REASONS):
+                self._child(CLOSED, self.closed_family, port, reason)
 
     def _child(self, name: str, family: Any, port: str, value: str) -> Any:
         key = (name, port, value)
@@ -219,7 +228,7 @@ class LoopSeries:
 
     def refused(self, port: str, status: int) -> None:
         """Count a request refused with ``status`` on ``port`` (``admission`` or ``metrics``)."""
-        label = str(status) if status in REASONS else "other"
+        label = str(status) if status in REFUSAL_STATUSES else "other"
         port = port if port in PORTS else "admission"
         self._child(REFUSED, self.refused_family, port, label).inc()
 

@@ -514,7 +514,10 @@ class Worker(base.Worker):  # type: ignore[misc]
             head = request.head
             keep_alive = head.keep_alive and request.intact and not self.stopping
             try:
-                extra: dict[str, Any] = {"webhooks.peer_certificate": conn.peer_certificate}
+                extra: dict[str, Any] = {
+                    "webhooks.peer_certificate": conn.peer_certificate,
+                    "webhooks.port": conn.listener.port,
+                }
                 responder = conn.listener.responder
                 env = responder.environ(head, request.body, conn.addr, extra)
                 out, close = responder.respond(env, keep_alive)
