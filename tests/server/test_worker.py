@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import logging
 import selectors
+import socket
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from gunicorn import util
 from gunicorn.workers import base
 
 from tests.server.test_reader import post
@@ -20,6 +22,7 @@ from webhooks.server.budget import Budget
 from webhooks.server.framing import DRAIN_LIMIT, MAX_HEAD, error_response
 from webhooks.server.reader import Refusal, RequestReader
 from webhooks.server.worker import (
+    ACCEPT_BATCH,
     BUSY,
     IDLE,
     LINGER,
@@ -434,6 +437,60 @@ def test_a_flood_of_unfinished_connections_only_ever_closes_its_oldest(worker: W
     for i in range(3):
         worker._evict(review.listener, now)
         assert flood[i].fd not in worker.conns and all(c.fd in worker.conns for c in flood[i + 1 :])
+
+
+def test_a_turn_reads_waiting_bytes_before_it_accepts_newcomers(
+    worker: Worker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Why: under a flood every newcomer closes the oldest unfinished connection; a caller
+    whose head has arrived is read first, and is then under way, never closed for room."""
+    caller = _unfinished(worker, 10)
+    caller.sock.incoming.append(b"rics HTTP/1.1\r\n\r\n")  # type: ignore[attr-defined]
+    tls = caller.listener
+    order: list[str] = []
+    monkeypatch.setattr(worker, "_accept", lambda listener: order.append("accept"))
+    monkeypatch.setattr(worker, "_dispatch", lambda conn, request: order.append("read"))
+
+    class Key:
+        def __init__(self, data: Any) -> None:
+            self.data = data
+
+    events = [(Key(tls), selectors.EVENT_READ), (Key(caller), selectors.EVENT_READ)]
+    worker.selector.select = lambda timeout: events  # type: ignore[attr-defined]
+    worker._turn(0.0)
+    assert order == ["read", "accept"]
+
+
+@pytest.mark.parametrize(
+    ("cap", "batch"),
+    [(1000, ACCEPT_BATCH), (64, 32), (16, 8)],
+    ids=["a large budget: the batch", "the metrics port's: half of it", "a small one: half"],
+)
+def test_a_turn_accepts_at_most_half_a_budget(
+    worker: Worker, monkeypatch: pytest.MonkeyPatch, cap: int, batch: int
+) -> None:
+    """So a connection accepted in one turn is still open when the next turn reads it."""
+
+    class Backlog:
+        """A listening socket with a thousand connections waiting."""
+
+        def __init__(self) -> None:
+            self.waiting = [FakeSocket(100 + i) for i in range(1000)]
+
+        def accept(self) -> tuple[FakeSocket, tuple[str, int]]:
+            if not self.waiting:
+                raise BlockingIOError
+            return self.waiting.pop(0), ("10.0.0.2", 40000)
+
+    monkeypatch.setattr(FakeSocket, "family", socket.AF_UNIX, raising=False)
+    monkeypatch.setattr(FakeSocket, "setblocking", lambda self, flag: None, raising=False)
+    monkeypatch.setattr(util, "close_on_exec", lambda fd: None)
+    worker.contexts = None
+    backlog = Backlog()
+    plain = listener(worker, plain=True)
+    plain.sock, plain.budget = backlog, Budget(cap)  # type: ignore[assignment]
+    worker._accept(plain)
+    assert len(worker.conns) == batch and len(backlog.waiting) == 1000 - batch
 
 
 def test_the_plain_port_makes_room_only_among_its_own_connections(worker: Worker) -> None:

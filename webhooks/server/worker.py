@@ -57,6 +57,8 @@ from webhooks.server.wsgi import HttpDate, Responder
 
 #: How much one connection may read per loop turn before others get theirs.
 READ_BUDGET = 1 << 20
+#: The most connections one listener accepts per loop turn (fewer for a small budget).
+ACCEPT_BATCH = 64
 #: Deadlines are checked this often; they are seconds long, so this is precise enough.
 SWEEP_INTERVAL = 0.25
 #: On a graceful stop, idle keep-alive connections stay open this long at most: a request
@@ -259,12 +261,13 @@ class Worker(base.Worker):  # type: ignore[misc]
             timeout = 0.0
         events = self.selector.select(timeout)
         self.sleeping = False
+        ready: list[Listener] = []
         for key, mask in events:
             data = key.data
             if data is None:
                 self._wake()
             elif isinstance(data, Listener):
-                self._accept(data)
+                ready.append(data)
             else:
                 self._step(data, mask)
         if self.done:
@@ -274,11 +277,22 @@ class Worker(base.Worker):  # type: ignore[misc]
             for conn in again:
                 if self.conns.get(conn.fd) is conn and conn.phase in (IDLE, READING):
                     self._read(conn)
+        # Accepted last: a connection whose bytes are waiting is read before newcomers may
+        # close it to make room (see ``_accept``).
+        for listener in ready:
+            self._accept(listener)
 
     # ------------------------------------------------------------------ connections
 
     def _accept(self, listener: Listener) -> None:
-        for _ in range(64):
+        """Accept what is waiting, at most half the listener's budget per turn.
+
+        Why half, and after the turn's reads: when newcomers arrive faster than the loop
+        turns (a flood), each closes the oldest unfinished connection; a real caller's
+        connection, accepted in one turn, then always has its bytes read in the next before
+        it can be among those closed, and once its head is in it is never closed for room.
+        """
+        for _ in range(min(ACCEPT_BATCH, max(1, listener.budget.cap // 2))):
             try:
                 sock, addr = listener.sock.accept()
             except (BlockingIOError, InterruptedError):
