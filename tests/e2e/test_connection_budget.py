@@ -21,6 +21,7 @@ import pytest
 
 from tests.e2e.serving import Server, serving
 from tests.reviews import pod, review
+from webhooks.server.budget import HEAD_TIMEOUT
 
 pytestmark = pytest.mark.e2e
 
@@ -65,6 +66,26 @@ def _stalled_tls(server: Server, count: int) -> list[socket.socket]:
     return held
 
 
+def _bodies_never_sent(server: Server, count: int) -> list[socket.socket]:
+    """TLS connections that sent a whole review head and none of the body it announces."""
+    held: list[socket.socket] = []
+    head = (
+        b"POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 4096\r\n\r\n"
+    )
+    for _ in range(count):
+        raw = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        try:
+            tls = server.context().wrap_socket(raw, server_hostname="localhost")
+            tls.sendall(head)
+        except (OSError, ssl.SSLError):
+            raw.close()
+            continue
+        held.append(tls)
+        time.sleep(0.01)  # under the cap, in order
+    return held
+
+
 def _reviews(server: Server, tag: str) -> list[str]:
     """Send the reviews, each on a fresh connection; what went wrong with each that failed."""
     failures = []
@@ -105,6 +126,14 @@ def test_unfinished_tls_connections_are_closed_oldest_first_for_reviews(capped: 
 def test_both_floods_at_once_leave_every_review_answered(capped: Server) -> None:
     with _held(_one_byte_heads(capped.metrics_port, FLOOD) + _stalled_tls(capped, FLOOD)):
         assert _reviews(capped, "both-floods") == []
+
+
+def test_heads_whose_bodies_never_come_give_way_once_stalled(capped: Server) -> None:
+    """A head is in, so the connection is under way; but a body that has not arrived within
+    --head-timeout of its head is closed for a newcomer before any caller at work is."""
+    with _held(_bodies_never_sent(capped, CAP)):
+        time.sleep(HEAD_TIMEOUT)  # every body now overdue
+        assert _reviews(capped, "bodies-never-sent") == []
 
 
 def test_a_worker_counts_what_it_closed_for_room_by_port_and_reason(tmp_path: Path) -> None:

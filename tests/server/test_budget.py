@@ -16,6 +16,8 @@ def _budget(steps: list[tuple[str, int, float]], cap: int = 3) -> Budget[str]:
             budget.opened(key, name, now)
         elif step == "starting":
             budget.starting(key, name, now)
+        elif step == "body":
+            budget.body(key, name, now)
         elif step == "under way":
             budget.under_way(key)
         elif step == "idle":
@@ -39,7 +41,7 @@ CASES: list[tuple[str, list[tuple[str, int, float]], float, tuple[str, str] | No
         "a handshake not finished in time is stalled",
         [("opened", 1, 0.0)],
         HEAD_TIMEOUT,
-        ("stalled", "c1"),
+        ("stalled_head", "c1"),
     ),
     (
         "an unfinished connection within its time goes only when nothing is idle",
@@ -57,7 +59,7 @@ CASES: list[tuple[str, list[tuple[str, int, float]], float, tuple[str, str] | No
         "a stalled connection goes before an idle one",
         [("opened", 1, 0.0), ("under way", 1, 0.1), ("idle", 1, 0.2), ("opened", 2, 1.0)],
         1.0 + HEAD_TIMEOUT,
-        ("stalled", "c2"),
+        ("stalled_head", "c2"),
     ),
     (
         "the longest idle goes first",
@@ -87,7 +89,7 @@ CASES: list[tuple[str, list[tuple[str, int, float]], float, tuple[str, str] | No
         "a new connection's first byte does not restart its time",
         [("opened", 1, 0.0), ("starting", 1, 1.9)],
         HEAD_TIMEOUT,
-        ("stalled", "c1"),
+        ("stalled_head", "c1"),
     ),
     (
         "a connection closing after its answer goes before all",
@@ -96,8 +98,38 @@ CASES: list[tuple[str, list[tuple[str, int, float]], float, tuple[str, str] | No
         ("closing", "c2"),
     ),
     (
-        "a connection whose head arrived is never chosen",
-        [("opened", 1, 0.0), ("under way", 1, 0.1)],
+        "a body not arrived in time goes after the idle",
+        [
+            ("opened", 1, 0.0),
+            ("body", 1, 0.1),
+            ("opened", 2, 0.0),
+            ("under way", 2, 0.1),
+            ("idle", 2, 0.2),
+        ],
+        0.1 + HEAD_TIMEOUT,
+        ("idle", "c2"),
+    ),
+    (
+        "a body not arrived in time goes before an unfinished connection within its time",
+        [("opened", 1, 0.0), ("body", 1, 0.1), ("opened", 2, 5.0)],
+        0.1 + HEAD_TIMEOUT + 3.0,
+        ("stalled_body", "c1"),
+    ),
+    (
+        "a body within its time is never chosen",
+        [("opened", 1, 0.0), ("body", 1, 0.1)],
+        0.1 + HEAD_TIMEOUT / 2,
+        None,
+    ),
+    (
+        "the oldest overdue body goes first",
+        [("opened", 1, 0.0), ("opened", 2, 0.0), ("body", 2, 0.1), ("body", 1, 0.2)],
+        10.0,
+        ("stalled_body", "c2"),
+    ),
+    (
+        "a connection whose request arrived whole is never chosen",
+        [("opened", 1, 0.0), ("body", 1, 0.05), ("under way", 1, 0.1)],
         100.0,
         None,
     ),
@@ -121,7 +153,7 @@ def test_room_is_made_in_order(
 
 def test_the_budget_is_full_at_its_cap_and_a_closed_slot_is_free_again() -> None:
     budget = _budget([("opened", 1, 0.0), ("opened", 2, 0.0), ("under way", 2, 0.1)], cap=2)
-    assert budget.full and budget.counts() == (0, 1, 0)
+    assert budget.full and budget.counts() == (0, 1, 0, 0)
     budget.closed(1)
     assert not budget.full and budget.open == 1
 
@@ -136,4 +168,4 @@ def test_unfinished_connections_are_chosen_oldest_first_whatever_their_number() 
         chosen = budget.victim(1.0)
         assert chosen is not None and chosen[1] == key
         budget.closed(key)
-    assert budget.open == 0 and budget.counts() == (0, 0, 0)
+    assert budget.open == 0 and budget.counts() == (0, 0, 0, 0)

@@ -196,7 +196,7 @@ def test_a_complete_request_goes_to_a_thread_and_the_loop_stops_watching_it(
     worker._read(conn)
     assert conn.phase == BUSY
     assert sock not in worker.selector.watched
-    assert conn.listener.budget.counts() == (0, 0, 0), "under way: never closed for room"
+    assert conn.listener.budget.counts() == (0, 0, 0, 0), "whole: never closed for room"
     queued, request = worker.jobs.get_nowait()  # type: ignore[misc]
     assert queued is conn
     assert (request.head.method, request.head.path) == ("POST", "/mutate")
@@ -219,7 +219,7 @@ def test_the_first_byte_starts_the_request_deadline_and_ends_the_idle_time(
     conn = kept_alive(worker, FakeSocket(10, [b"POST /mu"]))
     before = time.monotonic()
     worker._read(conn)
-    assert conn.phase == READING and conn.listener.budget.counts() == (0, 1, 0)
+    assert conn.phase == READING and conn.listener.budget.counts() == (0, 1, 0, 0)
     assert before + 10.0 <= conn.deadline <= time.monotonic() + 10.0
 
 
@@ -366,9 +366,16 @@ def _unfinished(worker: Worker, fd: int, *, plain: bool = False) -> Connection:
     return conn
 
 
-def _under_way(worker: Worker, fd: int, *, plain: bool = False) -> Connection:
+def _awaiting_body(worker: Worker, fd: int, *, plain: bool = False) -> Connection:
     conn = connect(worker, FakeSocket(fd, [post(length=100)]), plain=plain)
     worker._read(conn)
+    return conn
+
+
+def _busy(worker: Worker, fd: int, *, plain: bool = False) -> Connection:
+    conn = connect(worker, FakeSocket(fd, [post()]), plain=plain)
+    worker._read(conn)
+    assert conn.phase == BUSY
     return conn
 
 
@@ -397,19 +404,16 @@ ROOM: list[tuple[str, list[Any], float, int | None]] = [
         5.0,
         1,
     ),
-    ("then the longest idle", [_under_way, _idle, _idle, _unfinished], 0.0, 1),
+    ("then the longest idle", [_busy, _awaiting_body, _idle, _idle, _unfinished], 0.0, 2),
+    ("then a body not arrived in time", [_busy, _awaiting_body, _busy], 5.0, 1),
+    ("never a body within its time", [_busy, _awaiting_body, _busy], 0.0, None),
     (
         "then the oldest unfinished one within its time",
-        [_under_way, _unfinished, _unfinished],
+        [_busy, _awaiting_body, _unfinished, _unfinished],
         0.0,
-        1,
+        2,
     ),
-    (
-        "never one whose head has arrived",
-        [_under_way, _under_way, _under_way, _under_way],
-        5.0,
-        None,
-    ),
+    ("never one whose request arrived whole", [_busy, _busy, _busy, _busy], 5.0, None),
 ]
 
 
@@ -497,7 +501,7 @@ def test_the_plain_port_makes_room_only_among_its_own_connections(worker: Worker
     """Why two budgets: the metrics port takes any client; held there, connections that each
     sent one byte of a head filled a cap shared with admission, and then every admission
     connection was closed as soon as it was accepted."""
-    admission = [_under_way(worker, 10 + i) for i in range(4)]
+    admission = [_busy(worker, 10 + i) for i in range(4)]
     plain = [_unfinished(worker, 20 + i, plain=True) for i in range(2)]
     tls, metrics = admission[0].listener, plain[0].listener
     assert tls.budget.full and metrics.budget.full
@@ -556,7 +560,7 @@ def test_a_thread_runs_the_app_and_the_loop_then_waits_for_the_next_request(
     assert status_line(sock) == b"HTTP/1.1 200 OK"
     assert bytes(sock.sent).endswith(b"\r\n\r\n/mutate")
     worker._finish()
-    assert conn.phase == IDLE and conn.listener.budget.counts() == (0, 0, 1)
+    assert conn.phase == IDLE and conn.listener.budget.counts() == (0, 0, 1, 0)
     assert worker.selector.watched[sock] == selectors.EVENT_READ
     assert conn.reader.buffered == 0
 

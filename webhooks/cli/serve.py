@@ -60,7 +60,8 @@ from webhooks.server.budget import HEAD_TIMEOUT, MAX_PLAIN_CONNECTIONS
     show_default=True,
     type=click.IntRange(16, 100000),
     help="Admission (HTTPS) connections per worker; past it one that has not sent its "
-    "request head within --head-timeout, else the longest idle, is closed for a newcomer.",
+    "request head within --head-timeout, else the longest idle, else one whose body is "
+    "late, is closed for a newcomer.",
 )
 @click.option(
     "--max-metrics-connections",
@@ -76,7 +77,8 @@ from webhooks.server.budget import HEAD_TIMEOUT, MAX_PLAIN_CONNECTIONS
     show_default=True,
     type=click.FloatRange(0.1, 120),
     help="Seconds a connection has to send its request head (from the connect, or from "
-    "the first byte of its next request) before it is the first closed for a newcomer.",
+    "the first byte of its next request), and then its body, before it is among the first "
+    "closed for a newcomer.",
 )
 @click.option(
     "--native",

@@ -50,7 +50,8 @@ REFUSED_HELP = (
 CLOSED = "placement_webhooks_connections_closed_total"
 CLOSED_HELP = (
     "Connections closed to make room for a newcomer, by port and the class chosen (closing, "
-    "stalled, idle, unfinished), or newcomers closed at once when none could be (full)."
+    "stalled_head, idle, stalled_body, unfinished), or newcomers closed at once when none "
+    "could be (full)."
 )
 #: The ``port`` label: the admission (TLS) listener and the plain metrics listener.
 PORTS = frozenset({"admission", "metrics"})
@@ -58,7 +59,7 @@ PORTS = frozenset({"admission", "metrics"})
 #: error of ours, not a refusal).
 REFUSAL_STATUSES = frozenset(status for status in REASONS if status != 500)
 #: The ``reason`` label of :data:`CLOSED` (the budget's classes, and ``full``).
-CLOSE_REASONS = frozenset({"closing", "stalled", "idle", "unfinished", "full"})
+CLOSE_REASONS = frozenset({"closing", "stalled_head", "idle", "stalled_body", "unfinished", "full"})
 #: Where multiprocess mode keeps its files; the master sets it before workers start.
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

@@ -57,12 +57,14 @@ class ServeOptions:
     #: HOST:PORT of the plain-HTTP listener for /metrics, /healthz and /readyz; "" for none.
     metrics_bind: str = ""
     #: Admission (TLS) connections per worker; at the cap one that has not finished its head
-    #: in time, or the longest idle, is closed for a newcomer (:mod:`webhooks.server.budget`).
+    #: in time, or the longest idle, or a late body, is closed for a newcomer
+    #: (:mod:`webhooks.server.budget`).
     max_connections: int = 1000
     #: The plain (metrics) port's connections per worker: a budget of its own, so that port
     #: can never take an admission slot.
     max_metrics_connections: int = MAX_PLAIN_CONNECTIONS
-    #: Seconds a connection has to finish its head before it is the first closed for room.
+    #: Seconds a connection has to finish its head, and then its body, before it is among
+    #: the first closed for room.
     head_timeout: float = HEAD_TIMEOUT
     #: A hybrid installation (``serve --native``): the (plugin, phase) halves of a config
     #: that ``/mutate`` and ``/validate`` run, the rest being native admission policies.

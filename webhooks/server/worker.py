@@ -17,10 +17,10 @@ counted from the first byte, so a byte a second does not extend it), the keep-al
 time for connections between requests, and a connection budget per listener
 (``--max-connections`` for admission, ``--max-metrics-connections`` for the plain port):
 when one is full, a newcomer is admitted by closing a connection of the same listener
-that has not finished its head in time, or is idle (:mod:`webhooks.server.budget` says
-which, and why). A connection refused or answered while its client may still be sending
-lingers: it stops writing and drops what arrives for a moment, so the client reads its
-answer instead of a reset.
+that has not finished its head (or its body) in time, or is idle
+(:mod:`webhooks.server.budget` says which, and why). A connection refused or answered
+while its client may still be sending lingers: it stops writing and drops what arrives
+for a moment, so the client reads its answer instead of a reset.
 """
 
 from __future__ import annotations
@@ -446,7 +446,7 @@ class Worker(base.Worker):  # type: ignore[misc]
                 self._send_nowait(conn, _CONTINUE)
             elif isinstance(event, HeadReceived):
                 head = event.head
-                conn.listener.budget.under_way(conn.fd)
+                conn.listener.budget.body(conn.fd, conn, time.monotonic())
                 if conn.listener.plain and (
                     head.path not in PLAIN_PATHS or head.method not in ("GET", "HEAD")
                 ):
@@ -514,6 +514,7 @@ class Worker(base.Worker):  # type: ignore[misc]
     # ------------------------------------------------------------------ requests
 
     def _dispatch(self, conn: Connection, request: Request) -> None:
+        conn.listener.budget.under_way(conn.fd)
         conn.phase = BUSY
         self._want(conn, 0)
         self.jobs.put((conn, request))
