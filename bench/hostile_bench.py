@@ -14,8 +14,16 @@ ms over 200 reviews, no errors, worker RSS <= 80 MiB. The whole run is made twic
 default config and with the full config (``bench/configs/full.yaml``), both reading their
 Namespaces and RuntimeClasses from a fake API server in this process into their cache.
 
+``--metrics-flood N`` runs the metrics-port flood instead (issue 30): the server also
+serves its plain metrics port, and N connections to it each send one byte of a head and
+another each second (within the I/O timeout, which the bytes do not extend), reopened
+whenever the server closes them; the reviews are timed the same way, and a kubelet-like
+probe of ``/healthz`` on the metrics port is sent every tenth review. Before each port had
+a budget of its own, 2,500 such connections filled the cap both ports shared and 6 of 91
+reviews were answered. Target: every review and every probe answered.
+
 Usage: python -m bench.hostile_bench [--reviews 200] [--rate 10] [--idle 500] [--silent 100]
-       [--slow 20]
+       [--slow 20] [--metrics-flood 2500]
 """
 
 from __future__ import annotations
@@ -37,7 +45,14 @@ from typing import Any
 import orjson
 
 from bench import payloads, scenario
-from bench.servers import served_cluster, start, stop, worker_peak_mib, worker_rss_mib
+from bench.servers import (
+    free_port,
+    served_cluster,
+    start,
+    stop,
+    worker_peak_mib,
+    worker_rss_mib,
+)
 from webhooks.certs import generate
 
 
@@ -46,15 +61,28 @@ def _tls(port: int, ctx: ssl.SSLContext) -> ssl.SSLSocket:
     return ctx.wrap_socket(raw, server_hostname="localhost")
 
 
+#: The kinds of hostile connection: idle TCP, silent TLS, a body a byte a second, and one
+#: byte of a head (topped up each second) on the plain metrics port.
+KINDS = 4
+
+
 class Holder:
     """The hostile clients of one run, driven by one selector loop in their own process.
 
-    ``held`` is a shared array: connections currently open of each kind (idle TCP, silent
-    TLS, byte-a-second), then how often each kind was reopened after the server closed it.
+    ``held`` is a shared array: connections currently open of each kind (:data:`KINDS`),
+    then how often each kind was reopened after the server closed it.
     """
 
-    def __init__(self, port: int, cafile: str, counts: tuple[int, int, int], held: Any) -> None:
+    def __init__(
+        self,
+        port: int,
+        cafile: str,
+        counts: tuple[int, ...],
+        held: Any,
+        metrics_port: int = 0,
+    ) -> None:
         self.port = port
+        self.metrics_port = metrics_port
         self.ctx = ssl.create_default_context(cafile=cafile)
         self.counts = counts
         self.held = held
@@ -68,10 +96,15 @@ class Holder:
         self.slow_sent: dict[int, int] = {}
 
     def open_one(self, kind: int) -> None:
-        """Open one connection of ``kind`` (0 idle TCP, 1 silent TLS, 2 byte-a-second)."""
+        """Open one connection of ``kind`` (0 idle TCP, 1 silent TLS, 2 byte-a-second, 3 one
+        byte of a head on the metrics port)."""
         try:
             if kind == 0:
                 sock: Any = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+            elif kind == 3:
+                sock = socket.create_connection(("127.0.0.1", self.metrics_port), timeout=10)
+                sock.sendall(b"G")
+                self.slow_sent[sock.fileno()] = 0
             else:
                 sock = _tls(self.port, self.ctx)
                 if kind == 2:
@@ -91,13 +124,14 @@ class Holder:
         self.slow_sent.pop(fd, None)
         sock.close()
         self.held[kind] -= 1
-        self.held[3 + kind] += 1
+        self.held[KINDS + kind] += 1
 
     def trickle(self) -> None:
-        """Send every slow client's next byte."""
+        """Send every slow client's next byte (of a body, or of a head on the metrics port)."""
         for fd, sent in list(self.slow_sent.items()):
+            kind, sock = self.kinds[fd]
             try:
-                self.kinds[fd][1].send(self.body[sent : sent + 1])
+                sock.send(b"E" if kind == 3 else self.body[sent : sent + 1])
                 self.slow_sent[fd] = (sent + 1) % len(self.body)
             except (ssl.SSLWantWriteError, BlockingIOError):
                 pass
@@ -131,15 +165,16 @@ class Holder:
 def hold(
     port: int,
     cafile: str,
-    counts: tuple[int, int, int],
+    counts: tuple[int, ...],
     stop_event: multiprocessing.synchronize.Event,
     held: Any,
+    metrics_port: int = 0,
 ) -> None:
     """Process entry point: run a :class:`Holder` until ``stop_event`` is set.
 
     Its own process, so its work never delays the timed client.
     """
-    Holder(port, cafile, counts, held).run(stop_event)
+    Holder(port, cafile, counts, held, metrics_port).run(stop_event)
 
 
 def review_once(port: int, ctx: ssl.SSLContext, body: bytes, uid: str) -> tuple[float, str | None]:
@@ -194,8 +229,8 @@ def run(args: argparse.Namespace, certs: Path, config: Path) -> None:
     """One run with ``config``: start the server and the hostile clients, time the reviews."""
     cafile = str(certs / "ca.crt")
     proc, port = start("real", certs, 2, config)
-    counts = (args.idle, args.silent, args.slow)
-    held = multiprocessing.Array("i", 6, lock=False)
+    counts = (args.idle, args.silent, args.slow, 0)
+    held = multiprocessing.Array("i", 2 * KINDS, lock=False)
     stop_event = multiprocessing.Event()
     holder = multiprocessing.Process(
         target=hold, args=(port, cafile, counts, stop_event, held), daemon=True
@@ -208,7 +243,7 @@ def run(args: argparse.Namespace, certs: Path, config: Path) -> None:
         time.sleep(1.0)
         print(f"holding: {held[0]} idle TCP, {held[1]} silent TLS, {held[2]} byte-a-second bodies")
         latencies, errors, _, low_water = timed_reviews(args, port, cafile, proc.pid, held)
-        reopened = (held[3], held[4], held[5])
+        reopened = (held[KINDS], held[KINDS + 1], held[KINDS + 2])
         peaks = worker_peak_mib(proc.pid)
     finally:
         stop_event.set()
@@ -234,6 +269,95 @@ def run(args: argparse.Namespace, certs: Path, config: Path) -> None:
     print(f"targets (p99 <= 50 ms, no errors, RSS <= 80 MiB): {'met' if met else 'NOT met'}")
 
 
+def probe_once(metrics_port: int) -> str | None:
+    """A kubelet-like probe: ``GET /healthz`` on a new plain connection; what went wrong."""
+    conn = http.client.HTTPConnection("127.0.0.1", metrics_port, timeout=10)
+    try:
+        conn.request("GET", "/healthz")
+        response = conn.getresponse()
+        response.read()
+        return None if response.status == 200 else f"HTTP {response.status}"
+    except (OSError, http.client.HTTPException) as exc:
+        return repr(exc)
+    finally:
+        conn.close()
+
+
+def flood_reviews(
+    args: argparse.Namespace, port: int, cafile: str, metrics_port: int, held: Any
+) -> tuple[list[float], list[str], list[str | None], int]:
+    """The timed reviews, and a probe every tenth; latencies, errors, probes, low-water mark."""
+    ctx = ssl.create_default_context(cafile=cafile)
+    template = orjson.loads(payloads.small())
+    latencies: list[float] = []
+    errors: list[str] = []
+    probes: list[str | None] = []
+    low_water = args.metrics_flood
+    started = time.monotonic()
+    for i in range(args.reviews):
+        wait = started + i / args.rate - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        uid = f"flood-{i}"
+        template["request"]["uid"] = uid
+        seconds, error = review_once(port, ctx, orjson.dumps(template), uid)
+        latencies.append(seconds)
+        if error:
+            errors.append(error)
+        if i % 10 == 0:
+            probes.append(probe_once(metrics_port))
+        low_water = min(low_water, held[3])
+    return latencies, errors, probes, low_water
+
+
+def metrics_flood(args: argparse.Namespace, certs: Path, config: Path) -> None:
+    """The metrics-port flood: one-byte heads held on the plain port while reviews are timed."""
+    cafile = str(certs / "ca.crt")
+    metrics_port = free_port()
+    proc, port = start("real", certs, 2, config, metrics_port)
+    counts = (0, 0, 0, args.metrics_flood)
+    held = multiprocessing.Array("i", 2 * KINDS, lock=False)
+    stop_event = multiprocessing.Event()
+    holder = multiprocessing.Process(
+        target=hold, args=(port, cafile, counts, stop_event, held, metrics_port), daemon=True
+    )
+    try:
+        holder.start()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and held[3] < args.metrics_flood:
+            time.sleep(0.1)
+        time.sleep(1.0)
+        print(f"holding: {held[3]} connections to the metrics port, one byte of a head each")
+        latencies, errors, probes, low_water = flood_reviews(args, port, cafile, metrics_port, held)
+        reopened = held[KINDS + 3]
+        peaks = worker_peak_mib(proc.pid)
+    finally:
+        stop_event.set()
+        holder.join(timeout=10)
+        if holder.is_alive():
+            holder.kill()
+        stop(proc)
+    ms = sorted(s * 1000 for s in latencies)
+    p99 = ms[max(0, round(0.99 * len(ms)) - 1)]
+    failed_probes = [p for p in probes if p is not None]
+    print(
+        f"held at least {low_water} one-byte heads; reopened after the server closed them: "
+        f"{reopened}"
+    )
+    print(
+        f"reviews answered: {len(ms) - len(errors)} of {len(ms)} on new connections at "
+        f"{args.rate:g}/s: p50 {statistics.median(ms):.1f} ms, p99 {p99:.1f} ms, "
+        f"max {ms[-1]:.1f} ms" + (f" (first error: {errors[0]})" if errors else "")
+    )
+    print(
+        f"probes of /healthz on the metrics port answered: {len(probes) - len(failed_probes)} "
+        f"of {len(probes)}" + (f" (first error: {failed_probes[0]})" if failed_probes else "")
+    )
+    print(f"worker RSS peak (VmHWM per worker): {', '.join(f'{v:.1f}' for v in peaks)} MiB")
+    met = not errors and not failed_probes
+    print(f"target (every review and probe answered): {'met' if met else 'NOT met'}")
+
+
 def main() -> None:
     """For each config: start the server, the hostile clients, then time the real reviews."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -242,12 +366,24 @@ def main() -> None:
     parser.add_argument("--idle", type=int, default=500, help="TCP connections that never talk")
     parser.add_argument("--silent", type=int, default=100, help="TLS connections, then silence")
     parser.add_argument("--slow", type=int, default=20, help="bodies sent a byte a second")
+    parser.add_argument(
+        "--metrics-flood",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instead: N one-byte heads held on the metrics port (the issue's figure: 2500)",
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="hostile-"))
     certs = work / "certs"
     generate(certs, hosts=["localhost", "127.0.0.1"])
     try:
         with served_cluster(work) as (_, configs):
+            if args.metrics_flood:
+                print(f"\n{scenario.describe('default', scenario.config('default'))}")
+                print("2 workers x 4 threads, --max-connections 1000; the metrics port flooded")
+                metrics_flood(args, certs, configs["default"])
+                return
             for name, config in configs.items():
                 print(f"\n{scenario.describe(name, scenario.config(name))}")
                 print("2 workers x 4 threads; Namespaces and RuntimeClasses from a fake API server")

@@ -1,6 +1,7 @@
 """Serve one of the benchmark apps under the exact gunicorn settings of the real server.
 
 Usage: python -m bench.serve {real,flask,wsgi} --bind HOST:PORT --cert-dir DIR [--config FILE]
+       [--metrics-bind HOST:PORT]
 """
 
 from __future__ import annotations
@@ -34,12 +35,14 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--config", help="the real server's config file (default: built-in)")
+    parser.add_argument("--metrics-bind", default="", help="the plain metrics port (default: none)")
     args = parser.parse_args()
     options = ServeOptions(
         cert_dir=Path(args.cert_dir),
         config_path=args.config,
         config=read_config(args.config),
         bind=args.bind,
+        metrics_bind=args.metrics_bind,
         workers=args.workers,
         threads=args.threads,
         log_level="warning",

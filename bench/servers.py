@@ -36,9 +36,17 @@ def free_port() -> int:
 
 
 def spawn(
-    kind: str, port: int, certs: Path, workers: int = 2, config: Path | None = None
+    kind: str,
+    port: int,
+    certs: Path,
+    workers: int = 2,
+    config: Path | None = None,
+    metrics_port: int | None = None,
 ) -> subprocess.Popen[bytes]:
-    """``python -m bench.serve KIND`` on ``port``, in a session of its own for :func:`stop`."""
+    """``python -m bench.serve KIND`` on ``port``, in a session of its own for :func:`stop`.
+
+    ``metrics_port``: the plain-HTTP listener of /metrics and the probes (none by default).
+    """
     return subprocess.Popen(
         [
             sys.executable,
@@ -52,6 +60,7 @@ def spawn(
             "--workers",
             str(workers),
             *(["--config", str(config)] if config is not None else []),
+            *(["--metrics-bind", f"127.0.0.1:{metrics_port}"] if metrics_port else []),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -86,7 +95,11 @@ def first_200(
 
 
 def start(
-    kind: str, certs: Path, workers: int = 2, config: Path | None = None
+    kind: str,
+    certs: Path,
+    workers: int = 2,
+    config: Path | None = None,
+    metrics_port: int | None = None,
 ) -> tuple[subprocess.Popen[bytes], int]:
     """Start one app under gunicorn and wait until it is ready; the process and its port.
 
@@ -94,7 +107,7 @@ def start(
     have only ``/healthz``.
     """
     port = free_port()
-    proc = spawn(kind, port, certs, workers, config)
+    proc = spawn(kind, port, certs, workers, config, metrics_port)
     probe = ("GET", "/readyz" if kind == "real" else "/healthz", None)
     if first_200(port, certs / "ca.crt", time.monotonic() + 30, probe) is None:
         stop(proc)

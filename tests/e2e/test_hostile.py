@@ -360,3 +360,29 @@ def test_an_oversized_body_under_100_continue_is_answered_413_at_once(server: Se
     assert b"Connection: close" in answer
     assert waited < 1.0, f"the 413 took {waited:.2f} s"
     _healthy(server)
+
+
+# --------------------------------------------------------------------------- closing
+
+
+HEAD_SIZES = [(200_000, "200 KB"), (1_000_000, "1 MB"), (4_000_000, "4 MB"), (12_000_000, "12 MB")]
+
+
+@pytest.mark.parametrize("plain", [False, True], ids=["over TLS", "on the plain port"])
+@pytest.mark.parametrize(
+    "size", [s for s, _ in HEAD_SIZES], ids=[f"a head of {n} gets its 431" for _, n in HEAD_SIZES]
+)
+def test_an_oversized_head_is_answered_431_not_reset(
+    server: Server, size: int, plain: bool
+) -> None:
+    """The server stops reading at the head limit; closing with the rest unread made the
+    kernel reset the connection, and the reset overtook the 431 (over TLS from 200 KB)."""
+    head = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX: " + b"a" * size + b"\r\n\r\n"
+    raw = socket.create_connection(("127.0.0.1", server.metrics_port if plain else server.port))
+    sock = raw if plain else server.context().wrap_socket(raw, server_hostname="localhost")
+    with sock:
+        sock.settimeout(15)
+        sock.sendall(head)
+        answer = _closed_by_server(sock, 15)
+    assert answer.startswith(b"HTTP/1.1 431 Request Header Fields Too Large"), answer[:80]
+    _healthy(server)

@@ -16,6 +16,8 @@ from webhooks.core.plugin import Phase
 from webhooks.plugins import REGISTRY
 from webhooks.server.app import (
     MAX_BODY,
+    PORT_KEY,
+    REFUSAL_LOG_INTERVAL,
     SHOWN_PATH,
     ServerState,
     create_app,
@@ -239,15 +241,116 @@ def test_a_client_without_a_certificate_adds_no_series() -> None:
     assert _series(client) == before
 
 
-def test_a_thousand_random_plugin_names_leave_metrics_byte_for_byte_the_same(
+def _refused(client: FlaskClient, port: str, status: int) -> float:
+    """The count of ``placement_webhooks_refused_requests_total`` for ``port`` and ``status``."""
+    text = client.get("/metrics").get_data(as_text=True)
+    series = f'placement_webhooks_refused_requests_total{{port="{port}",status="{status}"}}'
+    values = [ln.rsplit(" ", 1)[1] for ln in text.splitlines() if ln.startswith(series + " ")]
+    assert len(values) == 1, f"{series} missing"
+    return float(values[0])
+
+
+def test_a_thousand_random_plugin_names_are_counted_and_add_no_series(
     client: FlaskClient,
 ) -> None:
     _post(client, "/mutate", review(pod()))
-    before = client.get("/metrics").get_data()
+    before, counted = _series(client), _refused(client, "admission", 404)
     body = orjson.dumps(review(pod()))
     for i in range(1000):
         assert _post(client, f"/validate/random-{i:x}-{i * 7919:x}", body).status_code == 404
-    assert client.get("/metrics").get_data() == before
+    assert _series(client) == before
+    assert _refused(client, "admission", 404) == counted + 1000
+
+
+@pytest.mark.parametrize(
+    ("port", "path", "status"),
+    [
+        ("admission", "/nowhere", 404),
+        ("admission", "/mutate/nope", 404),
+        ("metrics", "/nowhere", 404),
+        ("admission", "/healthz", 405),
+    ],
+    ids=[
+        "an unknown path over TLS",
+        "an unknown plugin over TLS",
+        "the listener the worker names is the port label",
+        "a POST to a probe path",
+    ],
+)
+def test_a_refusal_is_counted_by_port_and_status(
+    client: FlaskClient, port: str, path: str, status: int
+) -> None:
+    before = _refused(client, port, status)
+    answer = client.post(
+        path, data=b"{}", content_type="application/json", environ_base={PORT_KEY: port}
+    )
+    assert answer.status_code == status
+    assert _refused(client, port, status) == before + 1
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _log_of(requests: list[tuple[float, str, int]]) -> list[dict[str, Any]]:
+    """The review log lines of ``requests``: (seconds since start, path, expected status)."""
+    import io
+
+    from webhooks.server.app import ReviewLog
+
+    stream, clock = io.StringIO(), _Clock()
+    state = ServerState(
+        Admission(REGISTRY, load_config(None, REGISTRY)),
+        review_log=ReviewLog(stream, interval=None, clock=clock),
+    )
+    client = create_app(state).test_client()
+    start = clock.now
+    for at, path, status in requests:
+        clock.now = start + at
+        assert _post(client, path, review(pod())).status_code == status
+    return [orjson.loads(line) for line in stream.getvalue().splitlines()]
+
+
+SAMPLED: list[tuple[str, list[tuple[float, str, int]], list[tuple[int, int | None]]]] = [
+    (
+        "a thousand 404s within a second write one line",
+        [(i / 1000, f"/mutate/nope-{i}", 404) for i in range(1000)],
+        [(404, None)],
+    ),
+    (
+        "the next line after the interval says how many were left out",
+        [
+            (0.0, "/mutate/a", 404),
+            (0.5, "/mutate/b", 404),
+            (0.9, "/mutate/c", 404),
+            (REFUSAL_LOG_INTERVAL, "/mutate/d", 404),
+        ],
+        [(404, None), (404, 2)],
+    ),
+    (
+        "each status has its own interval",
+        [(0.0, "/mutate/a", 404), (0.1, "/mutate", 200), (0.2, "/mutate/b", 404)],
+        [(404, None), (200, None)],
+    ),
+    (
+        "reviews are never left out",
+        [(0.0, "/mutate", 200)] * 50,
+        [(200, None)] * 50,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("requests", "lines"), [c[1:] for c in SAMPLED], ids=[c[0] for c in SAMPLED]
+)
+def test_refusals_get_sampled_review_log_lines(
+    requests: list[tuple[float, str, int]], lines: list[tuple[int, int | None]]
+) -> None:
+    assert [(ln["status"], ln.get("suppressed")) for ln in _log_of(requests)] == lines
 
 
 SHOWN = [

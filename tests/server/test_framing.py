@@ -41,6 +41,28 @@ def test_the_end_of_a_head_is_found_across_pieces_without_rescanning() -> None:
     assert end == len(REVIEW_HEAD)
 
 
+ENDS = [
+    ("CRLF CRLF ends a head", b"GET / HTTP/1.1\r\nHost: x\r\n\r\nbody", 27),
+    ("two bare line feeds end a head", b"GET / HTTP/1.1\nHost: x\n\nbody", 24),
+    ("a bare line feed after CRLF ends a head", b"GET / HTTP/1.1\r\nHost: x\r\n\nbody", 26),
+    ("CRLF after a bare line feed ends a head", b"GET / HTTP/1.1\nHost: x\n\r\nbody", 25),
+    ("the first blank line ends it", b"GET / HTTP/1.1\n\nHost: x\r\n\r\n", 16),
+    ("bare carriage returns end nothing", b"GET / HTTP/1.1\rHost: x\r\r\r", -1),
+    ("one line end is not a blank line", b"GET / HTTP/1.1\r\nHost: x\r\n", -1),
+]
+
+
+@pytest.mark.parametrize(("data", "end"), [e[1:] for e in ENDS], ids=[e[0] for e in ENDS])
+def test_a_head_ends_at_its_first_blank_line(data: bytes, end: int) -> None:
+    """Why bare line feeds count: such a head is refused (400) at once, where its client
+    used to wait for the I/O timeout and a close without an answer."""
+    assert head_end(data, 0) == end
+    if end > 0 and b"\r\n\r\n" not in data[:end]:
+        with pytest.raises(FramingError) as refused:
+            parse_head(data[:end])
+        assert refused.value.status == 400
+
+
 GOOD = [
     ("HTTP/1.0 closes after the answer", b"GET /healthz HTTP/1.0\r\n\r\n", "keep_alive", False),
     (

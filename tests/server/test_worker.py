@@ -8,19 +8,25 @@ from __future__ import annotations
 
 import logging
 import selectors
+import socket
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from gunicorn import util
 from gunicorn.workers import base
 
 from tests.server.test_reader import post
-from webhooks.server.framing import error_response
+from webhooks.server.budget import Budget
+from webhooks.server.framing import DRAIN_LIMIT, MAX_HEAD, error_response
 from webhooks.server.reader import Refusal, RequestReader
 from webhooks.server.worker import (
+    ACCEPT_BATCH,
     BUSY,
     IDLE,
+    LINGER,
+    LINGERING,
     READ_BUDGET,
     READING,
     WRITING,
@@ -54,6 +60,7 @@ class FakeSocket:
         self.broken = broken
         self.sent = bytearray()
         self.closed = False
+        self.shut = False
 
     def fileno(self) -> int:
         return self.fd
@@ -73,6 +80,9 @@ class FakeSocket:
         n = len(data) if self.take is None else min(self.take, len(data))
         self.sent += bytes(data[:n])
         return n
+
+    def shutdown(self, how: int) -> None:
+        self.shut = True
 
     def close(self) -> None:
         self.closed = True
@@ -114,25 +124,41 @@ def worker(monkeypatch: pytest.MonkeyPatch) -> Iterator[Worker]:
     made.init_process()
     made.selector.close()
     made.selector = FakeSelector()
-    made.limits = Limits(io_timeout=10.0, keepalive=120.0, max_connections=4, threads=1)
+    made.limits = Limits(
+        io_timeout=10.0, keepalive=120.0, max_connections=4, threads=1, max_plain_connections=2
+    )
     made.log = logging.getLogger("test-worker")
+    made.budgets = {  # type: ignore[attr-defined]
+        False: Budget(made.limits.max_connections, made.limits.head_timeout),
+        True: Budget(made.limits.max_plain_connections, made.limits.head_timeout),
+    }
     yield made
 
 
 def listener(worker: Worker, *, plain: bool = False, wsgi: Any = app) -> Listener:
+    """The worker's TLS or plain listener (one budget each), answering with ``wsgi``."""
     responder = Responder(wsgi, ("127.0.0.1", 8443), "http" if plain else "https", worker.date)
-    return Listener(FakeSocket(3), plain, responder)  # type: ignore[arg-type]
+    budget = worker.budgets[plain]  # type: ignore[attr-defined]
+    return Listener(FakeSocket(3), plain, responder, budget)  # type: ignore[arg-type]
 
 
 def connect(
     worker: Worker, sock: FakeSocket, *, plain: bool = False, phase: int = IDLE, wsgi: Any = app
 ) -> Connection:
-    """``sock`` accepted and waiting for its next request, as ``_accept`` leaves it."""
+    """``sock`` accepted and waiting for its first request, as ``_accept`` leaves it."""
     conn = Connection(sock, listener(worker, plain=plain, wsgi=wsgi), ("10.0.0.1", 50000), phase)  # type: ignore[arg-type]
-    conn.deadline = time.monotonic() + worker.limits.keepalive
+    now = time.monotonic()
+    conn.deadline = now + worker.limits.keepalive
     worker.conns[conn.fd] = conn
-    worker.idle[conn.fd] = conn
+    conn.listener.budget.opened(conn.fd, conn, now)
     worker._want(conn, selectors.EVENT_READ)
+    return conn
+
+
+def kept_alive(worker: Worker, sock: FakeSocket, *, plain: bool = False) -> Connection:
+    """``sock`` answered once and waiting for its next request, as ``_answered`` leaves it."""
+    conn = connect(worker, sock, plain=plain)
+    conn.listener.budget.idle(conn.fd, conn)
     return conn
 
 
@@ -140,6 +166,19 @@ def closed(worker: Worker, conn: Connection) -> bool:
     sock = conn.sock
     assert isinstance(sock, FakeSocket)
     return sock.closed and conn.fd not in worker.conns and sock not in worker.selector.watched
+
+
+def lingering(worker: Worker, conn: Connection) -> bool:
+    """Answered and closing: writing stopped, reading on to drop what the client still sends."""
+    sock = conn.sock
+    assert isinstance(sock, FakeSocket)
+    return (
+        conn.phase == LINGERING
+        and sock.shut
+        and not sock.closed
+        and worker.selector.watched.get(sock) == selectors.EVENT_READ
+        and conn.listener.budget.counts()[0] == 1
+    )
 
 
 def status_line(sock: Any) -> bytes:
@@ -156,7 +195,8 @@ def test_a_complete_request_goes_to_a_thread_and_the_loop_stops_watching_it(
     conn = connect(worker, sock)
     worker._read(conn)
     assert conn.phase == BUSY
-    assert sock not in worker.selector.watched and conn.fd not in worker.idle
+    assert sock not in worker.selector.watched
+    assert conn.listener.budget.counts() == (0, 0, 0, 0), "whole: never closed for room"
     queued, request = worker.jobs.get_nowait()  # type: ignore[misc]
     assert queued is conn
     assert (request.head.method, request.head.path) == ("POST", "/mutate")
@@ -176,10 +216,10 @@ def test_a_request_split_across_reads_is_dispatched_once_whole(worker: Worker) -
 def test_the_first_byte_starts_the_request_deadline_and_ends_the_idle_time(
     worker: Worker,
 ) -> None:
-    conn = connect(worker, FakeSocket(10, [b"POST /mu"]))
+    conn = kept_alive(worker, FakeSocket(10, [b"POST /mu"]))
     before = time.monotonic()
     worker._read(conn)
-    assert conn.phase == READING and conn.fd not in worker.idle
+    assert conn.phase == READING and conn.listener.budget.counts() == (0, 1, 0, 0)
     assert before + 10.0 <= conn.deadline <= time.monotonic() + 10.0
 
 
@@ -203,8 +243,46 @@ def test_a_request_the_reader_refuses_is_answered_by_the_loop_and_closed(
     expected = error_response(refusal.status, refusal.reason, worker.date.now())
     assert status_line(sock) == expected.split(b"\r\n", 1)[0]
     assert bytes(sock.sent).endswith(f"{refusal.reason}\n".encode())
-    assert closed(worker, conn)
+    assert lingering(worker, conn)
     assert worker.jobs.empty()
+
+
+@pytest.mark.parametrize(
+    ("incoming", "eof"),
+    [
+        ([b"the rest of a head"], True),
+        ([b"x" * 65536] * (DRAIN_LIMIT // 65536 + 1), False),
+    ],
+    ids=[
+        "the client stops sending: closed at its end",
+        "the client sends on: closed past DRAIN_LIMIT dropped bytes",
+    ],
+)
+def test_a_lingering_connection_drops_what_arrives_and_closes(
+    worker: Worker, incoming: list[bytes], eof: bool
+) -> None:
+    """Why it lingers: a close with unread bytes resets the connection, and the reset could
+    overtake the answer (a 200 KB head over TLS got a reset instead of its 431)."""
+    sock = FakeSocket(10, [b"GET /" + b"a" * (MAX_HEAD + 1)])
+    conn = connect(worker, sock)
+    worker._read(conn)
+    assert status_line(sock) == b"HTTP/1.1 431 Request Header Fields Too Large"
+    assert lingering(worker, conn)
+    sock.incoming, sock.eof = incoming, eof
+    for _ in range(len(incoming) // 16 + 2):  # each turn reads at most READ_BUDGET
+        if conn.fd in worker.conns:
+            worker._step(conn, selectors.EVENT_READ)
+    assert closed(worker, conn)
+    assert len(bytes(sock.sent).split(b"HTTP/1.1 ")) == 2, "one answer only"
+
+
+def test_a_lingering_connection_is_closed_at_its_deadline(worker: Worker) -> None:
+    conn = connect(worker, FakeSocket(10, [b"BROKEN\r\n\r\n"]))
+    worker._read(conn)
+    assert lingering(worker, conn)
+    assert conn.deadline <= time.monotonic() + LINGER
+    worker._sweep(conn.deadline + 0.01)
+    assert closed(worker, conn)
 
 
 def test_expect_100_continue_is_answered_before_the_body_arrives(worker: Worker) -> None:
@@ -254,7 +332,7 @@ def test_the_plain_port_serves_only_metrics_and_probes(
         return
     assert status_line(sock) == b"HTTP/1.1 404 Not Found"
     assert bytes(sock.sent).endswith(b"not found: this port serves /metrics, /healthz, /readyz\n")
-    assert closed(worker, conn) and worker.jobs.empty()
+    assert lingering(worker, conn) and worker.jobs.empty()
 
 
 # ------------------------------------------------------------------ deadlines and room
@@ -271,7 +349,7 @@ def test_a_connection_past_its_deadline_is_closed_and_only_a_late_body_gets_408(
     now = time.monotonic() + 1000.0
     worker._sweep(now)
     assert closed(worker, idle) and bytes(idle.sock.sent) == b""  # type: ignore[attr-defined]
-    assert closed(worker, late)
+    assert lingering(worker, late), "the client may still be sending its body"
     assert status_line(late.sock) == b"HTTP/1.1 408 Request Timeout"
     assert busy.fd in worker.conns, "a connection a thread holds is never swept"
 
@@ -282,13 +360,157 @@ def test_a_connection_within_its_deadline_is_kept(worker: Worker) -> None:
     assert conn.fd in worker.conns
 
 
-def test_making_room_closes_the_longest_idle_connection(worker: Worker) -> None:
-    first = connect(worker, FakeSocket(10))
-    second = connect(worker, FakeSocket(11))
-    assert worker._evict()
-    assert closed(worker, first) and second.fd in worker.conns
-    assert worker._evict()
-    assert not worker._evict(), "no idle connection left to close"
+def _unfinished(worker: Worker, fd: int, *, plain: bool = False) -> Connection:
+    conn = connect(worker, FakeSocket(fd, [b"GET /metr"]), plain=plain)
+    worker._read(conn)
+    return conn
+
+
+def _awaiting_body(worker: Worker, fd: int, *, plain: bool = False) -> Connection:
+    conn = connect(worker, FakeSocket(fd, [post(length=100)]), plain=plain)
+    worker._read(conn)
+    return conn
+
+
+def _busy(worker: Worker, fd: int, *, plain: bool = False) -> Connection:
+    conn = connect(worker, FakeSocket(fd, [post()]), plain=plain)
+    worker._read(conn)
+    assert conn.phase == BUSY
+    return conn
+
+
+def _lingering(worker: Worker, fd: int, *, plain: bool = False) -> Connection:
+    conn = connect(worker, FakeSocket(fd, [b"BROKEN\r\n\r\n"]), plain=plain)
+    worker._read(conn)
+    return conn
+
+
+def _idle(worker: Worker, fd: int, *, plain: bool = False) -> Connection:
+    return kept_alive(worker, FakeSocket(fd), plain=plain)
+
+
+#: id, the connections in the order they arrive (by how they are made), how many seconds
+#: later room is made, and which (by position) is closed; ``None``: none may be.
+ROOM: list[tuple[str, list[Any], float, int | None]] = [
+    (
+        "a connection answered and closing goes first",
+        [_idle, _unfinished, _lingering],
+        5.0,
+        2,
+    ),
+    (
+        "then one that has not finished its head in time, even before an idle one",
+        [_idle, _unfinished, _idle],
+        5.0,
+        1,
+    ),
+    ("then the longest idle", [_busy, _awaiting_body, _idle, _idle, _unfinished], 0.0, 2),
+    ("then a body not arrived in time", [_busy, _awaiting_body, _busy], 5.0, 1),
+    ("never a body within its time", [_busy, _awaiting_body, _busy], 0.0, None),
+    (
+        "then the oldest unfinished one within its time",
+        [_busy, _awaiting_body, _unfinished, _unfinished],
+        0.0,
+        2,
+    ),
+    ("never one whose request arrived whole", [_busy, _busy, _busy, _busy], 5.0, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("made", "later", "chosen"), [r[1:] for r in ROOM], ids=[r[0] for r in ROOM]
+)
+def test_room_is_made_by_closing_in_this_order(
+    worker: Worker, made: list[Any], later: float, chosen: int | None
+) -> None:
+    conns = [make(worker, 10 + i) for i, make in enumerate(made)]
+    tls = conns[0].listener
+    made_room = worker._evict(tls, time.monotonic() + later)
+    assert made_room is (chosen is not None)
+    for i, conn in enumerate(conns):
+        assert (conn.fd not in worker.conns) is (i == chosen), i
+
+
+def test_a_flood_of_unfinished_connections_only_ever_closes_its_oldest(worker: Worker) -> None:
+    """A review's connection is unfinished for the milliseconds of its handshake and head: it
+    is closed only once a whole budget of newer connections has arrived meanwhile."""
+    review = _unfinished(worker, 10)
+    flood = [_unfinished(worker, 11 + i) for i in range(3)]
+    now = time.monotonic()
+    assert worker._evict(review.listener, now) and review.fd not in worker.conns
+    for i in range(3):
+        worker._evict(review.listener, now)
+        assert flood[i].fd not in worker.conns and all(c.fd in worker.conns for c in flood[i + 1 :])
+
+
+def test_a_turn_reads_waiting_bytes_before_it_accepts_newcomers(
+    worker: Worker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Why: under a flood every newcomer closes the oldest unfinished connection; a caller
+    whose head has arrived is read first, and is then under way, never closed for room."""
+    caller = _unfinished(worker, 10)
+    caller.sock.incoming.append(b"rics HTTP/1.1\r\n\r\n")  # type: ignore[attr-defined]
+    tls = caller.listener
+    order: list[str] = []
+    monkeypatch.setattr(worker, "_accept", lambda listener: order.append("accept"))
+    monkeypatch.setattr(worker, "_dispatch", lambda conn, request: order.append("read"))
+
+    class Key:
+        def __init__(self, data: Any) -> None:
+            self.data = data
+
+    events = [(Key(tls), selectors.EVENT_READ), (Key(caller), selectors.EVENT_READ)]
+    worker.selector.select = lambda timeout: events  # type: ignore[attr-defined]
+    worker._turn(0.0)
+    assert order == ["read", "accept"]
+
+
+@pytest.mark.parametrize(
+    ("cap", "batch"),
+    [(1000, ACCEPT_BATCH), (64, 32), (16, 8)],
+    ids=["a large budget: the batch", "the metrics port's: half of it", "a small one: half"],
+)
+def test_a_turn_accepts_at_most_half_a_budget(
+    worker: Worker, monkeypatch: pytest.MonkeyPatch, cap: int, batch: int
+) -> None:
+    """So a connection accepted in one turn is still open when the next turn reads it."""
+
+    class Backlog:
+        """A listening socket with a thousand connections waiting."""
+
+        def __init__(self) -> None:
+            self.waiting = [FakeSocket(100 + i) for i in range(1000)]
+
+        def accept(self) -> tuple[FakeSocket, tuple[str, int]]:
+            if not self.waiting:
+                raise BlockingIOError
+            return self.waiting.pop(0), ("10.0.0.2", 40000)
+
+    monkeypatch.setattr(FakeSocket, "family", socket.AF_UNIX, raising=False)
+    monkeypatch.setattr(FakeSocket, "setblocking", lambda self, flag: None, raising=False)
+    monkeypatch.setattr(util, "close_on_exec", lambda fd: None)
+    worker.contexts = None
+    backlog = Backlog()
+    plain = listener(worker, plain=True)
+    plain.sock, plain.budget = backlog, Budget(cap)  # type: ignore[assignment]
+    worker._accept(plain)
+    assert len(worker.conns) == batch and len(backlog.waiting) == 1000 - batch
+
+
+def test_the_plain_port_makes_room_only_among_its_own_connections(worker: Worker) -> None:
+    """Why two budgets: the metrics port takes any client; held there, connections that each
+    sent one byte of a head filled a cap shared with admission, and then every admission
+    connection was closed as soon as it was accepted."""
+    admission = [_busy(worker, 10 + i) for i in range(4)]
+    plain = [_unfinished(worker, 20 + i, plain=True) for i in range(2)]
+    tls, metrics = admission[0].listener, plain[0].listener
+    assert tls.budget.full and metrics.budget.full
+    later = time.monotonic() + 1000.0
+    assert worker._evict(metrics, later) and plain[0].fd not in worker.conns
+    assert not worker._evict(tls, later), "a review under way is never closed for room"
+    assert all(conn.fd in worker.conns for conn in admission)
+    worker._close(admission[0])
+    assert not tls.budget.full, "an admission slot freed is admission's"
 
 
 def test_closing_twice_is_harmless(worker: Worker) -> None:
@@ -338,7 +560,7 @@ def test_a_thread_runs_the_app_and_the_loop_then_waits_for_the_next_request(
     assert status_line(sock) == b"HTTP/1.1 200 OK"
     assert bytes(sock.sent).endswith(b"\r\n\r\n/mutate")
     worker._finish()
-    assert conn.phase == IDLE and conn.fd in worker.idle
+    assert conn.phase == IDLE and conn.listener.budget.counts() == (0, 0, 1, 0)
     assert worker.selector.watched[sock] == selectors.EVENT_READ
     assert conn.reader.buffered == 0
 
@@ -404,6 +626,17 @@ def test_after_an_answer_the_connection_closes_when(worker: Worker, setting: str
     assert closed(worker, conn)
 
 
+def test_after_an_answer_to_a_body_left_unread_the_connection_lingers(worker: Worker) -> None:
+    """A body too large to drain is still on its way when the 413 goes out."""
+    sock = FakeSocket(10, [post(length=DRAIN_LIMIT + 1)])
+    conn = connect(worker, sock)
+    worker._read(conn)
+    serve(worker)
+    worker._finish()
+    assert status_line(sock) == b"HTTP/1.1 200 OK"
+    assert lingering(worker, conn)
+
+
 def test_an_answer_for_a_connection_already_closed_is_dropped(worker: Worker) -> None:
     sock = FakeSocket(10, [post()])
     conn = connect(worker, sock)
@@ -419,6 +652,8 @@ def test_an_answer_for_a_connection_already_closed_is_dropped(worker: Worker) ->
 
 class _Options:
     io_timeout = 3.5
+    max_metrics_connections = 8
+    head_timeout = 1.5
 
 
 class _Cfg:
@@ -435,5 +670,10 @@ def test_the_limits_come_from_the_serve_options_and_gunicorns_config(worker: Wor
     worker.app = _App()
     worker.cfg = _Cfg()
     assert worker._limits() == Limits(
-        io_timeout=3.5, keepalive=30.0, max_connections=200, threads=1
+        io_timeout=3.5,
+        keepalive=30.0,
+        max_connections=200,
+        threads=1,
+        max_plain_connections=8,
+        head_timeout=1.5,
     )

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from webhooks.cli.common import config_option, fail, read_config_or_exit
+from webhooks.server.budget import HEAD_TIMEOUT, MAX_PLAIN_CONNECTIONS
 
 
 @click.command()
@@ -58,7 +59,26 @@ from webhooks.cli.common import config_option, fail, read_config_or_exit
     default=1000,
     show_default=True,
     type=click.IntRange(16, 100000),
-    help="Open connections per worker; past it the longest-idle ones are closed.",
+    help="Admission (HTTPS) connections per worker; past it one that has not sent its "
+    "request head within --head-timeout, else the longest idle, else one whose body is "
+    "late, is closed for a newcomer.",
+)
+@click.option(
+    "--max-metrics-connections",
+    default=MAX_PLAIN_CONNECTIONS,
+    show_default=True,
+    type=click.IntRange(4, 100000),
+    help="Connections per worker to --metrics-bind: a budget of its own, so that "
+    "unauthenticated port can never take an admission connection's place.",
+)
+@click.option(
+    "--head-timeout",
+    default=HEAD_TIMEOUT,
+    show_default=True,
+    type=click.FloatRange(0.1, 120),
+    help="Seconds a connection has to send its request head (from the connect, or from "
+    "the first byte of its next request), and then its body, before it is among the first "
+    "closed for a newcomer.",
 )
 @click.option(
     "--native",
@@ -79,6 +99,8 @@ def serve(
     io_timeout: float,
     metrics_bind: str,
     max_connections: int,
+    max_metrics_connections: int,
+    head_timeout: float,
     native: bool,
 ) -> None:
     """Serve the webhooks over HTTPS under gunicorn.
@@ -114,6 +136,8 @@ def serve(
         io_timeout=io_timeout,
         metrics_bind=metrics_bind,
         max_connections=max_connections,
+        max_metrics_connections=max_metrics_connections,
+        head_timeout=head_timeout,
         kept=_webhook_halves if native else None,
     )
     if native:

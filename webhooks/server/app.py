@@ -39,8 +39,18 @@ OTHER = "other"
 #: Answers that refuse the HTTP request before any review is read: no client certificate
 #: (401), an unknown plugin (404), a body not received in time (408), too large (413) or of
 #: the wrong type (415). Any client, unauthenticated ones included, can send as many as it
-#: likes, so they add no series; the review log still has a line for each.
+#: likes, so they are counted in series that exist from the start
+#: (``placement_webhooks_refused_requests_total``) and their review log lines are sampled
+#: (:data:`REFUSAL_LOG_INTERVAL`).
 REFUSED = frozenset({401, 404, 408, 413, 415})
+#: A refusal's review log line is written at most once per this many seconds per status;
+#: the next one written says how many were left out meanwhile (``suppressed``). Why 1 s:
+#: a misconfigured caller (a missing client certificate: every review a 401) still shows
+#: within a second, while any client's refusals cost at most five lines a second per
+#: worker (one per status) instead of one per request (133 MB of log after 400,000).
+REFUSAL_LOG_INTERVAL = 1.0
+#: The WSGI environ key through which the worker says which listener a request came on.
+PORT_KEY = "webhooks.port"
 #: How much of a path outside the closed set the review log shows.
 SHOWN_PATH = 200
 #: The milliseconds of a log timestamp, ``.000Z`` to ``.999Z`` (see ReviewLog.timestamp).
@@ -57,9 +67,17 @@ class ReviewLog:
     each one handed the interpreter lock to another thread and waited to get it back.
     """
 
-    def __init__(self, stream: IO[str] | None = None, interval: float | None = None) -> None:
+    def __init__(
+        self,
+        stream: IO[str] | None = None,
+        interval: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.interval = interval
+        self._clock = clock
+        #: Per refusal status: when its last line was written, and how many were left out.
+        self._refusals: dict[int, tuple[float, int]] = {}
         self._lock = threading.Lock()
         self._second: tuple[int, str] = (0, "")
         self._pending: collections.deque[str] = collections.deque()
@@ -111,14 +129,31 @@ class ReviewLog:
             )
         return second[1] + _MILLIS[int((now - whole) * 1000)]
 
+    def _sampled(self, status: int) -> int | None:
+        """Whether a refusal with ``status`` gets a line now: ``None`` if not, else how many
+        were left out since its last one (see :data:`REFUSAL_LOG_INTERVAL`)."""
+        now = self._clock()
+        with self._lock:
+            last, left_out = self._refusals.get(status, (float("-inf"), 0))
+            if now - last < REFUSAL_LOG_INTERVAL:
+                self._refusals[status] = (last, left_out + 1)
+                return None
+            self._refusals[status] = (now, 0)
+            return left_out
+
     def write(
         self, endpoint: str, reply: Reply, seconds: float, decision: str, path: str | None = None
     ) -> None:
-        """Write the line for one answered request.
+        """Write the line for one answered request (for a refusal, when sampled).
 
         ``endpoint`` is the metrics label (a closed set); ``path``, when the request's path
         is outside that set, is shown escaped and cut (:func:`shown_path`).
         """
+        suppressed = None
+        if reply.status in REFUSED:
+            suppressed = self._sampled(reply.status)
+            if suppressed is None:
+                return
         line: dict[str, Any] = {
             "time": self.timestamp(),
             "level": "info",
@@ -131,6 +166,8 @@ class ReviewLog:
         }
         if path is not None:
             line["path"] = shown_path(path)
+        if suppressed:
+            line["suppressed"] = suppressed
         req, outcome = reply.request, reply.outcome
         if req is not None:  # item by item: update(**keywords) builds a dict first
             line["uid"] = req.uid
@@ -295,11 +332,11 @@ def _answer(state: ServerState, phase: Phase, plugin: str | None) -> tuple[Reply
 def _account(
     state: ServerState, endpoint: str, reply: Reply, elapsed: float, path: str | None
 ) -> None:
-    """Metrics (reviews only: see ``REFUSED``) and the review log line for one request."""
+    """Metrics and the review log line for one request (a refusal: see ``REFUSED``)."""
     decision = _outcome_label(reply)
     outcome = reply.outcome
     if reply.status in REFUSED:
-        pass  # not a review: no series (see REFUSED)
+        state.metrics.refused(request.environ.get(PORT_KEY, "admission"), reply.status)
     elif outcome is None or not (outcome.decisions or outcome.excepted or outcome.expired):
         state.metrics.record(endpoint, decision, elapsed)
     else:
@@ -367,6 +404,8 @@ def create_app(state: ServerState) -> Flask:
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Any:
         code = exc.code or 500
+        if code < 500:
+            state.metrics.refused(request.environ.get(PORT_KEY, "admission"), code)
         reason = {
             413: f"request body larger than {MAX_BODY} bytes",
             404: "not found",

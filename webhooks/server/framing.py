@@ -64,10 +64,18 @@ def head_end(buf: bytes | bytearray, scanned: int) -> int:
     """The index just past the blank line that ends the head, or -1 when not yet received.
 
     ``scanned`` is how much of ``buf`` an earlier call already searched, so a head arriving
-    in many small pieces is not searched from the start each time.
+    in many small pieces is not searched from the start each time. A blank line made with
+    a bare line feed (``\\n\\n`` or ``\\n\\r\\n``) ends a head too: :func:`parse_head` then
+    refuses it at once (400), where looking only for CRLF CRLF left its client waiting for
+    its deadline and a close without an answer. Each byte is searched at most twice.
     """
-    index = buf.find(b"\r\n\r\n", max(0, scanned - 3))
-    return -1 if index < 0 else index + 4
+    start = max(0, scanned - 3)
+    bare = buf.find(b"\n\n", start)
+    # A "\n\r\n" (CRLF CRLF's own tail) ends first only if it lies wholly before that.
+    index = buf.find(b"\n\r\n", start, bare + 1 if bare >= 0 else len(buf))
+    if index >= 0:
+        return index + 3
+    return -1 if bare < 0 else bare + 2
 
 
 #: The headers that change how a request is framed, by their lower-case names.
@@ -207,14 +215,18 @@ def error_response(status: int, reason: str, date: str) -> bytes:
     ).encode("latin-1") + body
 
 
+#: The statuses the server refuses with, and their reason phrases (also the closed set of
+#: a refusal's ``status`` label: see :mod:`webhooks.server.metrics`).
 REASONS: Mapping[int, str] = MappingProxyType(
     {
         400: "Bad Request",
+        401: "Unauthorized",
         404: "Not Found",
         405: "Method Not Allowed",
         408: "Request Timeout",
         411: "Length Required",
         413: "Content Too Large",
+        415: "Unsupported Media Type",
         417: "Expectation Failed",
         431: "Request Header Fields Too Large",
         500: "Internal Server Error",

@@ -25,6 +25,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from webhooks.server.framing import REASONS
+
 if TYPE_CHECKING:
     from prometheus_client.registry import Collector
 
@@ -40,6 +42,24 @@ EXCEPTIONS_HELP = (
     "Plugins skipped by an exception (state applied), or not skipped because it expired "
     "(state expired)."
 )
+REFUSED = "placement_webhooks_refused_requests_total"
+REFUSED_HELP = (
+    "Requests refused before any review was read (unframable, a path the port does not "
+    "serve, no client certificate, too large, the wrong type, too late), by port and status."
+)
+CLOSED = "placement_webhooks_connections_closed_total"
+CLOSED_HELP = (
+    "Connections closed to make room for a newcomer, by port and the class chosen (closing, "
+    "stalled_head, idle, stalled_body, unfinished), or newcomers closed at once when none "
+    "could be (full)."
+)
+#: The ``port`` label: the admission (TLS) listener and the plain metrics listener.
+PORTS = frozenset({"admission", "metrics"})
+#: The ``status`` label of :data:`REFUSED`: the statuses the server refuses with (500 is an
+#: error of ours, not a refusal).
+REFUSAL_STATUSES = frozenset(status for status in REASONS if status != 500)
+#: The ``reason`` label of :data:`CLOSED` (the budget's classes, and ``full``).
+CLOSE_REASONS = frozenset({"closing", "stalled_head", "idle", "stalled_body", "unfinished", "full"})
 #: Where multiprocess mode keeps its files; the master sets it before workers start.
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -82,6 +102,10 @@ class Metrics:
             buckets=BUCKETS,
             registry=self.registry,
         )
+        refusals = loop_series()
+        self.registry.register(refusals.refused_family)
+        self.registry.register(refusals.closed_family)
+        self.refused = refusals.refused
         self._children: dict[tuple[str, str], Any] = {}
         self._decided: dict[tuple[str, str], Any] = {}
         self._collectors: list[Collector] = []
@@ -168,6 +192,69 @@ class Metrics:
         for collector in self._collectors:
             registry.register(collector)
         return generate_latest(registry)
+
+
+class LoopSeries:
+    """Refusals and connections closed for room, counted with closed label sets.
+
+    Why one per process, shared by the worker's loop and the app: any client, without
+    authentication, can make as many refusals as it likes, so they are counted instead of
+    logged line by line, and no label takes a value the client chose (a path, an address):
+    ``port`` is one of :data:`PORTS`, ``status`` one of :data:`REFUSAL_STATUSES`
+    (anything else is ``other``), ``reason`` one of :data:`CLOSE_REASONS`. Every series of
+    those sets exists from the start, at zero, so a refusal changes a count and never the
+    set of series a scrape reads.
+    """
+
+    def __init__(self) -> None:
+        from prometheus_client import Counter
+
+        self.refused_family = Counter(REFUSED, REFUSED_HELP, ["port", "status"], registry=None)
+        self.closed_family = Counter(CLOSED, CLOSED_HELP, ["port", "reason"], registry=None)
+        self._children: dict[tuple[str, str, str], Any] = {}
+        self._lock = threading.Lock()
+        for port in sorted(PORTS):
+            for status in sorted(REFUSAL_STATUSES):
+                self._child(REFUSED, self.refused_family, port, str(status))
+            for reason in sorted(CLOSE_REASONS):
+                self._child(CLOSED, self.closed_family, port, reason)
+
+    def _child(self, name: str, family: Any, port: str, value: str) -> Any:
+        key = (name, port, value)
+        child = self._children.get(key)
+        if child is None:
+            with self._lock:
+                child = self._children[key] = family.labels(port, value)
+        return child
+
+    def refused(self, port: str, status: int) -> None:
+        """Count a request refused with ``status`` on ``port`` (``admission`` or ``metrics``)."""
+        label = str(status) if status in REFUSAL_STATUSES else "other"
+        port = port if port in PORTS else "admission"
+        self._child(REFUSED, self.refused_family, port, label).inc()
+
+    def closed(self, port: str, reason: str) -> None:
+        """Count a connection on ``port`` closed for room (or refused: ``full``), by ``reason``."""
+        label = reason if reason in CLOSE_REASONS else "other"
+        port = port if port in PORTS else "admission"
+        self._child(CLOSED, self.closed_family, port, label).inc()
+
+
+_loop_series: list[LoopSeries] = []
+_loop_lock = threading.Lock()
+
+
+def loop_series() -> LoopSeries:
+    """The process's :class:`LoopSeries`, made on first use (after the environment is set).
+
+    Why one: in multiprocess mode two objects counting the same series in one process
+    would each write their own total into the shared file, and one would overwrite the
+    other.
+    """
+    with _loop_lock:
+        if not _loop_series:
+            _loop_series.append(LoopSeries())
+        return _loop_series[0]
 
 
 class GaugeCollector:

@@ -112,11 +112,14 @@ Event = _Signal | HeadReceived | Request | Refusal
 class RequestReader:
     """The request phases of one connection: a state machine fed with bytes (see the module)."""
 
-    __slots__ = ("_buf", "_continued", "_discard", "_head", "_scanned", "phase")
+    __slots__ = ("_buf", "_continued", "_discard", "_have", "_head", "_parts", "_scanned", "phase")
 
     def __init__(self) -> None:
         self.phase = Phase.IDLE
         self._buf = bytearray()
+        #: A body's reads, joined once when the last arrives (see :meth:`receive_data`).
+        self._parts: list[bytes] = []
+        self._have = 0
         self._scanned = 0
         self._head: Head | None = None
         self._discard = 0
@@ -125,7 +128,7 @@ class RequestReader:
     @property
     def buffered(self) -> int:
         """Bytes held: of a head, a body, or pipelined requests (bounded; see the module)."""
-        return len(self._buf)
+        return len(self._buf) + self._have
 
     @property
     def head_received(self) -> bool:
@@ -136,8 +139,14 @@ class RequestReader:
         """Take bytes the client sent; call :meth:`next_event` afterwards.
 
         Bytes of an oversized body are dropped as they arrive, so discarding up to
-        :data:`DRAIN_LIMIT` costs no memory.
+        :data:`DRAIN_LIMIT` costs no memory. A body's reads are kept as they came and joined
+        once: appended to one buffer, a body of a few MiB was copied at every growth of
+        the buffer, and its cost per byte rose with its size (``bench/growth/http.py``).
         """
+        if self.phase is Phase.BODY:
+            self._parts.append(data)
+            self._have += len(data)
+            return
         if self.phase is Phase.DISCARD and not self._buf:
             taken = min(self._discard, len(data))
             self._discard -= taken
@@ -177,6 +186,8 @@ class RequestReader:
     def _refuse(self, status: int, reason: str) -> Refusal:
         self.phase = Phase.CLOSED
         self._buf.clear()
+        self._parts.clear()
+        self._have = 0
         return Refusal(status, reason)
 
     def _parse_head(self) -> Event:
@@ -199,6 +210,10 @@ class RequestReader:
         length = head.content_length
         if length <= MAX_BODY:
             self.phase = Phase.BODY
+            if length and buf:  # the body's first bytes came with the head
+                self._parts.append(bytes(buf))
+                self._have = len(buf)
+                buf.clear()
         elif length > DRAIN_LIMIT or head.expect_continue:
             # Too large to drain, or a client that sends nothing until it hears 100: the
             # answer (413) goes out at once and the connection closes after it.
@@ -211,19 +226,19 @@ class RequestReader:
     def _body(self) -> Event:
         head = self._head
         assert head is not None
-        buf = self._buf
         length = head.content_length
-        if len(buf) < length:
+        if self._have < length:
             if head.expect_continue and not self._continued:
                 self._continued = True
                 return CONTINUE
             return NEED_DATA
-        if len(buf) == length:
-            body = bytes(buf)
-            buf.clear()
-        else:
-            body = bytes(buf[:length])
-            del buf[:length]
+        parts = self._parts
+        body = parts[0] if len(parts) == 1 else b"".join(parts)
+        parts.clear()
+        self._have = 0
+        if len(body) > length:  # the next request has begun: it waits in the buffer
+            self._buf += memoryview(body)[length:]
+            body = body[:length]
         self.phase = Phase.DONE
         return Request(head, body, intact=True)
 

@@ -26,6 +26,7 @@ from gunicorn import util
 from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
+from webhooks.server.budget import HEAD_TIMEOUT, MAX_PLAIN_CONNECTIONS
 from webhooks.server.metrics import MULTIPROC_ENV, mark_worker_dead
 from webhooks.server.tls import ContextCache, TLSFiles
 
@@ -55,8 +56,16 @@ class ServeOptions:
     io_timeout: float = 10.0
     #: HOST:PORT of the plain-HTTP listener for /metrics, /healthz and /readyz; "" for none.
     metrics_bind: str = ""
-    #: Open connections per worker; at the cap the longest-idle ones are closed first.
+    #: Admission (TLS) connections per worker; at the cap one that has not finished its head
+    #: in time, or the longest idle, or a late body, is closed for a newcomer
+    #: (:mod:`webhooks.server.budget`).
     max_connections: int = 1000
+    #: The plain (metrics) port's connections per worker: a budget of its own, so that port
+    #: can never take an admission slot.
+    max_metrics_connections: int = MAX_PLAIN_CONNECTIONS
+    #: Seconds a connection has to finish its head, and then its body, before it is among
+    #: the first closed for room.
+    head_timeout: float = HEAD_TIMEOUT
     #: A hybrid installation (``serve --native``): the (plugin, phase) halves of a config
     #: that ``/mutate`` and ``/validate`` run, the rest being native admission policies.
     #: A function of the config, not a set, so a config reloaded on SIGHUP is narrowed

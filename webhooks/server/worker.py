@@ -14,8 +14,13 @@ whatever the socket does not take goes back to the loop.
 
 Bounds, all per worker: a total deadline per handshake and per request (``--io-timeout``,
 counted from the first byte, so a byte a second does not extend it), the keep-alive idle
-time for connections between requests, and a cap on open connections
-(``worker_connections``) that closes the longest-idle connections first when reached.
+time for connections between requests, and a connection budget per listener
+(``--max-connections`` for admission, ``--max-metrics-connections`` for the plain port):
+when one is full, a newcomer is admitted by closing a connection of the same listener
+that has not finished its head (or its body) in time, or is idle
+(:mod:`webhooks.server.budget` says which, and why). A connection refused or answered
+while its client may still be sending lingers: it stops writing and drops what arrives
+for a moment, so the client reads its answer instead of a reset.
 """
 
 from __future__ import annotations
@@ -36,7 +41,9 @@ from typing import Any
 from gunicorn import util
 from gunicorn.workers import base
 
-from webhooks.server.framing import error_response
+from webhooks.server.budget import HEAD_TIMEOUT, MAX_PLAIN_CONNECTIONS, Budget
+from webhooks.server.framing import DRAIN_LIMIT, error_response
+from webhooks.server.metrics import loop_series
 from webhooks.server.reader import (
     CONTINUE,
     NEED_DATA,
@@ -50,6 +57,8 @@ from webhooks.server.wsgi import HttpDate, Responder
 
 #: How much one connection may read per loop turn before others get theirs.
 READ_BUDGET = 1 << 20
+#: The most connections one listener accepts per loop turn (fewer for a small budget).
+ACCEPT_BATCH = 64
 #: Deadlines are checked this often; they are seconds long, so this is precise enough.
 SWEEP_INTERVAL = 0.25
 #: On a graceful stop, idle keep-alive connections stay open this long at most: a request
@@ -57,10 +66,18 @@ SWEEP_INTERVAL = 0.25
 STOP_LINGER = 2.0
 #: Paths the plain-HTTP (metrics) listener serves; everything else there is 404.
 PLAIN_PATHS = frozenset({"/metrics", "/healthz", "/readyz"})
+#: A connection closed while its client may still be sending (a refused head, a body left
+#: unread, a late body's 408) first stops writing, then reads and drops what arrives for
+#: at most this long and at most ``DRAIN_LIMIT`` bytes before it closes. Why: closing a
+#: socket with unread bytes makes the kernel send a reset, which can overtake the answer,
+#: so a client sending a 200 KB head saw a reset instead of its 431. Two seconds are far
+#: more than a client on the same network needs to read a short answer.
+LINGER = 2.0
 
 #: What the loop does with a connection: wait for its handshake, for its next request, for
-#: the rest of a request; nothing while a thread has it; send what the socket did not take.
-HANDSHAKE, IDLE, READING, BUSY, WRITING = range(5)
+#: the rest of a request; nothing while a thread has it; send what the socket did not take;
+#: drop what a client still sends after its answer, until it stops or time is up.
+HANDSHAKE, IDLE, READING, BUSY, WRITING, LINGERING = range(6)
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
@@ -70,8 +87,11 @@ class Limits:
 
     io_timeout: float = 10.0
     keepalive: float = 120.0
+    #: Admission (TLS) connections; the plain port has its own budget, never these.
     max_connections: int = 1000
     threads: int = 4
+    max_plain_connections: int = MAX_PLAIN_CONNECTIONS
+    head_timeout: float = HEAD_TIMEOUT
 
 
 class Connection:
@@ -81,6 +101,7 @@ class Connection:
         "addr",
         "close_after",
         "deadline",
+        "dropped",
         "events",
         "fd",
         "listener",
@@ -103,15 +124,22 @@ class Connection:
         self.out: memoryview | None = None
         self.close_after = False
         self.peer_certificate = False
+        self.dropped = 0
 
 
 @dataclass(slots=True)
 class Listener:
-    """A listening socket: TLS (admission) or plain HTTP (metrics and probes)."""
+    """A listening socket: TLS (admission) or plain HTTP (metrics and probes), and its budget."""
 
     sock: socket.socket
     plain: bool
     responder: Responder
+    budget: Budget[Connection]
+
+    @property
+    def port(self) -> str:
+        """The listener's name in metrics: ``admission`` or ``metrics``."""
+        return "metrics" if self.plain else "admission"
 
 
 class Worker(base.Worker):  # type: ignore[misc]
@@ -120,8 +148,7 @@ class Worker(base.Worker):  # type: ignore[misc]
     def init_process(self) -> None:
         """Set up the loop's plumbing after fork, then let gunicorn load the app and run."""
         self.conns: dict[int, Connection] = {}
-        #: Connections with no request under way, longest idle first (eviction order).
-        self.idle: collections.OrderedDict[int, Connection] = collections.OrderedDict()
+        self.series = loop_series()
         self.again: list[Connection] = []
         self.done: collections.deque[tuple[Connection, memoryview | None, bool]] = (
             collections.deque()
@@ -145,6 +172,10 @@ class Worker(base.Worker):  # type: ignore[misc]
             keepalive=float(self.cfg.keepalive),
             max_connections=int(self.cfg.worker_connections),
             threads=max(1, int(self.cfg.threads)),
+            max_plain_connections=int(
+                getattr(options, "max_metrics_connections", MAX_PLAIN_CONNECTIONS)
+            ),
+            head_timeout=float(getattr(options, "head_timeout", HEAD_TIMEOUT)),
         )
 
     def _listeners(self) -> list[Listener]:
@@ -155,9 +186,10 @@ class Worker(base.Worker):  # type: ignore[misc]
             name = sock.getsockname()
             server = (str(name[0]), int(name[1])) if isinstance(name, tuple) else (str(name), 0)
             responder = Responder(self.wsgi, server, "http" if plain else "https", self.date)
-            listeners.append(
-                Listener(sock.sock if hasattr(sock, "sock") else sock, plain, responder)
-            )
+            cap = self.limits.max_plain_connections if plain else self.limits.max_connections
+            budget: Budget[Connection] = Budget(cap, self.limits.head_timeout)
+            raw = sock.sock if hasattr(sock, "sock") else sock
+            listeners.append(Listener(raw, plain, responder, budget))
         return listeners
 
     def run(self) -> None:
@@ -229,12 +261,13 @@ class Worker(base.Worker):  # type: ignore[misc]
             timeout = 0.0
         events = self.selector.select(timeout)
         self.sleeping = False
+        ready: list[Listener] = []
         for key, mask in events:
             data = key.data
             if data is None:
                 self._wake()
             elif isinstance(data, Listener):
-                self._accept(data)
+                ready.append(data)
             else:
                 self._step(data, mask)
         if self.done:
@@ -244,11 +277,22 @@ class Worker(base.Worker):  # type: ignore[misc]
             for conn in again:
                 if self.conns.get(conn.fd) is conn and conn.phase in (IDLE, READING):
                     self._read(conn)
+        # Accepted last: a connection whose bytes are waiting is read before newcomers may
+        # close it to make room (see ``_accept``).
+        for listener in ready:
+            self._accept(listener)
 
     # ------------------------------------------------------------------ connections
 
     def _accept(self, listener: Listener) -> None:
-        for _ in range(64):
+        """Accept what is waiting, at most half the listener's budget per turn.
+
+        Why half, and after the turn's reads: when newcomers arrive faster than the loop
+        turns (a flood), each closes the oldest unfinished connection; a real caller's
+        connection, accepted in one turn, then always has its bytes read in the next before
+        it can be among those closed, and once its head is in it is never closed for room.
+        """
+        for _ in range(min(ACCEPT_BATCH, max(1, listener.budget.cap // 2))):
             try:
                 sock, addr = listener.sock.accept()
             except (BlockingIOError, InterruptedError):
@@ -257,14 +301,15 @@ class Worker(base.Worker):  # type: ignore[misc]
                 if exc.errno not in (errno.ECONNABORTED, errno.EPROTO):
                     self.log.warning("accept failed: %s", exc)
                 return
-            if len(self.conns) >= self.limits.max_connections and not self._evict():
+            now = time.monotonic()
+            if listener.budget.full and not self._evict(listener, now):
+                self.series.closed(listener.port, "full")
                 sock.close()
                 continue
             sock.setblocking(False)
             util.close_on_exec(sock.fileno())
             if sock.family in (socket.AF_INET, socket.AF_INET6):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            now = time.monotonic()
             if listener.plain or self.contexts is None:
                 conn = Connection(sock, listener, addr, IDLE)
                 conn.deadline = now + self.limits.io_timeout
@@ -279,15 +324,17 @@ class Worker(base.Worker):  # type: ignore[misc]
                 conn = Connection(wrapped, listener, addr, HANDSHAKE)
                 conn.deadline = now + self.limits.io_timeout
             self.conns[conn.fd] = conn
-            self.idle[conn.fd] = conn
+            listener.budget.opened(conn.fd, conn, now)
             self._want(conn, selectors.EVENT_READ)
 
-    def _evict(self) -> bool:
-        """Close the longest-idle connection to make room; whether there was one."""
-        if not self.idle:
+    def _evict(self, listener: Listener, now: float) -> bool:
+        """Close a connection of ``listener`` to make room (its budget says which); if any."""
+        chosen = listener.budget.victim(now)
+        if chosen is None:
             return False
-        _, oldest = self.idle.popitem(last=False)
-        self._close(oldest)
+        reason, victim = chosen
+        self.series.closed(listener.port, reason)
+        self._close(victim)
         return True
 
     def _want(self, conn: Connection, events: int) -> None:
@@ -305,7 +352,7 @@ class Worker(base.Worker):  # type: ignore[misc]
         if self.conns.get(conn.fd) is not conn:
             return
         del self.conns[conn.fd]
-        self.idle.pop(conn.fd, None)
+        conn.listener.budget.closed(conn.fd)
         if conn.events:
             with contextlib.suppress(KeyError, ValueError, OSError):
                 self.selector.unregister(conn.sock)
@@ -317,16 +364,17 @@ class Worker(base.Worker):  # type: ignore[misc]
         """Close connections past their deadline; a late request body gets a 408 first."""
         for conn in [c for c in self.conns.values() if c.phase != BUSY and c.deadline < now]:
             if conn.phase == READING and conn.reader.head_received:
-                self._send_nowait(
-                    conn, error_response(408, "request not received in time", self.date.now())
-                )
-            self._close(conn)
+                self._refuse(conn, 408, "request not received in time")
+            else:
+                self._close(conn)
 
     def _step(self, conn: Connection, mask: int) -> None:
         if conn.phase == HANDSHAKE:
             self._handshake(conn)
         elif conn.phase == WRITING:
             self._write(conn)
+        elif conn.phase == LINGERING:
+            self._drop(conn)
         elif conn.phase != BUSY:
             self._read(conn)
 
@@ -383,8 +431,9 @@ class Worker(base.Worker):  # type: ignore[misc]
     def _begin(self, conn: Connection) -> None:
         """The first byte of a request arrived: its deadline runs from now."""
         conn.phase = READING
-        conn.deadline = time.monotonic() + self.limits.io_timeout
-        self.idle.pop(conn.fd, None)
+        now = time.monotonic()
+        conn.deadline = now + self.limits.io_timeout
+        conn.listener.budget.starting(conn.fd, conn, now)
 
     def _advance(self, conn: Connection) -> bool:
         """Act on what the reader makes of the bytes; True when the connection left reading."""
@@ -397,6 +446,7 @@ class Worker(base.Worker):  # type: ignore[misc]
                 self._send_nowait(conn, _CONTINUE)
             elif isinstance(event, HeadReceived):
                 head = event.head
+                conn.listener.budget.body(conn.fd, conn, time.monotonic())
                 if conn.listener.plain and (
                     head.path not in PLAIN_PATHS or head.method not in ("GET", "HEAD")
                 ):
@@ -414,8 +464,47 @@ class Worker(base.Worker):  # type: ignore[misc]
                 return False
 
     def _refuse(self, conn: Connection, status: int, reason: str) -> None:
+        """Answer ``status`` without the app, counted, and close (lingering: see ``LINGER``)."""
+        self.series.refused(conn.listener.port, status)
         self._send_nowait(conn, error_response(status, reason, self.date.now()))
-        self._close(conn)
+        self._linger(conn)
+
+    def _linger(self, conn: Connection) -> None:
+        """Stop writing, then drop what the client still sends until it stops or time is up.
+
+        Why: the client may be sending the rest of a head or body that will never be read;
+        a close with those bytes unread resets the connection, and the reset can reach the
+        client before the answer does. After ``shutdown`` an ``SSLSocket`` reads the raw
+        socket, so the dropped TLS records are not even decrypted.
+        """
+        if self.conns.get(conn.fd) is not conn:
+            return
+        try:
+            conn.sock.shutdown(socket.SHUT_WR)
+        except (OSError, ValueError):
+            self._close(conn)
+            return
+        conn.phase = LINGERING
+        conn.deadline = time.monotonic() + LINGER
+        conn.dropped = 0
+        conn.listener.budget.closing(conn.fd, conn)
+        self._want(conn, selectors.EVENT_READ)
+
+    def _drop(self, conn: Connection) -> None:
+        """Read and drop what a lingering connection's client sent; close at its end or limit."""
+        budget = READ_BUDGET
+        while budget > 0:
+            try:
+                data = conn.sock.recv(65536)
+            except (BlockingIOError, InterruptedError):
+                return
+            except (OSError, ValueError):
+                data = b""
+            conn.dropped += len(data)
+            if not data or conn.dropped > DRAIN_LIMIT:
+                self._close(conn)
+                return
+            budget -= len(data)
 
     def _send_nowait(self, conn: Connection, data: bytes) -> None:
         """Best effort for short answers the loop gives itself (errors, 100 Continue)."""
@@ -425,6 +514,7 @@ class Worker(base.Worker):  # type: ignore[misc]
     # ------------------------------------------------------------------ requests
 
     def _dispatch(self, conn: Connection, request: Request) -> None:
+        conn.listener.budget.under_way(conn.fd)
         conn.phase = BUSY
         self._want(conn, 0)
         self.jobs.put((conn, request))
@@ -439,7 +529,10 @@ class Worker(base.Worker):  # type: ignore[misc]
             head = request.head
             keep_alive = head.keep_alive and request.intact and not self.stopping
             try:
-                extra: dict[str, Any] = {"webhooks.peer_certificate": conn.peer_certificate}
+                extra: dict[str, Any] = {
+                    "webhooks.peer_certificate": conn.peer_certificate,
+                    "webhooks.port": conn.listener.port,
+                }
                 responder = conn.listener.responder
                 env = responder.environ(head, request.body, conn.addr, extra)
                 out, close = responder.respond(env, keep_alive)
@@ -506,17 +599,15 @@ class Worker(base.Worker):  # type: ignore[misc]
     def _answered(self, conn: Connection) -> None:
         """A response went out: close, or wait for the next request on the connection."""
         reader = conn.reader
-        if (
-            conn.close_after
-            or self.stopping
-            or self.limits.keepalive <= 0
-            or reader.phase is not Phase.DONE  # its body left unread: framing is lost
-        ):
+        if reader.phase is not Phase.DONE:  # its body left unread: framing is lost
+            self._linger(conn)
+            return
+        if conn.close_after or self.stopping or self.limits.keepalive <= 0:
             self._close(conn)
             return
         conn.phase = IDLE
         conn.deadline = time.monotonic() + self.limits.keepalive
-        self.idle[conn.fd] = conn
+        conn.listener.budget.idle(conn.fd, conn)
         self._want(conn, selectors.EVENT_READ)
         reader.start_next_cycle()
         if reader.buffered:  # pipelined: the next request has begun
