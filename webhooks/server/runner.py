@@ -123,6 +123,20 @@ def _child_exit(_arbiter: Any, worker: Any) -> None:
     mark_worker_dead(worker.pid)
 
 
+def _pre_fork(_arbiter: Any, worker: Any) -> None:
+    # The worker's heartbeat file as it is before the worker runs: the worker touches it
+    # from its first turn of serving on (see DrainingArbiter.manage_workers).
+    worker.unborn_stamp = worker.tmp.last_update()
+
+
+def _serving(worker: Any) -> bool:
+    """Whether a worker has begun serving: touched its heartbeat file since it was forked."""
+    try:
+        return bool(worker.tmp.last_update() != worker.unborn_stamp)
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
 class DrainingArbiter(Arbiter):  # type: ignore[misc]
     """gunicorn's master, with a shutdown that drains and a reload that checks first.
 
@@ -130,8 +144,13 @@ class DrainingArbiter(Arbiter):  # type: ignore[misc]
     serving for ``shutdown_delay`` seconds so endpoints and the API server stop sending
     here, then stop gracefully (in-flight requests finish). SIGHUP: validate the config
     file first, and keep the running workers when it is unusable, because new workers
-    that fail to boot would take the whole server down.
+    that fail to boot would take the whole server down; then start the new workers and
+    stop the old ones only once the new ones serve, so some worker is accepting at every
+    moment.
     """
+
+    #: True while gunicorn's reload runs (between starting new workers and stopping the old).
+    reloading = False
 
     def start(self) -> None:
         """Start as gunicorn does, then say which listener speaks what.
@@ -175,7 +194,49 @@ class DrainingArbiter(Arbiter):  # type: ignore[misc]
                 self.log.error("SIGHUP: config reload refused, keeping workers: cluster: %s", exc)
                 return
             self.app.options = replace(options, config=config)
-        super().handle_hup()
+        self.reloading = True
+        try:
+            super().handle_hup()
+        finally:
+            self.reloading = False
+
+    def manage_workers(self) -> None:
+        """Keep the number of workers; in a reload, stop the old ones once the new ones serve.
+
+        Why wait: gunicorn starts the new workers and stops the old ones at once, so until
+        the new ones have loaded the app no worker accepts, and new connections wait in
+        the listen queue (a few hundred milliseconds, longer on a loaded node). Waiting
+        for each new worker's first heartbeat, at most the worker ``timeout``, leaves the
+        old workers accepting meanwhile; they then finish every connection they hold
+        (:meth:`webhooks.server.worker.Worker._drain`).
+        """
+        if self.reloading:
+            self._await_new_workers()
+        super().manage_workers()
+
+    def _await_new_workers(self) -> None:
+        workers = sorted(self.WORKERS.values(), key=lambda w: w.age)
+        new, old = workers[-self.num_workers :], workers[: -self.num_workers]
+        if not old:
+            return
+        deadline = time.monotonic() + self.timeout
+        while True:
+            waiting = [w for w in new if w.pid in self.WORKERS and not _serving(w)]
+            if not waiting:
+                self.log.info(
+                    "reload: new workers serving; stopping the old ones (pids %s)",
+                    ", ".join(str(w.pid) for w in old),
+                )
+                return
+            if time.monotonic() >= deadline:
+                self.log.warning(
+                    "reload: workers %s not serving after %ss; stopping the old ones anyway",
+                    ", ".join(str(w.pid) for w in waiting),
+                    self.timeout,
+                )
+                return
+            self.reap_workers()
+            time.sleep(0.05)
 
 
 class WebhookServer(BaseApplication):  # type: ignore[misc]
@@ -245,6 +306,7 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
             "timeout": o.timeout,
             "graceful_timeout": o.graceful_timeout,
             "child_exit": _child_exit,
+            "pre_fork": _pre_fork,
             "loglevel": o.log_level,
             "errorlog": "-",
             "accesslog": None,

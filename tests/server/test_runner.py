@@ -1,0 +1,145 @@
+"""The master's reload decisions, without processes: when the old workers are told to stop.
+gunicorn's own machinery (forking, signals) is replaced by stand-ins that record what was
+asked of them; the real master is in tests/e2e/test_reloads.py."""
+
+from __future__ import annotations
+
+import logging
+import signal
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from webhooks.server import runner
+from webhooks.server.runner import DrainingArbiter, _pre_fork
+
+
+class Heartbeat:
+    """A worker's heartbeat file: its stamp changes once the worker serves."""
+
+    def __init__(self) -> None:
+        self.stamp = 1_800_000_000.0
+
+    def last_update(self) -> float:
+        return self.stamp
+
+    def beat(self) -> None:
+        self.stamp = 12.5
+
+
+@dataclass
+class FakeWorker:
+    age: int
+    pid: int
+    tmp: Heartbeat = field(default_factory=Heartbeat)
+
+
+@dataclass
+class FakeConfig:
+    enable_backlog_metric: bool = False
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@dataclass
+class Master:
+    """A DrainingArbiter whose workers, clock and signals are stand-ins."""
+
+    arbiter: DrainingArbiter
+    clock: Clock
+    killed: list[tuple[int, int, float]]
+    reaps: list[float]
+    events: dict[int, Any]
+
+
+def master(monkeypatch: pytest.MonkeyPatch, workers: list[FakeWorker]) -> Master:
+    clock = Clock()
+    monkeypatch.setattr(runner.time, "monotonic", clock.monotonic)
+    monkeypatch.setattr(runner.time, "sleep", clock.sleep)
+    arbiter = DrainingArbiter.__new__(DrainingArbiter)
+    arbiter.WORKERS = {}
+    for worker in workers:
+        _pre_fork(arbiter, worker)
+        arbiter.WORKERS[worker.pid] = worker
+    arbiter._num_workers = 2
+    arbiter._last_logged_active_worker_count = None
+    arbiter.timeout = 30
+    arbiter.cfg = FakeConfig()
+    arbiter.log = logging.getLogger("test-master")
+    arbiter.LISTENERS = []
+    made = Master(arbiter, clock, [], [], {})
+
+    def kill_worker(pid: int, sig: int) -> None:
+        made.killed.append((pid, sig, clock.now))
+
+    def reap_workers() -> None:
+        made.reaps.append(clock.now)
+        event = made.events.get(len(made.reaps))
+        if event is not None:
+            event(arbiter)
+
+    arbiter.kill_worker = kill_worker
+    arbiter.reap_workers = reap_workers
+    return made
+
+
+def generations() -> list[FakeWorker]:
+    """Two old workers (ages 1 and 2) and the two a reload has just started (3 and 4)."""
+    return [FakeWorker(1, 101), FakeWorker(2, 102), FakeWorker(3, 103), FakeWorker(4, 104)]
+
+
+def test_a_reload_stops_the_old_workers_only_once_every_new_one_serves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    workers = generations()
+    m = master(monkeypatch, workers)
+    m.events = {3: lambda _: workers[2].tmp.beat(), 6: lambda _: workers[3].tmp.beat()}
+    m.arbiter.reloading = True
+    m.arbiter.manage_workers()
+    assert [pid for pid, _, _ in m.killed] == [101, 102]
+    assert all(sig == signal.SIGTERM for _, sig, _ in m.killed)
+    assert len(m.reaps) == 6, "not before the last new worker's first heartbeat"
+    assert all(at >= m.reaps[-1] for _, _, at in m.killed)
+
+
+def test_new_workers_that_never_serve_keep_the_old_ones_no_longer_than_the_worker_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    m = master(monkeypatch, generations())
+    start = m.clock.now
+    m.arbiter.reloading = True
+    m.arbiter.manage_workers()
+    assert [pid for pid, _, _ in m.killed] == [101, 102]
+    assert start + 30 <= m.killed[0][2] <= start + 30.1
+
+
+def test_a_new_worker_that_died_while_booting_is_not_waited_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    workers = generations()
+    m = master(monkeypatch, workers)
+    workers[3].tmp.beat()
+    m.events = {2: lambda arbiter: arbiter.WORKERS.pop(103)}
+    m.arbiter.reloading = True
+    m.arbiter.manage_workers()
+    assert len(m.reaps) == 2
+    assert [pid for pid, _, _ in m.killed] == [101]
+
+
+def test_outside_a_reload_the_oldest_extra_worker_stops_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    m = master(monkeypatch, generations())
+    m.arbiter.manage_workers()
+    assert [pid for pid, _, _ in m.killed] == [101, 102]
+    assert m.reaps == []
