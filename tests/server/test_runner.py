@@ -1,18 +1,25 @@
-"""The master's reload decisions, without processes: when the old workers are told to stop.
-gunicorn's own machinery (forking, signals) is replaced by stand-ins that record what was
-asked of them; the real master is in tests/e2e/test_reloads.py."""
+"""The master's reload decisions, without processes: which config a SIGHUP applies or
+refuses, and when the old workers are told to stop. gunicorn's own machinery (forking,
+signals) is replaced by stand-ins that record what was asked of them; the real master is
+in tests/e2e/test_reloads.py."""
 
 from __future__ import annotations
 
 import logging
 import signal
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
+from gunicorn.arbiter import Arbiter
 
+from webhooks.configfile import read_config
 from webhooks.server import runner
-from webhooks.server.runner import DrainingArbiter, _pre_fork
+from webhooks.server.reloadcheck import Refused
+from webhooks.server.runner import DrainingArbiter, ServeOptions, _pre_fork
+
+GOOD = "plugins:\n  default-toleration-seconds:\n    notReadySeconds: {seconds}\n"
 
 
 class Heartbeat:
@@ -143,3 +150,104 @@ def test_outside_a_reload_the_oldest_extra_worker_stops_at_once(
     m.arbiter.manage_workers()
     assert [pid for pid, _, _ in m.killed] == [101, 102]
     assert m.reaps == []
+
+
+# ------------------------------------------------------------------ SIGHUP
+
+
+@dataclass
+class FakeApp:
+    options: ServeOptions
+
+
+class Counted:
+    def __init__(self) -> None:
+        self.outcomes: list[str] = []
+
+    def count(self, outcome: str) -> None:
+        self.outcomes.append(outcome)
+
+
+def hup_master(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> tuple[DrainingArbiter, list[bool], Counted]:
+    path = tmp_path / "config.yaml"
+    path.write_text(GOOD.format(seconds=42), encoding="utf-8")
+    arbiter = DrainingArbiter.__new__(DrainingArbiter)
+    arbiter.app = FakeApp(
+        ServeOptions(cert_dir=tmp_path, config_path=str(path), config=read_config(path))
+    )
+    arbiter.log = logging.getLogger("test-master")
+    arbiter.reloads = counted = Counted()
+    reloaded: list[bool] = []
+    monkeypatch.setattr(Arbiter, "handle_hup", lambda self: reloaded.append(self.reloading))
+    return arbiter, reloaded, counted
+
+
+def _machinery_fails(check: Any, **_: Any) -> Any:
+    raise OSError(11, "Resource temporarily unavailable")
+
+
+def _answer_garbled(check: Any, **_: Any) -> Any:
+    raise EOFError("Ran out of input")
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (lambda p: p.write_bytes(b"plugins: {}\n# \xff\n"), "UnicodeDecodeError"),
+        (lambda p: (p.unlink(), p.mkdir()), "Is a directory"),
+        (lambda p: p.write_text(GOOD.format(seconds="soon")), "must be an integer"),
+        (_machinery_fails, "BlockingIOError: [Errno 11] Resource temporarily unavailable"),
+        (_answer_garbled, "EOFError: Ran out of input"),
+    ],
+    ids=[
+        "a file that is not UTF-8",
+        "a directory instead of a file",
+        "a value a plugin rejects",
+        "the check cannot even start (fork fails)",
+        "the check's answer cannot be read",
+    ],
+)
+def test_a_sighup_that_cannot_get_a_usable_config_refuses_the_reload_and_says_why(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    change: Any,
+    reason: str,
+) -> None:
+    arbiter, reloaded, counted = hup_master(monkeypatch, tmp_path)
+    before = arbiter.app.options
+    path = Path(before.config_path or "")
+    if change in (_machinery_fails, _answer_garbled):
+        monkeypatch.setattr(runner, "run_checked", change)
+    else:
+        change(path)
+    with caplog.at_level(logging.ERROR, logger="test-master"):
+        arbiter.handle_hup()
+    assert reloaded == [], "no new workers"
+    assert arbiter.app.options is before, "the last good config stays"
+    assert counted.outcomes == ["refused"]
+    [line] = caplog.messages
+    assert line.startswith(f"SIGHUP: config reload refused, keeping the running workers: {path}")
+    assert reason in line
+
+
+def test_a_sighup_with_a_usable_config_applies_it_and_starts_new_workers(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    arbiter, reloaded, counted = hup_master(monkeypatch, tmp_path)
+    path = Path(arbiter.app.options.config_path or "")
+    path.write_text(GOOD.format(seconds=60), encoding="utf-8")
+    arbiter.handle_hup()
+    assert reloaded == [True], "gunicorn's reload ran, as a reload"
+    assert arbiter.reloading is False
+    assert arbiter.app.options.config == read_config(path)
+    assert counted.outcomes == ["applied"]
+
+
+def test_refused_is_what_a_check_raises_for_a_config_the_server_cannot_use(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(GOOD.format(seconds="soon"), encoding="utf-8")
+    with pytest.raises(Refused, match="notReadySeconds: must be an integer"):
+        runner.config_for_reload(str(path))

@@ -27,7 +27,8 @@ from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
 from webhooks.server.budget import HEAD_TIMEOUT, MAX_PLAIN_CONNECTIONS
-from webhooks.server.metrics import MULTIPROC_ENV, mark_worker_dead
+from webhooks.server.metrics import MULTIPROC_ENV, ReloadCounter, mark_worker_dead
+from webhooks.server.reloadcheck import Refused, describe, run_checked
 from webhooks.server.tls import ContextCache, TLSFiles
 
 log = logging.getLogger("webhooks.server")
@@ -137,16 +138,39 @@ def _serving(worker: Any) -> bool:
         return False
 
 
+def config_for_reload(path: str) -> Any:
+    """Read and check the config file at ``path`` as a reload must before applying it.
+
+    Why a function of its own: it is what :func:`~webhooks.server.reloadcheck.run_checked`
+    runs in the checking child, and the growth bench measures it. Raises
+    :class:`~webhooks.server.reloadcheck.Refused` with the reason for a config the
+    server cannot use (a bad key, a cluster source that cannot be configured); anything
+    else it raises is a failure of reading the file, refused the same way by the caller.
+    """
+    from webhooks.cluster.api import ClusterError, check_source
+    from webhooks.configfile import read_config
+    from webhooks.core.config import ConfigError
+
+    try:
+        config = read_config(path)
+        check_source(config.cluster)
+    except ConfigError as exc:
+        raise Refused(str(exc)) from None
+    except ClusterError as exc:
+        raise Refused(f"cluster: {exc}") from None
+    return config
+
+
 class DrainingArbiter(Arbiter):  # type: ignore[misc]
     """gunicorn's master, with a shutdown that drains and a reload that checks first.
 
     SIGTERM: create the drain marker (every worker's /readyz turns 503 at once), keep
     serving for ``shutdown_delay`` seconds so endpoints and the API server stop sending
-    here, then stop gracefully (in-flight requests finish). SIGHUP: validate the config
-    file first, and keep the running workers when it is unusable, because new workers
-    that fail to boot would take the whole server down; then start the new workers and
-    stop the old ones only once the new ones serve, so some worker is accepting at every
-    moment.
+    here, then stop gracefully (in-flight requests finish). SIGHUP: read and check the
+    config file in a child process first (:mod:`webhooks.server.reloadcheck`) and keep the
+    running workers when it is unusable, for any reason, because new workers that fail to
+    boot would take the whole server down; then start the new workers and stop the old
+    ones only once the new ones serve, so some worker is accepting at every moment.
     """
 
     #: True while gunicorn's reload runs (between starting new workers and stopping the old).
@@ -159,6 +183,7 @@ class DrainingArbiter(Arbiter):  # type: ignore[misc]
         does the TLS; an operator reading the log should not be misled.
         """
         super().start()
+        self.reloads = ReloadCounter()
         options: ServeOptions = self.app.options
         plain = f"; /metrics, /healthz, /readyz over HTTP at {options.metrics_bind}"
         self.log.info(
@@ -177,23 +202,29 @@ class DrainingArbiter(Arbiter):  # type: ignore[misc]
         raise StopIteration
 
     def handle_hup(self) -> None:
-        """Reload workers only with a usable config."""
-        options: ServeOptions = self.app.options
-        if options.config_path is not None:
-            from webhooks.cluster.api import ClusterError, check_source
-            from webhooks.configfile import read_config
-            from webhooks.core.config import ConfigError
+        """Reload workers only with a usable config; refuse, and keep serving, otherwise.
 
+        Why the broad catch: the reason a file cannot be used is whatever the reader or
+        the check machinery raised, and none of it may end the master, which holds both
+        listeners. One log line names the file and a bounded excerpt of why.
+        """
+        options: ServeOptions = self.app.options
+        path = options.config_path
+        if path is not None:
             try:
-                config = read_config(options.config_path)
-                check_source(config.cluster)
-            except ConfigError as exc:
-                self.log.error("SIGHUP: config reload refused, keeping workers: %s", exc)
-                return
-            except ClusterError as exc:
-                self.log.error("SIGHUP: config reload refused, keeping workers: cluster: %s", exc)
+                config = run_checked(lambda: config_for_reload(path))
+            except Exception as exc:  # any failure refuses the reload; the master lives on
+                reason = describe(exc)  # bounded; the path is the operator's, not the file's
+                if not reason.startswith(path):
+                    reason = f"{path}: {reason}"
+                self.log.error(
+                    "SIGHUP: config reload refused, keeping the running workers: %s", reason
+                )
+                self.reloads.count("refused")
                 return
             self.app.options = replace(options, config=config)
+            self.log.info("SIGHUP: %s read and checked; starting new workers with it", path)
+        self.reloads.count("applied")
         self.reloading = True
         try:
             super().handle_hup()
