@@ -115,7 +115,7 @@ def run_checked(
     if problem == "size":
         raise Refused(f"its parsed form exceeds {memory >> 20} MiB (the reload check's limit)")
     if data[:1] == _VALUE:
-        value: T = pickle.loads(data[1:])  # bytes our own child wrote
+        value: T = pickle.loads(memoryview(data)[1:])  # bytes our own child wrote
         return value
     if data[:1] == _REASON:  # bounded by the child (describe)
         raise Refused(data[1:].decode("utf-8", "replace"))
@@ -138,25 +138,26 @@ def _death(status: int, memory: int) -> str:
     return f"the check ended without an answer (exit status {os.WEXITSTATUS(status)})"
 
 
-def _collect(fd: int, deadline: float, limit: int) -> tuple[bytes, str | None]:
+def _collect(fd: int, deadline: float, limit: int) -> tuple[bytearray, str | None]:
     """Read ``fd`` to its end: the bytes and ``None``, or ``"time"`` past ``deadline``, or
-    ``"size"`` past ``limit`` bytes (the bytes are then not wanted)."""
-    chunks: list[bytes] = []
-    size = 0
+    ``"size"`` past ``limit`` bytes (the bytes are then not wanted).
+
+    Why one growing buffer: the answer is held once, not as chunks and then joined.
+    """
+    data = bytearray()
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            return b"", "time"
+            return bytearray(), "time"
         ready, _, _ = select.select([fd], [], [], left)
         if not ready:
             continue
         chunk = os.read(fd, 1 << 16)
         if not chunk:
-            return b"".join(chunks), None
-        size += len(chunk)
-        if size > limit:
-            return b"", "size"
-        chunks.append(chunk)
+            return data, None
+        if len(data) + len(chunk) > limit:
+            return bytearray(), "size"
+        data += chunk
 
 
 def _child(
