@@ -15,8 +15,9 @@ import pytest
 from gunicorn.arbiter import Arbiter
 
 from webhooks.configfile import read_config
+from webhooks.core.config import ConfigError
 from webhooks.server import runner
-from webhooks.server.reloadcheck import Refused
+from webhooks.server.reloadcheck import REASON_CHARS, Refused
 from webhooks.server.runner import DrainingArbiter, ServeOptions, _pre_fork
 
 GOOD = "plugins:\n  default-toleration-seconds:\n    notReadySeconds: {seconds}\n"
@@ -231,6 +232,21 @@ def test_a_sighup_that_cannot_get_a_usable_config_refuses_the_reload_and_says_wh
     [line] = caplog.messages
     assert line.startswith(f"SIGHUP: config reload refused, keeping the running workers: {path}")
     assert reason in line
+
+
+def test_a_long_reason_is_cut_once_and_says_how_long_it_was(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    arbiter, _, _ = hup_master(monkeypatch, tmp_path)
+    path = Path(arbiter.app.options.config_path or "")
+    path.write_text(f"cluster:\n  source: {'x' * 2000}\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as whole:
+        read_config(path)
+    with caplog.at_level(logging.ERROR, logger="test-master"):
+        arbiter.handle_hup()
+    [line] = caplog.messages
+    assert line.endswith(f"… ({len(str(whole.value))} characters)")
+    assert len(line) < 100 + len(str(path)) + REASON_CHARS
 
 
 def test_a_sighup_with_a_usable_config_applies_it_and_starts_new_workers(

@@ -214,7 +214,9 @@ class DrainingArbiter(Arbiter):  # type: ignore[misc]
             try:
                 config = run_checked(lambda: config_for_reload(path))
             except Exception as exc:  # any failure refuses the reload; the master lives on
-                reason = describe(exc)  # bounded; the path is the operator's, not the file's
+                # A refusal's reason was bounded where it was made (the child's describe);
+                # the path is the operator's, not the file's, and is shown whole.
+                reason = str(exc) if isinstance(exc, Refused) else describe(exc)
                 if not reason.startswith(path):
                     reason = f"{path}: {reason}"
                 self.log.error(
