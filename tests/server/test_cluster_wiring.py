@@ -129,12 +129,19 @@ def test_a_reload_with_an_unusable_kubeconfig_keeps_the_workers(tmp_path: Path) 
     errors: list[str] = []
     log = SimpleNamespace(error=lambda fmt, *args: errors.append(fmt % args))
     options = ServeOptions(cert_dir=tmp_path, config_path=config)
-    arbiter = SimpleNamespace(app=SimpleNamespace(options=options), log=log)
+    outcomes: list[str] = []
+    arbiter = SimpleNamespace(
+        app=SimpleNamespace(options=options),
+        log=log,
+        reloads=SimpleNamespace(count=outcomes.append),
+    )
     DrainingArbiter.handle_hup(arbiter)  # type: ignore[arg-type]
     assert len(errors) == 1
     assert errors[0].startswith(
-        f"SIGHUP: config reload refused, keeping workers: cluster: kubeconfig {missing}: "
+        "SIGHUP: config reload refused, keeping the running workers: "
+        f"{config}: cluster: kubeconfig {missing}: "
     )
+    assert outcomes == ["refused"]
 
 
 def test_device_claims_make_the_server_cache_and_resolve_claims(

@@ -24,11 +24,13 @@ from webhooks.server.reader import Refusal, RequestReader
 from webhooks.server.worker import (
     ACCEPT_BATCH,
     BUSY,
+    HANDSHAKE,
     IDLE,
     LINGER,
     LINGERING,
     READ_BUDGET,
     READING,
+    STOP_LINGER,
     WRITING,
     Connection,
     Limits,
@@ -604,10 +606,10 @@ def test_what_the_socket_did_not_take_is_written_when_it_is_ready(worker: Worker
 
 @pytest.mark.parametrize(
     "setting",
-    ["close_after", "stopping", "keepalive 0"],
+    ["close_after", "stopping before the thread", "keepalive 0"],
     ids=[
         "the app asked to close",
-        "the worker is stopping",
+        "the worker was stopping when the request began (the answer says so)",
         "keep-alive is off",
     ],
 )
@@ -615,14 +617,111 @@ def test_after_an_answer_the_connection_closes_when(worker: Worker, setting: str
     sock = FakeSocket(10, [post()])
     conn = connect(worker, sock)
     worker._read(conn)
+    if setting == "stopping before the thread":
+        worker.stopping = True
     serve(worker)
     if setting == "close_after":
         conn.close_after = True
-    elif setting == "stopping":
-        worker.stopping = True
-    else:
+    elif setting == "keepalive 0":
         worker.limits = Limits(keepalive=0.0)
     worker._finish()
+    assert closed(worker, conn)
+    if setting == "stopping before the thread":
+        assert b"\r\nConnection: close\r\n" in bytes(sock.sent)
+
+
+# ------------------------------------------------------------------ stopping
+
+
+def stop(worker: Worker) -> None:
+    """What a graceful stop does before its loop: as ``_drain`` begins."""
+    worker.listeners = []
+    worker.pid = 4242
+    worker._stop_accepting()
+
+
+@pytest.mark.parametrize(
+    ("phase", "received"),
+    [
+        (HANDSHAKE, b""),
+        (IDLE, b""),
+        (READING, b"POST /mutate HTTP/1.1\r\nHost: "),
+        (READING, post(length=100)),
+        (BUSY, b""),
+        (WRITING, b""),
+    ],
+    ids=[
+        "in its TLS handshake: the handshake goes on",
+        "between requests: it may still send one",
+        "half a head received: the rest is read",
+        "the head and part of the body received: the rest is read",
+        "its request with a thread: the answer goes out",
+        "its answer half-written: the rest is written",
+    ],
+)
+def test_a_stopping_worker_closes_no_connection_it_accepted(
+    worker: Worker, phase: int, received: bytes
+) -> None:
+    sock = FakeSocket(10, [received] if received else [])
+    conn = connect(worker, sock, phase=HANDSHAKE if phase == HANDSHAKE else IDLE)
+    if received:
+        worker._read(conn)
+    conn.phase = phase
+    before = conn.deadline
+    stop(worker)
+    assert conn.fd in worker.conns and not sock.closed
+    if phase == IDLE:
+        assert conn.deadline <= time.monotonic() + STOP_LINGER, "kept for a while, not forever"
+    else:
+        assert conn.deadline == before, "served or timed out as it would have been"
+
+
+def test_an_answer_that_left_before_the_stop_keeps_its_connection_for_one_more_request(
+    worker: Worker,
+) -> None:
+    sock = FakeSocket(10, [post()])
+    conn = connect(worker, sock)
+    worker._read(conn)
+    serve(worker)  # the thread began before the stop: its answer keeps the connection
+    assert b"Connection: close" not in bytes(sock.sent)
+    stop(worker)
+    worker._finish()
+    assert conn.phase == IDLE and not sock.closed
+    assert worker.selector.watched[sock] == selectors.EVENT_READ
+    assert conn.deadline <= time.monotonic() + STOP_LINGER
+    sock.sent.clear()
+    sock.incoming.append(post())
+    worker._read(conn)
+    serve(worker)
+    assert status_line(sock) == b"HTTP/1.1 200 OK"
+    assert b"\r\nConnection: close\r\n" in bytes(sock.sent)
+    worker._finish()
+    assert closed(worker, conn)
+
+
+def test_a_pipelined_request_behind_an_answer_that_left_before_the_stop_is_answered(
+    worker: Worker,
+) -> None:
+    sock = FakeSocket(10, [post() + post()])
+    conn = connect(worker, sock)
+    worker._read(conn)
+    serve(worker)
+    stop(worker)
+    worker._finish()
+    assert conn.phase == BUSY, "the second request went to a thread"
+    sock.sent.clear()
+    serve(worker)
+    assert b"\r\nConnection: close\r\n" in bytes(sock.sent)
+    worker._finish()
+    assert closed(worker, conn)
+
+
+def test_a_stopping_worker_closes_a_silent_connection_once_the_linger_passes(
+    worker: Worker,
+) -> None:
+    conn = connect(worker, FakeSocket(10))
+    stop(worker)
+    worker._sweep(time.monotonic() + STOP_LINGER + 0.01)
     assert closed(worker, conn)
 
 

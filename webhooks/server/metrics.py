@@ -60,6 +60,9 @@ PORTS = frozenset({"admission", "metrics"})
 REFUSAL_STATUSES = frozenset(status for status in REASONS if status != 500)
 #: The ``reason`` label of :data:`CLOSED` (the budget's classes, and ``full``).
 CLOSE_REASONS = frozenset({"closing", "stalled_head", "idle", "stalled_body", "unfinished", "full"})
+RELOADS = "placement_webhooks_config_reloads_total"
+RELOADS_HELP = "SIGHUP reloads by outcome: applied (new workers started), or refused (bad config)."
+RELOAD_OUTCOMES = ("applied", "refused")
 #: Where multiprocess mode keeps its files; the master sets it before workers start.
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -279,6 +282,33 @@ class GaugeCollector:
             value = read()
             if value is not None:
                 yield GaugeMetricFamily(name, help_text, value=value)
+
+
+class ReloadCounter:
+    """The master's count of SIGHUP reloads by outcome, scraped through any worker.
+
+    Why it works from the master: in multiprocess mode a series is a file in the shared
+    directory, named by the process that writes it, and a scrape adds up every file there,
+    so the master's own counter shows beside the workers' series (as long as it lives,
+    which is as long as the server). Without multiprocess mode (no runtime directory) no
+    scrape could see it, and counting is skipped; the log line remains.
+    """
+
+    def __init__(self) -> None:
+        self._children: dict[str, Any] = {}
+        if multiprocess_dir() is None:
+            return
+        from prometheus_client import Counter
+
+        counter = Counter(RELOADS, RELOADS_HELP, ["outcome"], registry=None)
+        # Both series exist from the start at 0, so an alert on their increase sees the first.
+        self._children = {outcome: counter.labels(outcome) for outcome in RELOAD_OUTCOMES}
+
+    def count(self, outcome: str) -> None:
+        """Count one reload that was ``applied`` or ``refused``."""
+        child = self._children.get(outcome)
+        if child is not None:
+            child.inc()
 
 
 def mark_worker_dead(pid: int) -> None:

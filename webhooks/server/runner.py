@@ -27,7 +27,8 @@ from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
 from webhooks.server.budget import HEAD_TIMEOUT, MAX_PLAIN_CONNECTIONS
-from webhooks.server.metrics import MULTIPROC_ENV, mark_worker_dead
+from webhooks.server.metrics import MULTIPROC_ENV, ReloadCounter, mark_worker_dead
+from webhooks.server.reloadcheck import Refused, describe, run_checked
 from webhooks.server.tls import ContextCache, TLSFiles
 
 log = logging.getLogger("webhooks.server")
@@ -123,15 +124,57 @@ def _child_exit(_arbiter: Any, worker: Any) -> None:
     mark_worker_dead(worker.pid)
 
 
+def _pre_fork(_arbiter: Any, worker: Any) -> None:
+    # The worker's heartbeat file as it is before the worker runs: the worker touches it
+    # from its first turn of serving on (see DrainingArbiter.manage_workers).
+    worker.unborn_stamp = worker.tmp.last_update()
+
+
+def _serving(worker: Any) -> bool:
+    """Whether a worker has begun serving: touched its heartbeat file since it was forked."""
+    try:
+        return bool(worker.tmp.last_update() != worker.unborn_stamp)
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def config_for_reload(path: str) -> Any:
+    """Read and check the config file at ``path`` as a reload must before applying it.
+
+    Why a function of its own: it is what :func:`~webhooks.server.reloadcheck.run_checked`
+    runs in the checking child, and the growth bench measures it. Raises
+    :class:`~webhooks.server.reloadcheck.Refused` with the reason for a config the
+    server cannot use (a bad key, a cluster source that cannot be configured); anything
+    else it raises is a failure of reading the file, refused the same way by the caller.
+    """
+    from webhooks.cluster.api import ClusterError, check_source
+    from webhooks.configfile import read_config
+    from webhooks.core.config import ConfigError
+
+    try:
+        config = read_config(path)
+        check_source(config.cluster)
+    except ConfigError as exc:
+        raise Refused(str(exc)) from None
+    except ClusterError as exc:
+        raise Refused(f"cluster: {exc}") from None
+    return config
+
+
 class DrainingArbiter(Arbiter):  # type: ignore[misc]
     """gunicorn's master, with a shutdown that drains and a reload that checks first.
 
     SIGTERM: create the drain marker (every worker's /readyz turns 503 at once), keep
     serving for ``shutdown_delay`` seconds so endpoints and the API server stop sending
-    here, then stop gracefully (in-flight requests finish). SIGHUP: validate the config
-    file first, and keep the running workers when it is unusable, because new workers
-    that fail to boot would take the whole server down.
+    here, then stop gracefully (in-flight requests finish). SIGHUP: read and check the
+    config file in a child process first (:mod:`webhooks.server.reloadcheck`) and keep the
+    running workers when it is unusable, for any reason, because new workers that fail to
+    boot would take the whole server down; then start the new workers and stop the old
+    ones only once the new ones serve, so some worker is accepting at every moment.
     """
+
+    #: True while gunicorn's reload runs (between starting new workers and stopping the old).
+    reloading = False
 
     def start(self) -> None:
         """Start as gunicorn does, then say which listener speaks what.
@@ -140,6 +183,7 @@ class DrainingArbiter(Arbiter):  # type: ignore[misc]
         does the TLS; an operator reading the log should not be misled.
         """
         super().start()
+        self.reloads = ReloadCounter()
         options: ServeOptions = self.app.options
         plain = f"; /metrics, /healthz, /readyz over HTTP at {options.metrics_bind}"
         self.log.info(
@@ -158,24 +202,74 @@ class DrainingArbiter(Arbiter):  # type: ignore[misc]
         raise StopIteration
 
     def handle_hup(self) -> None:
-        """Reload workers only with a usable config."""
-        options: ServeOptions = self.app.options
-        if options.config_path is not None:
-            from webhooks.cluster.api import ClusterError, check_source
-            from webhooks.configfile import read_config
-            from webhooks.core.config import ConfigError
+        """Reload workers only with a usable config; refuse, and keep serving, otherwise.
 
+        Why the broad catch: the reason a file cannot be used is whatever the reader or
+        the check machinery raised, and none of it may end the master, which holds both
+        listeners. One log line names the file and a bounded excerpt of why.
+        """
+        options: ServeOptions = self.app.options
+        path = options.config_path
+        if path is not None:
             try:
-                config = read_config(options.config_path)
-                check_source(config.cluster)
-            except ConfigError as exc:
-                self.log.error("SIGHUP: config reload refused, keeping workers: %s", exc)
-                return
-            except ClusterError as exc:
-                self.log.error("SIGHUP: config reload refused, keeping workers: cluster: %s", exc)
+                config = run_checked(lambda: config_for_reload(path))
+            except Exception as exc:  # any failure refuses the reload; the master lives on
+                # A refusal's reason was bounded where it was made (the child's describe);
+                # the path is the operator's, not the file's, and is shown whole.
+                reason = str(exc) if isinstance(exc, Refused) else describe(exc)
+                if not reason.startswith(path):
+                    reason = f"{path}: {reason}"
+                self.log.error(
+                    "SIGHUP: config reload refused, keeping the running workers: %s", reason
+                )
+                self.reloads.count("refused")
                 return
             self.app.options = replace(options, config=config)
-        super().handle_hup()
+            self.log.info("SIGHUP: %s read and checked; starting new workers with it", path)
+        self.reloads.count("applied")
+        self.reloading = True
+        try:
+            super().handle_hup()
+        finally:
+            self.reloading = False
+
+    def manage_workers(self) -> None:
+        """Keep the number of workers; in a reload, stop the old ones once the new ones serve.
+
+        Why wait: gunicorn starts the new workers and stops the old ones at once, so until
+        the new ones have loaded the app no worker accepts, and new connections wait in
+        the listen queue (a few hundred milliseconds, longer on a loaded node). Waiting
+        for each new worker's first heartbeat, at most the worker ``timeout``, leaves the
+        old workers accepting meanwhile; they then finish every connection they hold
+        (:meth:`webhooks.server.worker.Worker._drain`).
+        """
+        if self.reloading:
+            self._await_new_workers()
+        super().manage_workers()
+
+    def _await_new_workers(self) -> None:
+        workers = sorted(self.WORKERS.values(), key=lambda w: w.age)
+        new, old = workers[-self.num_workers :], workers[: -self.num_workers]
+        if not old:
+            return
+        deadline = time.monotonic() + self.timeout
+        while True:
+            waiting = [w for w in new if w.pid in self.WORKERS and not _serving(w)]
+            if not waiting:
+                self.log.info(
+                    "reload: new workers serving; stopping the old ones (pids %s)",
+                    ", ".join(str(w.pid) for w in old),
+                )
+                return
+            if time.monotonic() >= deadline:
+                self.log.warning(
+                    "reload: workers %s not serving after %ss; stopping the old ones anyway",
+                    ", ".join(str(w.pid) for w in waiting),
+                    self.timeout,
+                )
+                return
+            self.reap_workers()
+            time.sleep(0.05)
 
 
 class WebhookServer(BaseApplication):  # type: ignore[misc]
@@ -245,6 +339,7 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
             "timeout": o.timeout,
             "graceful_timeout": o.graceful_timeout,
             "child_exit": _child_exit,
+            "pre_fork": _pre_fork,
             "loglevel": o.log_level,
             "errorlog": "-",
             "accesslog": None,

@@ -61,8 +61,12 @@ READ_BUDGET = 1 << 20
 ACCEPT_BATCH = 64
 #: Deadlines are checked this often; they are seconds long, so this is precise enough.
 SWEEP_INTERVAL = 0.25
-#: On a graceful stop, idle keep-alive connections stay open this long at most: a request
-#: arriving meanwhile is answered with ``Connection: close`` instead of being dropped.
+#: On a graceful stop, a connection that may send a request (idle between requests, just
+#: past its handshake, or just answered without ``Connection: close``) is kept this long for
+#: it, and the request is answered with ``Connection: close``. Why 2 s: a client holding a
+#: keep-alive connection sends on it within milliseconds when it has work, so one that stays
+#: silent this long is most likely done with it; and every stop (each SIGHUP reload
+#: included) lasts at least this long when such a connection is open.
 STOP_LINGER = 2.0
 #: Paths the plain-HTTP (metrics) listener serves; everything else there is 404.
 PLAIN_PATHS = frozenset({"/metrics", "/healthz", "/readyz"})
@@ -239,21 +243,53 @@ class Worker(base.Worker):  # type: ignore[misc]
                     break
 
     def _drain(self) -> None:
-        """Stop accepting; finish what is under way within the graceful timeout."""
-        self.stopping = True
-        for listener in self.listeners:
-            self.selector.unregister(listener.sock)
-        now = time.monotonic()
-        for conn in list(self.conns.values()):
-            if conn.phase == HANDSHAKE:
-                self._close(conn)
-            elif conn.phase == IDLE:
-                conn.deadline = min(conn.deadline, now + STOP_LINGER)
-        until = now + self.cfg.graceful_timeout
+        """Stop accepting; serve every connection already accepted, within the graceful timeout.
+
+        Why nothing accepted is dropped: a stop is also how a SIGHUP reload retires the old
+        workers, while new ones take over the listeners (connections not yet accepted wait
+        there for them). A client whose connection this worker accepted has no other
+        worker to turn to, so each one is served to the end of its request cycle: a
+        handshake under way finishes (within ``--io-timeout`` of the connect), a request
+        half-received is read and answered, an answer half-written is written, and every
+        request that arrives from now on is answered with ``Connection: close``. What
+        closes a connection without an answer is only what would close it anyway (a
+        deadline, the client hanging up), or silence for :data:`STOP_LINGER` where a
+        request could come next (see :meth:`_await_last_request`).
+        """
+        self._stop_accepting()
+        until = time.monotonic() + self.cfg.graceful_timeout
         while self.conns and time.monotonic() < until:
             self.notify()
             self._turn(0.0 if self.again else 0.1)
             self._sweep(time.monotonic())
+
+    def _stop_accepting(self) -> None:
+        """Leave the listeners to the other workers; from now on every answer closes.
+
+        Only connections between requests get a new deadline
+        (:meth:`_await_last_request`): every other phase keeps the deadline it has, so it is
+        served or times out as it would.
+        """
+        self.stopping = True
+        for listener in self.listeners:
+            self.selector.unregister(listener.sock)
+        self.log.info(
+            "Stopping: finishing %d open connections (pid: %s)", len(self.conns), self.pid
+        )
+        now = time.monotonic()
+        for conn in list(self.conns.values()):
+            if conn.phase == IDLE:
+                self._await_last_request(conn, now)
+
+    def _await_last_request(self, conn: Connection, now: float) -> None:
+        """While stopping, wait at most :data:`STOP_LINGER` for the connection's next request.
+
+        Why not close at once: the client may already be sending it, and closing an idle
+        connection under a request in flight loses that request (a reset, or an EOF before
+        any answer); answered with ``Connection: close`` it is served and the client moves
+        to a new connection, which the new workers accept.
+        """
+        conn.deadline = min(conn.deadline, now + STOP_LINGER)
 
     def _turn(self, timeout: float) -> None:
         self.sleeping = True
@@ -393,7 +429,10 @@ class Worker(base.Worker):  # type: ignore[misc]
             self._close(conn)
             return
         conn.phase = IDLE
-        conn.deadline = time.monotonic() + self.limits.keepalive
+        now = time.monotonic()
+        conn.deadline = now + self.limits.keepalive
+        if self.stopping:
+            self._await_last_request(conn, now)
         conn.peer_certificate = bool(sock.getpeercert())
         self._want(conn, selectors.EVENT_READ)
         if sock.pending():
@@ -597,16 +636,25 @@ class Worker(base.Worker):  # type: ignore[misc]
             conn.out = rest
 
     def _answered(self, conn: Connection) -> None:
-        """A response went out: close, or wait for the next request on the connection."""
+        """A response went out: close, or wait for the next request on the connection.
+
+        Why a stopping worker does not close after every answer: an answer that left
+        without ``Connection: close`` (its thread began before the stop) told the client
+        it may send another request, so the connection waits for it
+        (:meth:`_await_last_request`).
+        """
         reader = conn.reader
         if reader.phase is not Phase.DONE:  # its body left unread: framing is lost
             self._linger(conn)
             return
-        if conn.close_after or self.stopping or self.limits.keepalive <= 0:
+        if conn.close_after or self.limits.keepalive <= 0:
             self._close(conn)
             return
         conn.phase = IDLE
-        conn.deadline = time.monotonic() + self.limits.keepalive
+        now = time.monotonic()
+        conn.deadline = now + self.limits.keepalive
+        if self.stopping:
+            self._await_last_request(conn, now)
         conn.listener.budget.idle(conn.fd, conn)
         self._want(conn, selectors.EVENT_READ)
         reader.start_next_cycle()
