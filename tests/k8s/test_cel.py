@@ -8,7 +8,8 @@ import re
 import pytest
 
 from bench.growth.measure import traced_peak
-from webhooks.k8s.cel import MAX_LENGTH, CelError, Device, selector
+from webhooks.k8s import cel
+from webhooks.k8s.cel import CACHE_BYTES, MAX_LENGTH, CelError, Device, selector
 from webhooks.k8s.celcost import COST_LIMIT, MAX_VALUE_SIZE, STEP_BUDGET
 
 GPU = Device(
@@ -304,3 +305,18 @@ DERIVED_COSTS: list[tuple[str, str, int]] = [
 )
 def test_an_evaluation_is_charged_what_the_scheduler_charges(expression: str, cost: int) -> None:
     assert selector(expression).cost(GPU) == cost
+
+
+def test_the_compiled_selector_cache_holds_a_bounded_amount_of_text() -> None:
+    # A compiled selector holds about 580 bytes of parse tree per byte of its text: the
+    # cache is bounded by text, not by count (1,024 selectors of 10 KiB held 6 GiB).
+    def long(i: int) -> str:
+        items = ", ".join(f'"m{i:03d}{j:05d}"' for j in range(140))
+        return f"device.driver in [{items}]"
+
+    for i in range(40):  # 80 KiB of text
+        selector(long(i))
+        selector(long(0))  # used again: the least recently used go first, not this one
+    assert sum(len(e) for e in cel._COMPILED) <= CACHE_BYTES
+    assert long(0) in cel._COMPILED and long(39) in cel._COMPILED
+    assert long(1) not in cel._COMPILED
