@@ -16,13 +16,14 @@ libraries the ones device selectors use are provided: ``quantity()``/``isQuantit
 standard CEL functions and macros come from the library. Anything else is an error that
 names it, never a guess.
 
-Bounds, as the API server bounds selectors: an expression longer than 10 KiB
-(``CELSelectorExpressionMaxLength``) is refused, and one evaluation may visit at most
-:data:`BUDGET` expression nodes (the API server's limit is a cost of 1,000,000 units,
-which a tree walker in Python cannot afford per device: a realistic selector visits
-fewer than a hundred nodes, and this budget is well under a second); nesting deeper than the
-interpreter can follow is refused too. So no selector costs more than a fixed amount per
-device, whatever it says. ``matches()`` uses RE2, which runs in linear time.
+Bounds, as the scheduler bounds selectors: an expression longer than 10 KiB
+(``CELSelectorExpressionMaxLength``) is refused, nesting deeper than the interpreter can
+follow is refused, and one evaluation is charged the scheduler's runtime cost, limited to
+``CELSelectorExpressionMaxCost``, with the steps of the walk and the size of every value
+bounded besides (:mod:`webhooks.k8s.celcost`, which says where the charges differ from
+upstream's). So no selector costs more than a fixed amount of time and memory per device,
+whatever it says. ``matches()`` uses RE2, which runs in linear time. Every refusal names
+its limit and quotes where in the expression it happened, at most 60 characters of it.
 
 The CEL library (``cel-python``) is the optional ``explain`` extra: the webhook server
 never evaluates selectors. :func:`available` says whether it is installed.
@@ -32,21 +33,32 @@ from __future__ import annotations
 
 import re
 import sys
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
+from webhooks.k8s.celcost import (
+    LIST_CREATE_COST,
+    MAP_CREATE_COST,
+    SELECT_AND_IDENT_COST,
+    STRUCT_CREATE_COST,
+    Exhausted,
+    Meter,
+    Span,
+)
 from webhooks.k8s.quantity import QuantityError, parse_quantity
 
 #: Upstream's ``CELSelectorExpressionMaxLength``.
 MAX_LENGTH: Final = 10 * 1024
-#: Expression nodes one evaluation may visit.
-BUDGET: Final = 10_000
 #: What to install when the library is missing.
 EXTRA_HINT: Final = "pip install 'placement-webhooks[explain]'"
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+#: Digits a sum of quantities is written out in before it is written with an exponent.
+_FIXED_DIGITS: Final = 64
 
 
 class CelError(ValueError):
@@ -188,7 +200,8 @@ def _sum(a: Any, b: Any, sign: int) -> Quantity:
     if not isinstance(a, Quantity):
         raise TypeError("is a method of a quantity")
     total = a.value + sign * _as_quantity(b)
-    return Quantity(total, f"{total:f}")
+    # Fixed-point text only for a modest exponent: ``1e999999999`` is a valid quantity.
+    return Quantity(total, f"{total:f}" if abs(total.adjusted()) <= _FIXED_DIGITS else str(total))
 
 
 def _integer(q: Any) -> bool:
@@ -267,21 +280,25 @@ def _attribute(raw: Any) -> Any:
 # --- compiling and evaluating ------------------------------------------------------------------
 
 
-class _OverBudget(BaseException):
-    """An evaluation visited more than its budget of nodes.
-
-    A BaseException so that the library's own handlers (macros turn errors into values)
-    cannot swallow it.
-    """
-
-
 _SHORTEN = re.compile(r"undeclared reference to '?([^' ]+)'?.*", re.S)
+#: How much of a library message is read, and how much of it a message quotes.
+_READ, _QUOTE = 2_000, 300
 
 
 def _message(exc: BaseException) -> str:
+    """One line saying what failed, never empty: the library's text, bounded, or the kind
+    of failure when it has none (a MemoryError carries no text)."""
     text = str(exc.args[0]) if exc.args else str(exc)
-    text = _SHORTEN.sub(r"undeclared reference to \1 (not supported here)", text)
-    return " ".join(text.split())[:300]
+    text = _SHORTEN.sub(r"undeclared reference to \1 (not supported here)", text[:_READ])
+    text = " ".join(text.split())[:_QUOTE]
+    return text or type(exc).__name__
+
+
+def _span(node: object) -> Span | None:
+    """Where a parse-tree node or token is in the expression, when the parser says."""
+    meta = getattr(node, "meta", node)
+    start, end = getattr(meta, "start_pos", None), getattr(meta, "end_pos", None)
+    return (start, end) if isinstance(start, int) and isinstance(end, int) else None
 
 
 class Selector:
@@ -316,30 +333,49 @@ class Selector:
         except RecursionError:
             raise CelError("the expression is nested too deeply") from None
         self._runner = env.program(self._ast, functions=_functions())
-        self._evaluator = Evaluator
+        self._evaluator = _metered(Evaluator)
 
     def matches(self, device: Device) -> bool:
         """Whether ``device`` satisfies the expression; :class:`CelError` when it cannot be
-        evaluated (a runtime error, a result that is not a bool, the budget spent)."""
-        budget = [BUDGET]
-        evaluator = _bounded(self._evaluator, budget)(self._ast, self._runner.new_activation())
-        try:
-            result = evaluator.evaluate({"device": self._device(device)})
-        except _OverBudget:
-            raise CelError(
-                f"evaluation exceeded the budget of {BUDGET} steps for one device"
-            ) from None
-        except RecursionError:
-            raise CelError("the expression is nested too deeply to evaluate") from None
-        except CelError:
-            raise
-        except Exception as exc:  # the library's CELEvalError and its kin
-            raise CelError(f"runtime error: {_message(exc)}") from None
+        evaluated (a runtime error, a result that is not a bool, a bound passed: steps,
+        cost or the size of a value, see :mod:`webhooks.k8s.celcost`)."""
+        result, _ = self._evaluate(device)
         if not isinstance(result, bool):  # BoolType subclasses int, not bool
             if isinstance(result, self._types.BoolType):
                 return bool(result)
             raise CelError(f"the result is not a bool but {type(result).__name__}")
         return result
+
+    def cost(self, device: Device) -> int:
+        """The runtime cost of evaluating the expression against ``device``, whatever its
+        result, in the scheduler's units; :class:`CelError` as :meth:`matches`.
+
+        Why: that cost decides whether the scheduler accepts the selector, so tests compare
+        it with the figures cel-go's own tests give.
+        """
+        return self._evaluate(device)[1].cost
+
+    def _evaluate(self, device: Device) -> tuple[Any, Meter]:
+        meter = Meter(self.expression, _span)
+        token = _METER.set(meter)
+        try:
+            evaluator = self._evaluator(self._ast, self._runner.new_activation(), meter)
+            result = evaluator.evaluate({"device": self._device(device)})
+        except Exhausted as exc:
+            raise CelError(str(exc)) from None
+        except RecursionError:
+            raise CelError("the expression is nested too deeply to evaluate") from None
+        except MemoryError:
+            raise CelError(f"evaluation ran out of memory, at {meter.excerpt()}") from None
+        except CelError:
+            raise
+        except Exception as exc:  # the library's CELEvalError and its kin
+            where = getattr(exc, "tree", None) or getattr(exc, "token", None)
+            at = f", at {meter.excerpt(where)}" if where is not None and _span(where) else ""
+            raise CelError(f"runtime error: {_message(exc)}{at}") from None
+        finally:
+            _METER.reset(token)
+        return result, meter
 
     def _device(self, device: Device) -> Any:
         t = self._types
@@ -398,22 +434,192 @@ def _domains(t: Any, by_domain: Mapping[str, Mapping[str, Any]]) -> Any:
     )
 
 
-def _bounded(base: Any, budget: list[int]) -> Any:
-    """An evaluator class that counts every node it visits against ``budget``, macro
-    bodies included (they are evaluated by sub-evaluators of the same class)."""
+#: The meter of the evaluation under way. Why a context variable: the library calls an
+#: operator with its operands only, and one compiled selector may be evaluated by two
+#: threads at once.
+_METER: ContextVar[Meter] = ContextVar("cel_meter")
 
-    class Bounded(base):  # type: ignore[misc]
-        def _visit_tree(self, tree: Any) -> Any:
-            # Every node, the root and children alike, goes through here (lark).
-            budget[0] -= 1
-            if budget[0] < 0:
-                raise _OverBudget
-            return super()._visit_tree(tree)
+#: The operators the library looks up by these names; ``&&``, ``||`` and ``?:`` cost nothing
+#: of their own (cel-go charges only their operands).
+_OPERATORS: Final = (
+    "_+_", "_-_", "_*_", "_/_", "_%_", "_<_", "_<=_", "_>_", "_>=_", "_==_", "_!=_", "_in_",
+    "_[_]", "!_", "-_",
+)  # fmt: skip
+
+#: What reading a node of these kinds costs, in cel-go's units (``primary`` by its child).
+_NODE_COSTS: Final = {
+    "ident": SELECT_AND_IDENT_COST,
+    "dot_ident": SELECT_AND_IDENT_COST,
+    "member_dot": SELECT_AND_IDENT_COST,
+    "list_lit": LIST_CREATE_COST,
+    "map_lit": MAP_CREATE_COST,
+    "member_object": STRUCT_CREATE_COST,
+}
+
+
+def _node_cost(tree: Any) -> int:
+    if tree.data == "primary":
+        return _NODE_COSTS.get(getattr(tree.children[0], "data", ""), 0)
+    return _NODE_COSTS.get(tree.data, 0)
+
+
+def _operands(values: Any, error: type) -> list[Any] | None:
+    """The evaluated arguments of a call, or None when one is an error (the library
+    returns it unevaluated, and there is nothing to charge)."""
+    if isinstance(values, error):
+        return None
+    found = list(values or [])
+    return None if any(isinstance(v, error) for v in found) else found
+
+
+def _metered(base: Any) -> Any:
+    """cel-python's tree walker with the :class:`~webhooks.k8s.celcost.Meter` of the
+    evaluation at every node, call and comprehension, and ``&&``, ``||``, ``all()`` and
+    ``exists()`` stopping at a deciding operand as cel-go's do."""
+    from celpy.celtypes import BoolType
+    from celpy.evaluation import CELEvalError
+
+    class Metered(base):  # type: ignore[misc]
+        def __init__(self, ast: Any, activation: Any, meter: Meter) -> None:
+            super().__init__(ast, activation)
+            self.meter = meter
 
         def sub_evaluator(self, ast: Any) -> Any:
-            return Bounded(ast, activation=self.activation)
+            return Metered(ast, self.activation, self.meter)
 
-    return Bounded
+        def _visit_tree(self, tree: Any) -> Any:
+            # Every node, the root and children alike, goes through here (lark).
+            meter = self.meter
+            meter.enter(tree)
+            try:
+                meter.charge(_node_cost(tree))
+                value = super()._visit_tree(tree)
+                meter.check(value)
+            finally:
+                meter.leave()
+            return value
+
+        def conditionaland(self, tree: Any) -> Any:
+            return self._logical(tree, "_&&_", False)
+
+        def conditionalor(self, tree: Any) -> Any:
+            return self._logical(tree, "_||_", True)
+
+        def _logical(self, tree: Any, name: str, decides: bool) -> Any:
+            if len(tree.children) != 2:
+                return self.visit(tree.children[0])
+            left = self.visit(tree.children[0])
+            if isinstance(left, BoolType) and bool(left) is decides:
+                return left
+            right = self.visit(tree.children[1])
+            try:
+                return self.activation.resolve_function(name)(left, right)
+            except TypeError as exc:
+                kinds = f"{type(left).__name__}, {type(right).__name__}"
+                return CELEvalError(f"no such overload: {name}({kinds})", type(exc), exc.args)
+
+        def member_dot_arg(self, tree: Any) -> Any:
+            name = tree.children[1].value
+            if name == "min":
+                return self._min(tree)
+            self.meter.fold(name)  # nothing unless a macro
+            return super().member_dot_arg(tree)
+
+        def _min(self, tree: Any) -> Any:
+            values = self.visit(tree.children[0])
+            if isinstance(values, CELEvalError):
+                return values
+            self.meter.call("min", [values])
+            try:
+                return min(values)
+            except (ValueError, TypeError) as exc:
+                return CELEvalError(f"min: {exc}", type(exc), exc.args, tree=tree)
+
+        def build_macro_eval(self, child: Any) -> Any:
+            each = super().build_macro_eval(child)
+            macro, meter = child.children[1].value, self.meter
+
+            def iteration(value: Any) -> Any:
+                meter.iteration(macro)
+                result = each(value)
+                if macro != "map" and bool(result):  # what filter keeps, exists_one counts
+                    meter.kept(macro)
+                return result
+
+            return iteration
+
+        def build_ss_macro_eval(self, child: Any) -> Any:
+            each = super().build_ss_macro_eval(child)
+            macro, meter = child.children[1].value, self.meter
+            decides = macro == "exists"
+            state = ["open"]
+
+            def iteration(value: Any) -> Any:
+                if state[0] != "open":  # decided: cel-go's loop stops here
+                    if state[0] == "decided":
+                        meter.stopped(macro)
+                        state[0] = "stopped"
+                    return BoolType(decides)
+                meter.iteration(macro)
+                result = each(value)
+                if isinstance(result, BoolType) and bool(result) is decides:
+                    state[0] = "decided"
+                return result
+
+            return iteration
+
+        def function_eval(self, name_token: Any, exprlist: Any = None) -> Any:
+            args = _operands(exprlist, CELEvalError)
+            if args is not None:
+                refused = self.meter.call(name_token.value, args)
+                if refused:
+                    return CELEvalError(refused, TypeError, (refused,), token=name_token)
+            return super().function_eval(name_token, exprlist)
+
+        def method_eval(self, member: Any, method_ident: Any, exprlist: Any = None) -> Any:
+            args = _operands(exprlist, CELEvalError)
+            if args is not None and not isinstance(member, CELEvalError):
+                refused = self.meter.call(method_ident.value, [member, *args])
+                if refused:
+                    return CELEvalError(refused, TypeError, (refused,), token=method_ident)
+            return super().method_eval(member, method_ident, exprlist)
+
+    return Metered
+
+
+def _metered_operator(name: str, fn: Callable[..., Any], error: type) -> Callable[..., Any]:
+    """``fn`` charged to the evaluation's meter before it runs."""
+
+    def operate(*args: Any) -> Any:
+        if any(isinstance(a, error) for a in args):
+            return fn(*args)
+        meter = _METER.get()
+        size = meter.operator(name, args)
+        result = fn(*args)
+        if size is not None and isinstance(result, list):
+            meter.remember(result, size)
+        return result
+
+    return operate
+
+
+def _matches(text: Any, pattern: Any) -> bool:
+    """``matches()`` with RE2 (linear time, as upstream's), its errors in the message
+    instead of on stderr."""
+    import re2  # type: ignore[import-untyped]  # a dependency of cel-python
+
+    if not isinstance(text, str) or not isinstance(pattern, str):
+        raise TypeError("matches a string against a string pattern")
+    options = re2.Options()
+    options.log_errors = False
+    try:
+        compiled = re2.compile(pattern, options)
+    except re2.error as exc:
+        detail = exc.args[0] if exc.args else ""
+        if isinstance(detail, bytes):
+            detail = detail.decode("utf-8", "replace")
+        raise ValueError(f"invalid pattern: {detail}") from None
+    return compiled.search(text) is not None
 
 
 def _wrap(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -427,6 +633,8 @@ def _wrap(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
             return _cel_value(celtypes, fn(*args))
         except (ValueError, TypeError) as exc:  # the library would call both "overflow"
             return CELEvalError(f"{name}: {exc}", exc.__class__, exc.args)
+        except ArithmeticError as exc:  # a sum of quantities past Decimal's exponents
+            return CELEvalError(f"{name}: overflow", exc.__class__, exc.args)
 
     return call
 
@@ -450,29 +658,46 @@ def _functions() -> dict[str, Callable[..., Any]]:
         "minor": _part(1),
         "patch": _part(2),
     }
-    return {name: _wrap(name, fn) for name, fn in raw.items()}
+    from celpy.evaluation import CELEvalError, base_functions
+
+    raw["matches"] = _matches
+    functions = {name: _wrap(name, fn) for name, fn in raw.items()}
+    functions.update(
+        {name: _metered_operator(name, base_functions[name], CELEvalError) for name in _OPERATORS}
+    )
+    return functions
 
 
-_COMPILED: dict[str, Selector | CelError] = {}
-#: Distinct expressions kept compiled; why a bound: input decides how many there are.
-_CACHE_SIZE: Final = 1024
+#: Bytes of expression text the compiled-selector cache keeps. Why by bytes: a compiled
+#: selector holds about 580 bytes of parse tree per byte of its text (5.8 MiB for one of
+#: 10 KiB), so a bound on the count alone let 1,024 long selectors hold 6 GiB; 64 KiB is
+#: about 37 MiB at most, and a few hundred selectors of usual length.
+CACHE_BYTES: Final = 64 * 1024
+_COMPILED: OrderedDict[str, Selector | CelError] = OrderedDict()
+_cached = [0]  # bytes of the expressions in _COMPILED
 
 
 def selector(expression: str) -> Selector:
     """The compiled selector for ``expression`` (cached); raises :class:`CelError`.
 
     Why cached, failures included: every device is matched against the same few
-    expressions, and a broken one must not be parsed again for each device.
+    expressions, and a broken one must not be parsed again for each device. The least
+    recently used go first once the cache holds :data:`CACHE_BYTES` of text.
     """
     found = _COMPILED.get(expression)
-    if found is None:
+    if found is not None:
+        _COMPILED.move_to_end(expression)
+    else:
         try:
             found = Selector(expression)
         except CelError as exc:
             found = exc
-        if len(_COMPILED) >= _CACHE_SIZE:
-            _COMPILED.clear()
-        _COMPILED[expression] = found
+        size = len(expression)
+        while _COMPILED and _cached[0] + size > CACHE_BYTES:
+            _cached[0] -= len(_COMPILED.popitem(last=False)[0])
+        if size <= CACHE_BYTES:
+            _COMPILED[expression] = found
+            _cached[0] += size
     if isinstance(found, CelError):
         raise found
     return found
