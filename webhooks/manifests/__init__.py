@@ -6,6 +6,8 @@ the way kubectl does, and every object must know its file and line.
 - :mod:`.reader`: ``load(paths, stdin, stdin_name) -> Manifests`` (documents, problems,
   files), ``Document`` (``obj``, ``line``, ``line_of(field)``), and the lower steps
   ``read`` (files to ``Source``) and ``split`` (a ``Source`` to documents);
+- :mod:`.files`: ``read_regular`` (one file: regular files only, at most ``MAX_FILE_BYTES``)
+  and ``read_capped`` (stdin, under the same cap);
 - :mod:`.errors`: ``ManifestError`` (``file:line: reason``), ``Refused`` (a line and a reason,
   from the decoders), ``show`` (a value in a message);
 - :mod:`.decode`: text to values with kubectl's rules and limits, the one entry point, built
