@@ -19,7 +19,7 @@ from typing import IO
 import pytest
 
 from tests.command import ROOT
-from webhooks.manifests.files import MAX_FILE_BYTES
+from webhooks.manifests.limits import MAX_FILE_BYTES
 
 #: The most a command may take before the test calls it a hang.
 DEADLINE = 60.0
@@ -89,7 +89,7 @@ def sparse(path: Path) -> None:
 
 FIFO = "a FIFO (named pipe), not a regular file"
 DEVICE = "a character device, not a regular file"
-LARGE = f"larger than the limit of {MAX_FILE_BYTES:,} bytes"
+LARGE = f"over the limit of {MAX_FILE_BYTES:,} bytes for a manifest"
 
 
 @pytest.mark.parametrize(
@@ -196,5 +196,5 @@ def test_check_still_reports_the_other_files_of_the_directory(tmp_path: Path) ->
 def test_check_refuses_endless_stdin_after_the_cap(tmp_path: Path) -> None:
     with Path("/dev/zero").open("rb") as endless:
         code, _, err = command(["check", "-"], tmp_path, stdin=endless)
-    assert f"<stdin>: {LARGE} ({MAX_FILE_BYTES >> 20} MiB): not read" in err
+    assert f"<stdin>: {LARGE}: stdin holds more than that" in err
     assert code == 2, err

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from webhooks.manifests import reader
-from webhooks.manifests.files import MAX_FILE_BYTES
+from webhooks.manifests.files import Unreadable, read_file
+from webhooks.manifests.limits import MAX_FILE_BYTES
 from webhooks.manifests.reader import Manifests, load
 
 POD = b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: good\n"
@@ -125,7 +126,8 @@ FILE_CASES = [
     ),
     pytest.param(
         _sparse_over_cap,
-        f"x.yaml: larger than the limit of {MAX_FILE_BYTES:,} bytes (128 MiB)",
+        f"x.yaml: over the limit of {MAX_FILE_BYTES:,} bytes for a manifest: it holds "
+        f"{MAX_FILE_BYTES + 1:,} bytes",
         id="a sparse file past the cap is refused from its size",
     ),
 ]
@@ -182,10 +184,32 @@ def test_a_file_one_byte_over_the_cap_is_refused_naming_the_limit(
     (tmp_path / "a.yaml").write_bytes(POD)
     manifests = loaded([str(tmp_path / "a.yaml")])
     assert [p.reason for p in manifests.problems] == [
-        f"larger than the limit of {len(POD) - 1:,} bytes ({(len(POD) - 1) / (1 << 20):g} MiB): "
-        "not read"
+        f"over the limit of {len(POD) - 1} bytes for a manifest: it holds {len(POD)} bytes"
     ]
     assert manifests.documents == []
+
+
+@pytest.mark.parametrize(
+    ("size", "refused"),
+    [
+        pytest.param(len(POD), False, id="a file of exactly the limit is read"),
+        pytest.param(len(POD) - 1, True, id="a file one byte over the limit is refused"),
+    ],
+)
+def test_the_limit_is_inclusive(tmp_path: Path, size: int, refused: bool) -> None:
+    (tmp_path / "a.yaml").write_bytes(POD)
+    if refused:
+        with pytest.raises(Unreadable, match=f"over the limit of {size} bytes"):
+            read_file(tmp_path / "a.yaml", size, "a manifest")
+    else:
+        assert read_file(tmp_path / "a.yaml", size, "a manifest") == POD
+
+
+def test_a_proc_file_that_claims_no_size_is_still_held_to_the_limit() -> None:
+    # /proc files are regular and report size 0: the read itself stops past the limit.
+    assert b"Name:" in read_file("/proc/self/status", MAX_FILE_BYTES, "a manifest")
+    with pytest.raises(Unreadable, match="over the limit of 4 bytes for a manifest"):
+        read_file("/proc/self/status", 4, "a manifest")
 
 
 class Endless:
@@ -207,7 +231,9 @@ def test_endless_stdin_is_refused_after_the_cap_and_read_once(
     monkeypatch.setattr(reader, "MAX_FILE_BYTES", 3 << 20)
     stdin = Endless()
     manifests = loaded(["-", "-"], stdin)  # type: ignore[arg-type]
-    refusal = f"<stdin>: larger than the limit of {3 << 20:,} bytes (3 MiB): not read"
+    refusal = (
+        f"<stdin>: over the limit of {3 << 20:,} bytes for a manifest: stdin holds more than that"
+    )
     assert [str(p) for p in manifests.problems] == [refusal, refusal]
     assert stdin.given == (3 << 20) + 1, "read once, and one byte past the cap"
 

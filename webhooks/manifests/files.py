@@ -1,34 +1,20 @@
-"""One input file read safely: a regular file only, and never more than a cap.
+"""One named input file read with bounds: what kind of file it is, and how much it holds.
 
-Why its own module: every file the project reads on a user's say-so (manifests, ``--objects``,
-``--nodes``, policy test suites, config files) can be something other than a file. Git
-carries a symbolic link to ``/dev/zero`` into a pull request that CI then checks; a FIFO
-named ``x.yaml`` in a directory blocks a reader forever; a sparse file claims terabytes.
-A reader that opens, ``fstat``s the descriptor it opened (so what is checked is what is
-read, with no window between the two) and reads at most ``limit + 1`` bytes refuses all of
-them with a reason, and costs at most the cap whatever the path names.
+Why a module of its own: every file the project reads on a user's word (a config file, a
+manifest) can be something other than a file. A FIFO nobody writes to blocks the reader
+forever, a symbolic link to ``/dev/zero`` reads until memory runs out, and a directory or
+a socket fails in ways of their own. So the kind of file is checked before it is opened
+(opening a device can itself have effects) and again on what was opened, and the read
+stops one byte past the limit, whatever the file claims its size is.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
+from pathlib import Path
 
-__all__ = ["CHUNK", "MAX_FILE_BYTES", "FileRefused", "read_capped", "read_regular", "too_large"]
-
-#: The most one manifest file (or stdin) may hold: 128 MiB. Why this number: the largest
-#: single file a user has reason to give is a cluster's inventory, ``kubectl get nodes -o
-#: yaml`` of 5,000 nodes (Kubernetes' largest supported cluster) at up to ~20 KB each with
-#: their image lists, about 100 MB; kubectl itself sets no limit, and the API server takes
-#: at most 3 MiB per object, so nothing legitimate needs more in one file. Anything beyond
-#: it (``/dev/zero``, a log that keeps growing) is refused before it costs more memory.
-MAX_FILE_BYTES = 128 * 1024 * 1024
-
-#: How much one read asks for: large enough that a file of megabytes takes few calls,
-#: small enough that a short file or pipe never allocates a buffer the size of the cap.
-CHUNK = 1 << 20
-
+#: What a file that is not a regular file is, in a refusal's words.
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
     (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -37,86 +23,92 @@ _KINDS = (
     (stat.S_ISSOCK, "a socket"),
 )
 
+#: Opening never blocks (a FIFO with no writer would), never adopts a terminal.
+_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
 
-class FileRefused(Exception):
-    """A path that names no regular file, or a file larger than the cap; ``reason`` says which.
+#: How much one read asks for.
+_CHUNK = 1 << 16
 
-    The reason knows no path, so each reader can render it its own way (``file: reason``).
-    """
+
+class Unreadable(Exception):
+    """A file that is not read, and why, in one line; the caller names the file."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
 
 
-def _not_regular(mode: int) -> FileRefused:
-    kind = next((name for test, name in _KINDS if test(mode)), "something else")
-    return FileRefused(f"{kind}, not a regular file: only regular files are read")
+def _kind(mode: int) -> str:
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "not a file"  # pragma: no cover - every kind POSIX has is named above
 
 
-def too_large(limit: int) -> FileRefused:
-    """The refusal of input larger than ``limit`` bytes, naming the limit.
+def _streamed(mode: int) -> bool:
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
 
-    Why shared: a file and stdin must be refused in the same words.
+
+def _check(mode: int, what: str, streams: bool) -> None:
+    if stat.S_ISREG(mode) or (streams and _streamed(mode)):
+        return
+    also = " or a pipe" if streams else ""
+    raise Unreadable(f"{_kind(mode)}, not a regular file: {what} is read from a file{also}")
+
+
+def read_file(path: str | Path, limit: int, what: str, *, streams: bool = False) -> bytes:
+    """The bytes of ``path``, a regular file (or a link to one) of at most ``limit`` bytes.
+
+    Why refuse the rest rather than read it: input must cost bounded time and memory,
+    whatever a path names. With ``streams``, a pipe or a character device is read too
+    (``--config /dev/stdin``, ``<(command)``, ``/dev/null``), to its end or one byte past
+    ``limit``; a FIFO that gives nothing is refused, as nobody was writing to it.
+    Raises :class:`Unreadable` saying what the file is, or that it is over ``limit``
+    (``what`` names whose limit, e.g. "a config file"), or why the system refused it.
     """
-    return FileRefused(f"larger than the limit of {limit:,} bytes ({_mib(limit)}): not read")
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise Unreadable(f"cannot read: {exc.strerror}") from None
+    except ValueError:  # a NUL character in the path
+        raise Unreadable("cannot read: the path holds a NUL character") from None
+    _check(mode, what, streams)
+    try:
+        fd = os.open(path, _FLAGS)
+    except OSError as exc:
+        raise Unreadable(f"cannot read: {exc.strerror}") from None
+    try:
+        status = os.fstat(fd)
+        opened = status.st_mode
+        _check(opened, what, streams)  # it may have been replaced between the two looks
+        if _streamed(opened):
+            os.set_blocking(fd, True)
+        elif status.st_size > limit:
+            raise Unreadable(_too_large(status.st_size, limit, what))
+        data = _read(fd, limit)
+    except OSError as exc:
+        raise Unreadable(f"cannot read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:  # a stream, or a file that grew while being read
+        raise Unreadable(_too_large(None, limit, what))
+    if not data and stat.S_ISFIFO(opened):
+        raise Unreadable("a FIFO (named pipe) that gave nothing: no process was writing to it")
+    return data
 
 
-def _mib(limit: int) -> str:
-    return f"{limit / (1 << 20):g} MiB"
-
-
-def read_capped(read: Callable[[int], bytes], limit: int) -> bytes:
-    """Everything ``read(n)`` yields up to its end, or :class:`FileRefused` past ``limit`` bytes.
-
-    Why through ``read`` and in chunks: stdin, a file's descriptor and a stream all end the
-    same way (an empty read), and asking for at most :data:`CHUNK` bytes at a time reads
-    at most ``limit + 1`` bytes of an endless input, without allocating the cap up front.
-    """
+def _read(fd: int, limit: int) -> bytes:
     chunks: list[bytes] = []
-    total = 0
-    while total <= limit:
-        chunk = read(min(CHUNK, limit + 1 - total))
+    size = 0
+    while size <= limit:
+        chunk = os.read(fd, min(_CHUNK, limit + 1 - size))
         if not chunk:
             break
         chunks.append(chunk)
-        total += len(chunk)
-    if total > limit:
-        raise too_large(limit)
+        size += len(chunk)
     return b"".join(chunks)
 
 
-_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_NOCTTY", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-)
-
-
-def read_regular(path: str | os.PathLike[str], limit: int = MAX_FILE_BYTES) -> bytes:
-    """The bytes of the regular file at ``path``, at most ``limit`` of them.
-
-    Raises :class:`FileRefused` for a path that names a directory, a FIFO, a device or a
-    socket (a symbolic link is followed to what it names), or a file larger than ``limit``
-    (refused from its size, or after ``limit + 1`` bytes if it grows while read, or lies
-    about its size as ``/proc`` files do); ``OSError`` when it cannot be opened or read.
-    Why a ``stat`` before the open as well as an ``fstat`` after it: opening a device can
-    act (a watchdog arms, a tape rewinds), so what is plainly not a file is never opened;
-    the ``fstat`` of the opened descriptor is what decides, so a path swapped between the
-    two is still refused. The open does not block (``O_NONBLOCK``): a FIFO with no writer
-    would otherwise hold the reader forever before the check could run.
-    """
-    mode = os.stat(path).st_mode
-    if not stat.S_ISREG(mode):
-        raise _not_regular(mode)
-    fd = os.open(path, _FLAGS)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise _not_regular(info.st_mode)
-        if info.st_size > limit:
-            raise too_large(limit)
-        return read_capped(lambda n: os.read(fd, n), limit)
-    finally:
-        os.close(fd)
+def _too_large(size: int | None, limit: int, what: str) -> str:
+    held = f"{size:,} bytes" if size is not None else "more than that"
+    return f"over the limit of {limit:,} bytes for {what}: it holds {held}"

@@ -19,13 +19,8 @@ from typing import Any, BinaryIO
 from webhooks.manifests.decode import decode
 from webhooks.manifests.encoding import text_of
 from webhooks.manifests.errors import ManifestError, Refused
-from webhooks.manifests.files import (
-    MAX_FILE_BYTES,
-    FileRefused,
-    read_capped,
-    read_regular,
-    too_large,
-)
+from webhooks.manifests.files import Unreadable, read_file
+from webhooks.manifests.limits import A_MANIFEST, MAX_FILE_BYTES
 from webhooks.manifests.lines import Index, index_lines, locate, parse_field
 
 __all__ = [
@@ -220,7 +215,7 @@ def read(
 
     Directories are walked as kubectl walks them (:func:`walk`), so what is checked is what
     ``kubectl apply -R -f`` applies. Only regular files are read, and none (nor stdin) past
-    :data:`~.files.MAX_FILE_BYTES`: a FIFO, a device, a socket or a link to one is refused
+    :data:`~.limits.MAX_FILE_BYTES`: a FIFO, a device, a socket or a link to one is refused
     by name, so a link to ``/dev/zero`` in a pull request is a problem in the report rather
     than a reader that never ends. Unreadable inputs become :class:`ManifestError` values,
     not exceptions, and the other inputs are still read.
@@ -232,32 +227,43 @@ def _once(stdin: Stdin) -> Callable[[], bytes]:
     """Stdin's bytes, read (at most the cap and one byte) on the first call and kept.
 
     Why kept: ``-`` may be given more than once, and each must read what the first read.
-    Raises :class:`FileRefused` on every call when stdin holds more than the cap.
+    Raises :class:`~.files.Unreadable` on every call when stdin holds more than the cap.
     """
-    kept: list[bytes | FileRefused] = []
+    kept: list[bytes] = []
 
     def get() -> bytes:
         if not kept:
-            try:
-                kept.append(_stdin_bytes(stdin))
-            except FileRefused as exc:
-                kept.append(exc)
-        found = kept[0]
-        if isinstance(found, FileRefused):
-            raise found
-        return found
+            kept.append(_stdin_bytes(stdin))
+        if len(kept[0]) > MAX_FILE_BYTES:
+            raise Unreadable(
+                f"over the limit of {MAX_FILE_BYTES:,} bytes for {A_MANIFEST}: "
+                "stdin holds more than that"
+            )
+        return kept[0]
 
     return get
 
 
 def _stdin_bytes(stdin: Stdin) -> bytes:
+    # At most the cap and one byte, asked for a piece at a time: stdin may never end
+    # (``check - < /dev/zero``), and a short one must not cost a buffer the size of the cap.
     if stdin is None:
         return b""
-    if not isinstance(stdin, bytes):
-        return read_capped(stdin.read, MAX_FILE_BYTES)
-    if len(stdin) > MAX_FILE_BYTES:
-        raise too_large(MAX_FILE_BYTES)
-    return stdin
+    if isinstance(stdin, bytes):
+        return stdin
+    pieces: list[bytes] = []
+    size = 0
+    while size <= MAX_FILE_BYTES:
+        piece = stdin.read(min(_PIECE, MAX_FILE_BYTES + 1 - size))
+        if not piece:
+            break
+        pieces.append(piece)
+        size += len(piece)
+    return b"".join(pieces)
+
+
+#: How much one read of stdin asks for.
+_PIECE = 1 << 20
 
 
 def _read(
@@ -276,7 +282,7 @@ def _read(
         if path == STDIN:
             try:
                 add(stdin_name, stdin())
-            except FileRefused as exc:
+            except Unreadable as exc:
                 problems.append(ManifestError(stdin_name, 0, exc.reason))
             continue
         if not path:
@@ -290,12 +296,9 @@ def _read(
             continue
         for file in files:
             try:
-                data = read_regular(file, MAX_FILE_BYTES)
-            except FileRefused as exc:
+                data = read_file(file, MAX_FILE_BYTES, A_MANIFEST)
+            except Unreadable as exc:
                 problems.append(ManifestError(str(file), 0, exc.reason))
-                continue
-            except OSError as exc:
-                problems.append(ManifestError(str(file), 0, f"cannot read: {exc.strerror}"))
                 continue
             add(str(file), data)
     return sources, problems
