@@ -10,7 +10,9 @@ own, 1,000 by default, with a message of their own. So:
   ours (raised, never lowered; it is the process's only libyaml);
 - where it does not, or the C parser stops on depth anyway, the text is read again by
   PyYAML's pure-Python parser, which has no such limit (:func:`fell_short` says when);
-- where there is no C binding at all, the pure-Python parser reads everything.
+- where there is no C binding at all, the pure-Python parser reads everything;
+- and past :data:`FAST_FLOW_DEPTH` levels of flow nesting, where libyaml's cost per token
+  grows with the depth, the pure-Python parser reads the text again too.
 
 Both parsers are state machines with explicit stacks, so neither recurses on deep input,
 and both produce the same events for the same text. Their error messages differ, which
