@@ -12,6 +12,7 @@ import gc
 import re
 import tracemalloc
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -19,6 +20,7 @@ import pytest
 
 from webhooks.explain import explanation as explanation_module
 from webhooks.explain import render
+from webhooks.explain.coverage import DaemonRun
 from webhooks.explain.explanation import (
     MAX_PAIRS,
     Explanation,
@@ -61,8 +63,13 @@ def _pod(i: int) -> PodView:
     return PodView(subject=f"Pod default/p-{i}", spec=spec)
 
 
-def _explanation(pods: int, nodes: int) -> Explanation:
-    return explain([_node(i) for i in range(nodes)], [_pod(i) for i in range(pods)], Rates())
+def _daemon(i: int) -> PodView:
+    return replace(_pod(i), subject=f"Pod kube-system/ds-{i}", daemon=True)
+
+
+def _explanation(pods: int, nodes: int, daemons: int = 0) -> Explanation:
+    admitted = [_pod(i) for i in range(pods)] + [_daemon(i) for i in range(daemons)]
+    return explain([_node(i) for i in range(nodes)], admitted, Rates())
 
 
 def test_no_pod_is_placed_until_a_renderer_asks_for_its_answer(
@@ -97,8 +104,21 @@ def test_while_the_report_is_written_only_one_pods_fits_are_alive(writer: Writer
     assert max(alive) <= nodes, f"{max(alive)} fits alive at once, for {nodes} nodes"
 
 
-def _peak(writer: Writer, pods: int, nodes: int) -> int:
-    found = _explanation(pods, nodes)  # the inputs, built before measuring
+@pytest.mark.parametrize("writer", WRITERS)
+def test_while_coverage_is_written_only_one_nodes_entry_is_alive(writer: Writer) -> None:
+    nodes, daemons = 30, 8
+    found = _explanation(0, nodes, daemons)
+    alive: list[int] = []
+
+    def write(chunk: str) -> None:
+        alive.append(sum(isinstance(o, DaemonRun) for o in gc.get_objects()))
+
+    writer(found, write)
+    assert max(alive) <= daemons, f"{max(alive)} answers alive, for {daemons} DaemonSets"
+
+
+def _peak(writer: Writer, pods: int, nodes: int, daemons: int = 0) -> int:
+    found = _explanation(pods, nodes, daemons)  # the inputs, built before measuring
     written: list[int] = []
     gc.collect()
     tracemalloc.start()
@@ -121,8 +141,18 @@ def test_twice_the_pods_on_the_same_nodes_take_no_more_memory(writer: Writer) ->
 
 
 @pytest.mark.parametrize("writer", WRITERS)
+def test_twice_the_daemonsets_and_nodes_take_twice_the_memory_not_four_times(
+    writer: Writer,
+) -> None:
+    # Each DaemonSet's pod is placed like any pod, and checked on every tainted node: one
+    # answer or coverage entry holds one side's worth, all of them the product.
+    once, twice = _peak(writer, 0, 40, 10), _peak(writer, 0, 80, 20)
+    assert twice < 2.5 * once, f"{once:,} bytes for 10 x 40, {twice:,} for 20 x 80"
+
+
+@pytest.mark.parametrize("writer", WRITERS)
 def test_the_report_written_a_pod_at_a_time_is_the_report(writer: Writer) -> None:
-    found = _explanation(4, 6)
+    found = _explanation(4, 6, 2)
     chunks: list[str] = []
     code = writer(found, chunks.append)
     assert len(chunks) > 4, "written in pieces, at least one per pod"
@@ -132,7 +162,8 @@ def test_the_report_written_a_pod_at_a_time_is_the_report(writer: Writer) -> Non
         data = orjson.loads(whole)
         # Indented exactly as one dump of the whole document would be.
         assert whole == orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n"
-        assert [p["pod"] for p in data["pods"]] == [f"Pod default/p-{i}" for i in range(4)]
+        assert [p["pod"] for p in data["pods"]][:4] == [f"Pod default/p-{i}" for i in range(4)]
+        assert len(data["daemonSetCoverage"]) == 6
         assert all(len(p["nodes"]) == 6 for p in data["pods"])
         assert list(data)[-1] == "exitCode" and data["exitCode"] == code
     else:

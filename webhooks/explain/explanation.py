@@ -13,7 +13,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from webhooks.explain.coverage import Coverage, coverage, coverage_warnings, daemon_overhead
+from webhooks.explain.coverage import (
+    Coverage,
+    coverage_warnings,
+    daemon_overhead,
+    node_coverage,
+    template_coverage,
+)
 from webhooks.explain.failure import Failover, Rates, Simulation, failover, simulate
 from webhooks.explain.fit import Placement, ScaleUp, place, scale_up
 from webhooks.explain.nodes import Node
@@ -94,7 +100,7 @@ class Explanation:
     simulation: Simulation | None
     rates: Rates = field(default_factory=Rates)
     templates: tuple[Template, ...] = ()
-    coverage: tuple[Coverage, ...] = ()
+    template_coverage: tuple[Coverage, ...] = ()
     warnings: tuple[str, ...] = ()
     overheads: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)
 
@@ -107,6 +113,25 @@ class Explanation:
         """
         for pod in self.admitted:
             yield answer(pod, self.nodes, self.templates, self.overheads, self.rates)
+
+    def coverage_entries(self) -> Iterator[Coverage]:
+        """DaemonSet coverage: each tainted node's entry, computed as asked for, then each
+        template's (kept, as the warnings come from them).
+
+        Why a generator: as :meth:`answers`; each node's entry lists every DaemonSet.
+        """
+        yield from node_coverage(self.daemons, self.nodes)
+        yield from self.template_coverage
+
+    @property
+    def daemons(self) -> list[PodView]:
+        """The DaemonSets' pods that admission let through; why: coverage is theirs."""
+        return [p for p in self.admitted if p.daemon and not p.denied]
+
+    @property
+    def coverage(self) -> tuple[Coverage, ...]:
+        """Every coverage entry, all kept: for callers with a few nodes (tests, scripts)."""
+        return tuple(self.coverage_entries())
 
     @property
     def pods(self) -> tuple[PodAnswer, ...]:
@@ -166,8 +191,9 @@ def explain(
     rates: Rates,
     templates: Sequence[Template] = (),
 ) -> Explanation:
-    """Check DaemonSet coverage and simulate the failed nodes; each pod's placement and
-    templates are computed when a renderer asks (:meth:`Explanation.answers`).
+    """Check DaemonSet coverage of the templates and simulate the failed nodes; each pod's
+    placement and templates, and each tainted node's coverage, are computed when a
+    renderer asks (:meth:`Explanation.answers`, :meth:`Explanation.coverage_entries`).
 
     Why DaemonSets first: what they request on a template's nodes is room the pod cannot
     have, as both autoscalers count it.
@@ -176,14 +202,14 @@ def explain(
     overheads = {
         t.title: daemon_overhead(daemons, t) for t in templates if t.kind != "ResourceFlavor"
     }
-    found = coverage(daemons, nodes, templates)
+    found = template_coverage(daemons, templates)
     return Explanation(
         nodes=tuple(nodes),
         admitted=tuple(pods),
         simulation=simulate(nodes, pods, rates),
         rates=rates,
         templates=tuple(templates),
-        coverage=found,
+        template_coverage=found,
         warnings=coverage_warnings(found),
         overheads=overheads,
     )

@@ -307,24 +307,23 @@ def _template_text(template: Template) -> Iterator[str]:
         yield f"    not Ready ({template.not_ready}): Karpenter ignores it"
 
 
-def _coverage_text(found: tuple[Coverage, ...], warnings: tuple[str, ...]) -> Iterator[str]:
-    yield "DaemonSet coverage (tainted nodes and node templates)"
-    for item in found:
-        taints = f" ({', '.join(item.taints)})" if item.taints else ""
-        yield f"  {item.target}{taints}"
-        for run in item.daemon_sets:
-            if run.runs:
-                waits = f" (after {', '.join(run.waits_for)} is removed)" if run.waits_for else ""
-                yield f"    runs {run.daemon_set}{waits}"
-            elif run.selected:
-                yield f"    does not run {run.daemon_set}: {'; '.join(run.reasons)}"
-            else:
-                yield (
-                    f"    does not run {run.daemon_set}, by its own choice of nodes: "
-                    f"{'; '.join(run.reasons)}"
-                )
-    for warning in warnings:
-        yield f"  WARNING: {warning}"
+_COVERAGE_TITLE = "DaemonSet coverage (tainted nodes and node templates)"
+
+
+def _coverage_text(item: Coverage) -> Iterator[str]:
+    taints = f" ({', '.join(item.taints)})" if item.taints else ""
+    yield f"  {item.target}{taints}"
+    for run in item.daemon_sets:
+        if run.runs:
+            waits = f" (after {', '.join(run.waits_for)} is removed)" if run.waits_for else ""
+            yield f"    runs {run.daemon_set}{waits}"
+        elif run.selected:
+            yield f"    does not run {run.daemon_set}: {'; '.join(run.reasons)}"
+        else:
+            yield (
+                f"    does not run {run.daemon_set}, by its own choice of nodes: "
+                f"{'; '.join(run.reasons)}"
+            )
 
 
 def write_text(explanation: Explanation, write: Callable[[str], object]) -> int:
@@ -350,15 +349,16 @@ def write_text(explanation: Explanation, write: Callable[[str], object]) -> int:
     for answer in explanation.answers():
         placeable = placeable and answer.placeable
         write("\n" + "\n".join(_placement_text(answer, len(nodes))) + "\n")
-    tail: list[str] = []
-    if explanation.coverage:
-        tail.append("")
-        tail.extend(_coverage_text(explanation.coverage, explanation.warnings))
+    entries = explanation.coverage_entries()
+    entry = next(entries, None)
+    if entry is not None:
+        write(f"\n{_COVERAGE_TITLE}\n")
+        while entry is not None:  # one entry alive at a time
+            write("\n".join(_coverage_text(entry)) + "\n")
+            entry = next(entries, None)
+        write("".join(f"  WARNING: {warning}\n" for warning in explanation.warnings))
     if explanation.simulation is not None:
-        tail.append("")
-        tail.extend(_simulation_text(explanation.simulation))
-    if tail:
-        write("\n".join(tail) + "\n")
+        write("\n" + "\n".join(_simulation_text(explanation.simulation)) + "\n")
     return 0 if placeable else 1
 
 
@@ -606,12 +606,27 @@ def _simulation(sim: Simulation) -> dict[str, Any]:
     }
 
 
-#: Stand-ins in the JSON skeleton for what is written a pod at a time, and for the exit
+#: Stand-ins in the JSON skeleton for the lists written an item at a time, and for the exit
 #: code, known only once every pod has been answered.
 _PODS = "\x00pods\x00"
+_COVERAGE = "\x00daemonSetCoverage\x00"
 _EXIT = "\x00exitCode\x00"
-#: How deep a pod's object sits in the document (``{"pods": [ {...} ]}``), in spaces.
-_POD_INDENT = "\n    "
+#: How deep an item of a top-level list sits in the document (``{"pods": [ {...} ]}``).
+_ITEM_INDENT = "\n    "
+
+
+def _stand_in(name: str) -> str:
+    return orjson.dumps(name).decode()
+
+
+def _write_items(write: Callable[[str], object], items: Iterator[dict[str, Any]]) -> None:
+    """A top-level list written an item at a time, indented as one dump of it would be."""
+    first = True
+    for item in items:
+        body = orjson.dumps(item, option=orjson.OPT_INDENT_2).decode()
+        write(("[" if first else ",") + _ITEM_INDENT + body.replace("\n", _ITEM_INDENT))
+        first = False
+    write("[]" if first else "\n  ]")
 
 
 def write_json(explanation: Explanation, write: Callable[[str], object]) -> int:
@@ -619,33 +634,37 @@ def write_json(explanation: Explanation, write: Callable[[str], object]) -> int:
     at a time; returns the exit code (also the document's last key).
 
     Why no grouping here: scripts look nodes up by name and must not parse sentences. Why
-    a pod at a time: each pod's object lists every node, so the whole document would hold
-    pods × nodes of them; the skeleton is dumped once, and each pod's object is dumped and
-    written in its place, indented as if the whole had been dumped at once.
+    a pod at a time: each pod's object lists every node (and each tainted node's coverage
+    every DaemonSet), so the whole document would hold pods × nodes of them; the skeleton
+    is dumped once, and each item is dumped and written in its place, indented as if the
+    whole had been dumped at once.
     """
     data = {
         "nodeMonitorGracePeriod": explanation.rates.node_monitor_grace_period,
         "nodes": [_node(n) for n in explanation.nodes],
         "templates": [_template(t) for t in explanation.templates],
         "pods": _PODS,
-        "daemonSetCoverage": [_coverage(c) for c in explanation.coverage],
+        "daemonSetCoverage": _COVERAGE,
         "warnings": list(explanation.warnings),
         "failure": None if explanation.simulation is None else _simulation(explanation.simulation),
         "exitCode": _EXIT,
     }
     skeleton = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
-    head, tail = skeleton.split(orjson.dumps(_PODS).decode())
-    write(head + "[")
-    placeable = True
-    first = True
-    for answer in explanation.answers():
-        placeable = placeable and answer.placeable
-        body = orjson.dumps(_placement(answer), option=orjson.OPT_INDENT_2).decode()
-        write(("" if first else ",") + _POD_INDENT + body.replace("\n", _POD_INDENT))
-        first = False
-    code = 0 if placeable else 1
-    write(("]" if first else "\n  ]") + tail.replace(orjson.dumps(_EXIT).decode(), str(code)))
-    write("\n")
+    head, rest = skeleton.split(_stand_in(_PODS))
+    middle, tail = rest.split(_stand_in(_COVERAGE))
+    placeable: list[bool] = []
+
+    def pods() -> Iterator[dict[str, Any]]:
+        for answer in explanation.answers():
+            placeable.append(answer.placeable)
+            yield _placement(answer)
+
+    write(head)
+    _write_items(write, pods())
+    write(middle)
+    _write_items(write, (_coverage(c) for c in explanation.coverage_entries()))
+    code = 0 if all(placeable) else 1
+    write(tail.replace(_stand_in(_EXIT), str(code)) + "\n")
     return code
 
 
