@@ -231,6 +231,12 @@ USAGE: list[tuple[str, list[str], str, str]] = [
         "",
         "--node-templates and PATH cannot both read stdin",
     ),
+    (
+        "more pod-node pairs than --max-pairs",
+        ["--nodes", ONE_ZONE, WORKLOADS, "--max-pairs", "3"],
+        "",
+        "pod-node pairs, over the limit of 3 (--max-pairs)",
+    ),
 ]
 
 

@@ -87,3 +87,25 @@ def test_ten_thousand_levels_are_written_without_recursion() -> None:
 def test_the_output_reads_back_as_the_same_objects() -> None:
     written = dump_all(OBJECTS)
     assert [raw.value for raw in decode(written).documents] == OBJECTS
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        pytest.param({}, id="an empty map"),
+        pytest.param([], id="an empty list"),
+        pytest.param("hello", id="a string"),
+        pytest.param(None, id="null"),
+        pytest.param("a\n---\nb", id="a string whose lines look like separators"),
+    ],
+)
+def test_a_document_that_is_not_a_block_collection_is_written_after_a_separator_of_its_own(
+    document: Any,
+) -> None:
+    # An emitter writes these on the separator's line ("--- {}"), which kubectl refuses:
+    # only spaces or a comment may follow "---".
+    written = dump_all([document, {"kind": "Pod"}])
+    assert all(line == "---" for line in written.splitlines() if line.startswith("---"))
+    decoded = decode(written)
+    assert decoded.error is None
+    assert [raw.value for raw in decoded.documents] == [document, {"kind": "Pod"}]

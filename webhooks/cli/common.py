@@ -173,8 +173,7 @@ def read_manifests(paths: Sequence[str], stdin_name: str, *, what: str = "PATH")
     if not paths:
         fail(f"no input: give {what} as files, directories, or - for stdin")
     refuse_empty(paths, what)
-    stdin = sys.stdin.buffer.read() if STDIN in paths else None
-    return load(paths, stdin, stdin_name)
+    return load(paths, sys.stdin.buffer if STDIN in paths else None, stdin_name)
 
 
 def dry_run_inputs(

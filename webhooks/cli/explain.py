@@ -30,6 +30,7 @@ from webhooks.cli.common import (
 )
 from webhooks.explain import render as explain_format
 from webhooks.explain.devices import DeviceInventory
+from webhooks.explain.explanation import MAX_PAIRS, TooManyPairs, check_pairs
 from webhooks.explain.explanation import explain as explain_all
 from webhooks.explain.failure import Rates, parse_duration
 from webhooks.explain.inventory import devices_from, nodes_from, templates_from, with_devices
@@ -286,6 +287,14 @@ _DEFAULT_RATES = Rates()
     default="text",
     show_default=True,
 )
+@click.option(
+    "--max-pairs",
+    type=click.IntRange(min=1),
+    default=MAX_PAIRS,
+    show_default=True,
+    help="The most pods × (nodes + node templates) to place; more exits 2 before any work, "
+    "as time grows with each pair (memory does not).",
+)
 @feature_gates_option
 @manifest_inputs
 def explain(
@@ -302,6 +311,7 @@ def explain(
     large_cluster_size_threshold: int,
     grace_period: str,
     output: str,
+    max_pairs: int,
     feature_gates: tuple[str, ...],
     config_path: str | None,
     objects: tuple[str, ...],
@@ -351,7 +361,15 @@ def explain(
         large_cluster_size_threshold=large_cluster_size_threshold,
         node_monitor_grace_period=grace,
     )
+    try:
+        check_pairs(len(pods), len(nodes) + len(templates), max_pairs)
+    except TooManyPairs as exc:
+        fail(str(exc))
     explanation = explain_all(nodes, pods, rates, templates)
-    render = explain_format.json if output == "json" else explain_format.text
-    click.echo(render(explanation), nl=False)
-    sys.exit(explanation.exit_code)
+    write = explain_format.write_json if output == "json" else explain_format.write_text
+    sys.exit(write(explanation, _echo))
+
+
+def _echo(chunk: str) -> None:
+    # Each pod's answer as it is rendered: the report is never held whole.
+    click.echo(chunk, nl=False)

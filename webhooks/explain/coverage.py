@@ -13,7 +13,7 @@ that run on a template request is room a pending pod cannot have.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Final, Literal
@@ -125,19 +125,34 @@ def coverage(
     Why tainted nodes only: an untainted node takes every DaemonSet its selectors allow,
     and taints are what keep a device plugin or a CNI agent off a node by accident.
     """
+    return (*node_coverage(daemons, nodes), *template_coverage(daemons, templates))
+
+
+def node_coverage(daemons: Sequence[PodView], nodes: Sequence[Node]) -> Iterator[Coverage]:
+    """:func:`coverage` of the tainted nodes, one node at a time.
+
+    Why a generator: an entry lists every DaemonSet, so all of them together hold
+    DaemonSets × nodes answers; a renderer needs one entry at a time.
+    """
+    if not daemons:
+        return
+    for node in (n.healthy() for n in nodes):
+        if _is_tainted(node):
+            yield Coverage(
+                f"node {node.name}",
+                "Node",
+                tuple(str(t) for t in node.taints),
+                tuple(daemon_runs(d, node) for d in daemons),
+            )
+
+
+def template_coverage(
+    daemons: Sequence[PodView], templates: Sequence[Template]
+) -> tuple[Coverage, ...]:
+    """:func:`coverage` of the templates; why apart: only these carry warnings."""
     if not daemons:
         return ()
     out: list[Coverage] = []
-    for node in (n.healthy() for n in nodes):
-        if _is_tainted(node):
-            out.append(
-                Coverage(
-                    f"node {node.name}",
-                    "Node",
-                    tuple(str(t) for t in node.taints),
-                    tuple(daemon_runs(d, node) for d in daemons),
-                )
-            )
     for template in templates:
         if template.kind == "ResourceFlavor":
             continue  # a flavor is no node of its own: its nodes are listed as nodes

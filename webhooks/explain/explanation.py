@@ -9,10 +9,17 @@ no node are tried on templates).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 
-from webhooks.explain.coverage import Coverage, coverage, coverage_warnings, daemon_overhead
+from webhooks.explain.coverage import (
+    Coverage,
+    coverage_warnings,
+    daemon_overhead,
+    node_coverage,
+    template_coverage,
+)
 from webhooks.explain.failure import Failover, Rates, Simulation, failover, simulate
 from webhooks.explain.fit import Placement, ScaleUp, place, scale_up
 from webhooks.explain.nodes import Node
@@ -49,32 +56,133 @@ class PodAnswer:
         return bool(self.placement.nodes) or bool(self.scale_up and self.scale_up.hosts)
 
 
+#: The most pod–node pairs one ``explain`` run places: 5,000,000. Why this number: each pair
+#: is one fit (taints, labels, resources, devices) and a line or an object of output, about
+#: 25-50 microseconds, so the default is a few minutes of work, and covers every pod of a
+#: 1,000-pod workload set against a 5,000-node inventory (Kubernetes' largest supported
+#: cluster). Memory does not grow with the pairs (:meth:`Explanation.answers`); time does,
+#: and a run that would take hours is refused up front, naming this limit
+#: (``explain --max-pairs`` raises it).
+MAX_PAIRS = 5_000_000
+
+
+class TooManyPairs(ValueError):
+    """More pod–node pairs than the limit; the message names the counts and the limit."""
+
+
+def check_pairs(pods: int, nodes: int, limit: int = MAX_PAIRS) -> None:
+    """Raise :class:`TooManyPairs` when ``pods`` × ``nodes`` is over ``limit``.
+
+    Why before any work: the answer would take time in proportion to the pairs, and a
+    refusal after minutes of it helps nobody.
+    """
+    pairs = pods * nodes
+    if pairs > limit:
+        raise TooManyPairs(
+            f"{pods:,} pods × {nodes:,} nodes is {pairs:,} pod-node pairs, over the limit of "
+            f"{limit:,} (--max-pairs): each pair is placed and reported, so this would take "
+            "too long; explain fewer pods or nodes at a time, or raise --max-pairs"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class Explanation:
-    """The whole answer: the inventory, each pod's answer, coverage and the simulation."""
+    """The whole answer: the inventory, each pod's answer, coverage and the simulation.
+
+    Why each pod's answer is computed when asked for (:meth:`answers`) and not kept: it
+    holds a fit per node, so keeping them all costs memory in proportion to pods × nodes
+    (about 2 KB a pair), while a renderer needs one at a time. ``admitted`` are the pods as
+    admission left them, the input of every answer.
+    """
 
     nodes: tuple[Node, ...]
-    pods: tuple[PodAnswer, ...]
+    admitted: tuple[PodView, ...]
     simulation: Simulation | None
     rates: Rates = field(default_factory=Rates)
     templates: tuple[Template, ...] = ()
-    coverage: tuple[Coverage, ...] = ()
+    template_coverage: tuple[Coverage, ...] = ()
     warnings: tuple[str, ...] = ()
+    overheads: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)
+
+    def answers(self) -> Iterator[PodAnswer]:
+        """Each pod's answer in input order, computed as it is asked for and not kept.
+
+        Why a generator: a renderer writes one pod's answer and drops it before the next is
+        computed, so memory follows the nodes (one answer) and the pods (their views), never
+        their product.
+        """
+        for pod in self.admitted:
+            yield answer(pod, self.nodes, self.templates, self.overheads, self.rates)
+
+    def coverage_entries(self) -> Iterator[Coverage]:
+        """DaemonSet coverage: each tainted node's entry, computed as asked for, then each
+        template's (kept, as the warnings come from them).
+
+        Why a generator: as :meth:`answers`; each node's entry lists every DaemonSet.
+        """
+        yield from node_coverage(self.daemons, self.nodes)
+        yield from self.template_coverage
+
+    @property
+    def daemons(self) -> list[PodView]:
+        """The DaemonSets' pods that admission let through; why: coverage is theirs."""
+        return [p for p in self.admitted if p.daemon and not p.denied]
+
+    @property
+    def coverage(self) -> tuple[Coverage, ...]:
+        """Every coverage entry, all kept: for callers with a few nodes (tests, scripts)."""
+        return tuple(self.coverage_entries())
+
+    @property
+    def pods(self) -> tuple[PodAnswer, ...]:
+        """Every pod's answer, all kept: for callers with a few pods (tests, scripts).
+
+        Why not what the renderers use: it holds pods × nodes fits at once.
+        """
+        return tuple(self.answers())
 
     @property
     def placements(self) -> tuple[Placement, ...]:
-        """Each pod's placement on existing nodes, in input order; why: the simulation and
-        older callers read placements alone."""
-        return tuple(answer.placement for answer in self.pods)
+        """Each pod's placement on existing nodes, in input order; why: older callers read
+        placements alone (all kept, as :attr:`pods`)."""
+        return tuple(answer.placement for answer in self.answers())
 
     @property
     def exit_code(self) -> int:
         """1 when some pod is denied or fits neither a node nor a template, else 0.
 
         Why: a CI job that asks "will this run?" must fail when the answer is no, and must
-        not fail for a pod an autoscaler will make room for.
+        not fail for a pod an autoscaler will make room for. This computes every answer;
+        a renderer counts the code in its own pass (:func:`exit_code_of`).
         """
-        return 0 if all(answer.placeable for answer in self.pods) else 1
+        return exit_code_of(self.answers())
+
+
+def exit_code_of(answers: Iterable[PodAnswer]) -> int:
+    """1 when one of ``answers`` is not placeable, else 0: :attr:`Explanation.exit_code`.
+
+    Why a function of the answers: a renderer that writes them one by one decides the code
+    in the same pass.
+    """
+    return 0 if all(answer.placeable for answer in answers) else 1
+
+
+def answer(
+    pod: PodView,
+    nodes: Sequence[Node],
+    templates: Sequence[Template],
+    overheads: Mapping[str, Mapping[str, Decimal]],
+    rates: Rates,
+) -> PodAnswer:
+    """One pod against every node, then (fitting none) every template; and its failover.
+
+    Why DaemonSet and denied pods get no templates: neither makes a node scale up.
+    """
+    placement = place(pod, nodes)
+    up = None
+    if templates and not placement.nodes and not pod.daemon and not pod.denied:
+        up = scale_up(pod, templates, overheads, nodes)
+    return PodAnswer(placement, failover(pod, rates.node_monitor_grace_period), up)
 
 
 def explain(
@@ -83,8 +191,9 @@ def explain(
     rates: Rates,
     templates: Sequence[Template] = (),
 ) -> Explanation:
-    """Place every pod, try templates for those that fit nowhere, check DaemonSet coverage,
-    and simulate the failed nodes.
+    """Check DaemonSet coverage of the templates and simulate the failed nodes; each pod's
+    placement and templates, and each tainted node's coverage, are computed when a
+    renderer asks (:meth:`Explanation.answers`, :meth:`Explanation.coverage_entries`).
 
     Why DaemonSets first: what they request on a template's nodes is room the pod cannot
     have, as both autoscalers count it.
@@ -93,20 +202,14 @@ def explain(
     overheads = {
         t.title: daemon_overhead(daemons, t) for t in templates if t.kind != "ResourceFlavor"
     }
-    answers = []
-    for pod in pods:
-        placement = place(pod, nodes)
-        up = None
-        if templates and not placement.nodes and not pod.daemon and not pod.denied:
-            up = scale_up(pod, templates, overheads, nodes)
-        answers.append(PodAnswer(placement, failover(pod, rates.node_monitor_grace_period), up))
-    found = coverage(daemons, nodes, templates)
+    found = template_coverage(daemons, templates)
     return Explanation(
         nodes=tuple(nodes),
-        pods=tuple(answers),
+        admitted=tuple(pods),
         simulation=simulate(nodes, pods, rates),
         rates=rates,
         templates=tuple(templates),
-        coverage=found,
+        template_coverage=found,
         warnings=coverage_warnings(found),
+        overheads=overheads,
     )

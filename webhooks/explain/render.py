@@ -2,12 +2,14 @@
 
 Text groups nodes that get the same answer onto one line, so a hundred identical workers
 read as one entry; JSON lists every node for every pod, for scripts. Both say the same
-things: the explanation is rendered, never recomputed here.
+things: the explanation is rendered, never recomputed here. Both are written a pod at a
+time (:func:`write_text`, :func:`write_json`), each pod's answer dropped once written, so
+a report of pods × nodes costs the memory of one pod's answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -305,52 +307,69 @@ def _template_text(template: Template) -> Iterator[str]:
         yield f"    not Ready ({template.not_ready}): Karpenter ignores it"
 
 
-def _coverage_text(found: tuple[Coverage, ...], warnings: tuple[str, ...]) -> Iterator[str]:
-    yield "DaemonSet coverage (tainted nodes and node templates)"
-    for item in found:
-        taints = f" ({', '.join(item.taints)})" if item.taints else ""
-        yield f"  {item.target}{taints}"
-        for run in item.daemon_sets:
-            if run.runs:
-                waits = f" (after {', '.join(run.waits_for)} is removed)" if run.waits_for else ""
-                yield f"    runs {run.daemon_set}{waits}"
-            elif run.selected:
-                yield f"    does not run {run.daemon_set}: {'; '.join(run.reasons)}"
-            else:
-                yield (
-                    f"    does not run {run.daemon_set}, by its own choice of nodes: "
-                    f"{'; '.join(run.reasons)}"
-                )
-    for warning in warnings:
-        yield f"  WARNING: {warning}"
+_COVERAGE_TITLE = "DaemonSet coverage (tainted nodes and node templates)"
 
 
-def text(explanation: Explanation) -> str:
-    """The human report: nodes and templates, each pod's answer, DaemonSet coverage, then
-    the failure simulation.
+def _coverage_text(item: Coverage) -> Iterator[str]:
+    taints = f" ({', '.join(item.taints)})" if item.taints else ""
+    yield f"  {item.target}{taints}"
+    for run in item.daemon_sets:
+        if run.runs:
+            waits = f" (after {', '.join(run.waits_for)} is removed)" if run.waits_for else ""
+            yield f"    runs {run.daemon_set}{waits}"
+        elif run.selected:
+            yield f"    does not run {run.daemon_set}: {'; '.join(run.reasons)}"
+        else:
+            yield (
+                f"    does not run {run.daemon_set}, by its own choice of nodes: "
+                f"{'; '.join(run.reasons)}"
+            )
 
-    Why that order: each part reads with what comes before it in mind.
+
+def write_text(explanation: Explanation, write: Callable[[str], object]) -> int:
+    """Write the human report with ``write``, a pod at a time; returns the exit code.
+
+    The report: nodes and templates, each pod's answer, DaemonSet coverage, then the failure
+    simulation; why that order: each part reads with what comes before it in mind. Why
+    written as it goes: each pod's answer holds a fit per node, and is dropped once
+    written, so the report costs memory for one answer, not for pods × nodes of them.
     """
     nodes = explanation.nodes
     zones = {n.zone for n in nodes}
-    out = [f"Nodes: {len(nodes)} in {len(zones)} zone{'s' if len(zones) != 1 else ''}"]
+    head = [f"Nodes: {len(nodes)} in {len(zones)} zone{'s' if len(zones) != 1 else ''}"]
     for node in nodes:
-        out.extend(_node_text(node))
+        head.extend(_node_text(node))
     if explanation.templates:
         count = len(explanation.templates)
-        out.append(f"Node templates: {count} (nodes that do not exist yet)")
+        head.append(f"Node templates: {count} (nodes that do not exist yet)")
         for template in explanation.templates:
-            out.extend(_template_text(template))
-    for answer in explanation.pods:
-        out.append("")
-        out.extend(_placement_text(answer, len(nodes)))
-    if explanation.coverage:
-        out.append("")
-        out.extend(_coverage_text(explanation.coverage, explanation.warnings))
+            head.extend(_template_text(template))
+    write("\n".join(head) + "\n")
+    placeable = True
+    for answer in explanation.answers():
+        placeable = placeable and answer.placeable
+        write("\n" + "\n".join(_placement_text(answer, len(nodes))) + "\n")
+    entries = explanation.coverage_entries()
+    entry = next(entries, None)
+    if entry is not None:
+        write(f"\n{_COVERAGE_TITLE}\n")
+        while entry is not None:  # one entry alive at a time
+            write("\n".join(_coverage_text(entry)) + "\n")
+            entry = next(entries, None)
+        write("".join(f"  WARNING: {warning}\n" for warning in explanation.warnings))
     if explanation.simulation is not None:
-        out.append("")
-        out.extend(_simulation_text(explanation.simulation))
-    return "\n".join(out) + "\n"
+        write("\n" + "\n".join(_simulation_text(explanation.simulation)) + "\n")
+    return 0 if placeable else 1
+
+
+def text(explanation: Explanation) -> str:
+    """The human report (:func:`write_text`) as one string.
+
+    Why both: tests and scripts with a few pods want a value; the command writes as it goes.
+    """
+    out: list[str] = []
+    write_text(explanation, out.append)
+    return "".join(out)
 
 
 # --- JSON ---------------------------------------------------------------------------------
@@ -587,19 +606,70 @@ def _simulation(sim: Simulation) -> dict[str, Any]:
     }
 
 
-def json(explanation: Explanation) -> str:
-    """Every node for every pod, and the whole simulation, as one JSON document.
+#: Stand-ins in the JSON skeleton for the lists written an item at a time, and for the exit
+#: code, known only once every pod has been answered.
+_PODS = "\x00pods\x00"
+_COVERAGE = "\x00daemonSetCoverage\x00"
+_EXIT = "\x00exitCode\x00"
+#: How deep an item of a top-level list sits in the document (``{"pods": [ {...} ]}``).
+_ITEM_INDENT = "\n    "
 
-    Why no grouping here: scripts look nodes up by name and must not parse sentences.
+
+def _stand_in(name: str) -> str:
+    return orjson.dumps(name).decode()
+
+
+def _write_items(write: Callable[[str], object], items: Iterator[dict[str, Any]]) -> None:
+    """A top-level list written an item at a time, indented as one dump of it would be."""
+    first = True
+    for item in items:
+        body = orjson.dumps(item, option=orjson.OPT_INDENT_2).decode()
+        write(("[" if first else ",") + _ITEM_INDENT + body.replace("\n", _ITEM_INDENT))
+        first = False
+    write("[]" if first else "\n  ]")
+
+
+def write_json(explanation: Explanation, write: Callable[[str], object]) -> int:
+    """Write every node for every pod, and the whole simulation, as one JSON document, a pod
+    at a time; returns the exit code (also the document's last key).
+
+    Why no grouping here: scripts look nodes up by name and must not parse sentences. Why
+    a pod at a time: each pod's object lists every node (and each tainted node's coverage
+    every DaemonSet), so the whole document would hold pods × nodes of them; the skeleton
+    is dumped once, and each item is dumped and written in its place, indented as if the
+    whole had been dumped at once.
     """
     data = {
         "nodeMonitorGracePeriod": explanation.rates.node_monitor_grace_period,
         "nodes": [_node(n) for n in explanation.nodes],
         "templates": [_template(t) for t in explanation.templates],
-        "pods": [_placement(p) for p in explanation.pods],
-        "daemonSetCoverage": [_coverage(c) for c in explanation.coverage],
+        "pods": _PODS,
+        "daemonSetCoverage": _COVERAGE,
         "warnings": list(explanation.warnings),
         "failure": None if explanation.simulation is None else _simulation(explanation.simulation),
-        "exitCode": explanation.exit_code,
+        "exitCode": _EXIT,
     }
-    return orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n"
+    skeleton = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
+    head, rest = skeleton.split(_stand_in(_PODS))
+    middle, tail = rest.split(_stand_in(_COVERAGE))
+    placeable: list[bool] = []
+
+    def pods() -> Iterator[dict[str, Any]]:
+        for answer in explanation.answers():
+            placeable.append(answer.placeable)
+            yield _placement(answer)
+
+    write(head)
+    _write_items(write, pods())
+    write(middle)
+    _write_items(write, (_coverage(c) for c in explanation.coverage_entries()))
+    code = 0 if all(placeable) else 1
+    write(tail.replace(_stand_in(_EXIT), str(code)) + "\n")
+    return code
+
+
+def json(explanation: Explanation) -> str:
+    """The JSON document (:func:`write_json`) as one string; why: as :func:`text`."""
+    out: list[str] = []
+    write_json(explanation, out.append)
+    return "".join(out)

@@ -26,7 +26,7 @@ import yaml
 from webhooks.manifests.encoding import text_of
 from webhooks.manifests.errors import Refused, show
 from webhooks.manifests.jsonstream import read_json
-from webhooks.manifests.raw import Raw, blank
+from webhooks.manifests.raw import Raw, blank, blank_all
 from webhooks.manifests.syntax import problem
 from webhooks.manifests.yamlstream import read_yaml
 
@@ -80,7 +80,7 @@ def _separators(text: str, begin: int) -> tuple[str, tuple[int, str] | None]:
         if trimmed and trimmed[0] != "#":
             if ended >= 0:
                 blanks.append((ended, start))
-            cut = _blank_all(text[:start], blanks)
+            cut = blank_all(text[:start], blanks)
             line = text.count("\n", 0, start) + 1
             return cut, (
                 line,
@@ -94,13 +94,7 @@ def _separators(text: str, begin: int) -> tuple[str, tuple[int, str] | None]:
             ended = -1
     if ended >= 0:
         blanks.append((ended, len(text)))
-    return _blank_all(text, blanks), None
-
-
-def _blank_all(text: str, blanks: list[tuple[int, int]]) -> str:
-    for start, end in blanks:
-        text = blank(text, start, end)
-    return text
+    return blank_all(text, blanks), None
 
 
 def decode(text: str) -> Decoded:

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from webhooks.manifests.errors import Refused
-from webhooks.manifests.raw import Raw, blank
+from webhooks.manifests.raw import Raw, Tail
 from webhooks.manifests.scalars import json_number
 from webhooks.manifests.syntax import PREFIX, problem
 from webhooks.manifests.yamlstream import read_yaml
@@ -60,6 +60,7 @@ def read_json(text: str, pos: int, index: int, add: Callable[[Raw], None]) -> tu
     value on, a failure is an error.
     """
     line, counted, last = 1, 0, 0
+    line_start = 0  # where the line of ``pos`` starts, found from the text counted so far
     decoded = 0
     length = len(text)
     while True:
@@ -68,6 +69,9 @@ def read_json(text: str, pos: int, index: int, add: Callable[[Raw], None]) -> tu
         if pos >= length:
             return length, index
         line += text.count("\n", counted, pos)
+        newline = text.rfind("\n", counted, pos)
+        if newline >= 0:
+            line_start = newline + 1
         counted = pos
         try:
             value, end = _DECODER.raw_decode(text, pos)
@@ -81,7 +85,7 @@ def read_json(text: str, pos: int, index: int, add: Callable[[Raw], None]) -> tu
                 reason = exc.msg if isinstance(exc, json.JSONDecodeError) else f"{exc} is not JSON"
                 raise Refused(where, f"invalid JSON: {reason}") from None
             return last, index
-        column = pos - (text.rfind("\n", 0, pos) + 1)
+        column = pos - line_start
         if _SURROGATE.search(text, pos, end):
             value = _no_surrogates(value)
         add(Raw(value, line, pos, end, column, index))
@@ -93,17 +97,21 @@ def read_json(text: str, pos: int, index: int, add: Callable[[Raw], None]) -> tu
 def _deep_json(text: str, pos: int, line: int) -> tuple[Any, int]:
     # Deeper than Python's json recurses: read this one object from the YAML parser's events,
     # which keep no stack of their own, with the same 10,000-level limit as kubectl. JSON is
-    # YAML, so the text before the object is blanked (offsets and lines stay) and the parse
-    # stops at the object's end.
+    # YAML; the parser reads the text from the object on (a Tail, not a copy of the rest)
+    # and stops at the object's end, so a stream of such objects costs its length. Lines
+    # the parser reports count from the object's, hence the shift.
     found: list[Raw] = []
     try:
-        read_yaml(blank(text, 0, pos), 0, found.append, single=True)
+        read_yaml(Tail(text, pos), 0, found.append, single=True)
+    except Refused as exc:
+        raise Refused(exc.line + line - 1 if exc.line else line, exc.reason) from None
     except yaml.YAMLError as exc:
-        where, reason = problem(exc, text)
-        raise Refused(where or line, reason.replace(PREFIX, "invalid JSON: ", 1)) from None
+        where, reason = problem(exc, text[pos:])
+        where = where + line - 1 if where else line
+        raise Refused(where, reason.replace(PREFIX, "invalid JSON: ", 1)) from None
     if not found:  # pragma: no cover - a "{" always starts a document
         raise Refused(line, "invalid JSON")
-    return found[0].value, found[0].end
+    return found[0].value, pos + found[0].end
 
 
 def _no_surrogates(value: Any) -> Any:

@@ -1,12 +1,25 @@
-"""The limits that protect kubectl, applied by the reader itself: depth and aliasing.
+"""The reader's limits: the size of one input, and kubectl's depth and aliasing limits.
 
-Why the project's own: these are kubectl's rules (go-yaml v2's and Go's ``encoding/json``),
-so a manifest must be read or refused the same way on every machine, whatever YAML library
-the platform has. The decoders count levels and aliased nodes on the events as they
-arrive, and refuse with the messages here.
+Why the project's own: depth and aliasing are kubectl's rules (go-yaml v2's and Go's
+``encoding/json``), so a manifest must be read or refused the same way on every machine,
+whatever YAML library the platform has. The decoders count levels and aliased nodes on the
+events as they arrive, and refuse with the messages here. The size of one input is the
+reader's own bound: kubectl has none, and a reader without one reads ``/dev/zero`` until
+memory runs out.
 """
 
 from __future__ import annotations
+
+#: The most one manifest file (or stdin) may hold: 128 MiB. Why this number: the largest
+#: single file a user has reason to give is a cluster's inventory, ``kubectl get nodes -o
+#: yaml`` of 5,000 nodes (Kubernetes' largest supported cluster) at up to ~20 KB each with
+#: their image lists, about 100 MB; the API server takes at most 3 MiB per object, so no
+#: single object comes near it. What the reader builds from a file is about twelve times
+#: its size in memory, so the cap also bounds one file's cost to about 1.5 GB.
+MAX_FILE_BYTES = 128 * 1024 * 1024
+
+#: How a refusal names what the limit is for (``over the limit of ... bytes for a manifest``).
+A_MANIFEST = "a manifest"
 
 #: kubectl refuses deeper objects (go-yaml's scanner and Go's ``encoding/json`` both stop
 #: at 10,000 levels; the root object is level 1).

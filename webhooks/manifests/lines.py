@@ -73,6 +73,8 @@ def _index(loader: Any, text: str, root: Index) -> None:
     # A frame is [index of the collection, is a map, entry of the pending key or position].
     stack: list[list[Any]] = []
     events_of = loader(text)
+    flow_limit = parser.flow_limit(loader)
+    flow_base = 0  # as the decoder counts flow levels (yamlstream._document)
     try:
         while events_of.check_event():
             event = events_of.get_event()
@@ -81,9 +83,16 @@ def _index(loader: Any, text: str, root: Index) -> None:
                 break
             if cls is events.MappingEndEvent or cls is events.SequenceEndEvent:
                 stack.pop()
+                if len(stack) < flow_base:
+                    flow_base = 0
                 continue
             if cls not in _NODES:
                 continue
+            if cls in _COLLECTIONS and event.flow_style:
+                if not flow_base:
+                    flow_base = len(stack) + 1
+                elif len(stack) + 1 - flow_base >= flow_limit:
+                    raise parser.FlowTooDeep(f"more than {flow_limit} levels of flow nesting")
             line = event.start_mark.line
             entry: list[Any] | None = None
             if stack:

@@ -10,7 +10,9 @@ own, 1,000 by default, with a message of their own. So:
   ours (raised, never lowered; it is the process's only libyaml);
 - where it does not, or the C parser stops on depth anyway, the text is read again by
   PyYAML's pure-Python parser, which has no such limit (:func:`fell_short` says when);
-- where there is no C binding at all, the pure-Python parser reads everything.
+- where there is no C binding at all, the pure-Python parser reads everything;
+- and past :data:`FAST_FLOW_DEPTH` levels of flow nesting, where libyaml's cost per token
+  grows with the depth, the pure-Python parser reads the text again too.
 
 Both parsers are state machines with explicit stacks, so neither recurses on deep input,
 and both produce the same events for the same text. Their error messages differ, which
@@ -90,6 +92,34 @@ FAST: Any = getattr(yaml, "CBaseLoader", None)
 LIBYAML_NEST_LIMIT = 2 * MAX_DEPTH
 
 
+#: The flow nesting (``[[[...]]]``, ``{"a": {"a": ...}}``) past which a text read by libyaml is
+#: read again by the pure-Python parser. Why: libyaml's scanner walks every open flow level
+#: at every token it scans, so its time grows with the square of flow depth (10,000 levels
+#: cost it as much as the pure-Python parser, and a wide list 10,000 levels down costs it
+#: three times more, ~25 µs a byte). Up to 1,000 levels (libyaml's own default limit) that
+#: walk costs less than the pure-Python parser does per token; past it, the text goes to
+#: the pure-Python parser, whose cost per token does not depend on depth. Block nesting
+#: costs libyaml nothing per level and is not counted.
+FAST_FLOW_DEPTH = 1_000
+
+
+class FlowTooDeep(yaml.YAMLError):
+    """Raised by a decoder when libyaml reaches :data:`FAST_FLOW_DEPTH` flow levels.
+
+    Why an error: it leaves libyaml's pass the way its own nesting limit does, so the
+    decoders' one fallback (:func:`fell_short`) reads the text again, with the pure parser.
+    """
+
+
+def flow_limit(loader: Any) -> int:
+    """The flow depth a decoder may reach with ``loader`` before raising :class:`FlowTooDeep`.
+
+    Why per loader: only libyaml's cost grows with flow depth; the pure-Python parser has no
+    such limit (the reader's own :data:`~.limits.MAX_DEPTH` still applies to both).
+    """
+    return FAST_FLOW_DEPTH if loader is FAST and FAST is not None else MAX_DEPTH + 1
+
+
 def raise_libyaml_limit() -> int | None:
     """Raise libyaml's nesting limit to :data:`LIBYAML_NEST_LIMIT`; the limit now in force.
 
@@ -112,12 +142,15 @@ def raise_libyaml_limit() -> int | None:
 
 
 def fell_short(exc: yaml.YAMLError) -> bool:
-    """Whether libyaml stopped at its own nesting limit, so the text must be read again.
+    """Whether libyaml stopped at a nesting limit (its own, or :data:`FAST_FLOW_DEPTH`), so
+    the text must be read again.
 
     Why recognise it by its words: libyaml raises it as an ordinary scanner error, with no
     code of its own. Only this decision reads the parser's words; what the user sees is
     worded by the reader (:mod:`.limits`, :mod:`.syntax`), whichever parser ran.
     """
+    if isinstance(exc, FlowTooDeep):
+        return True
     problem = getattr(exc, "problem", None)
     return isinstance(problem, str) and "maximum nesting depth" in problem
 

@@ -11,14 +11,16 @@ documents with a finding need it.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from webhooks.manifests.decode import decode
 from webhooks.manifests.encoding import text_of
 from webhooks.manifests.errors import ManifestError, Refused
+from webhooks.manifests.files import Unreadable, read_file
+from webhooks.manifests.limits import A_MANIFEST, MAX_FILE_BYTES
 from webhooks.manifests.lines import Index, index_lines, locate, parse_field
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "Manifests",
     "Problem",
     "Source",
+    "Stdin",
     "api_document",
     "load",
     "parse_field",
@@ -200,15 +203,72 @@ def _entries(directory: Path) -> Iterator[os.DirEntry[str]]:
 EMPTY_PATH = "an empty path names nothing (an unset variable?): give a file or a directory"
 
 
+#: What stdin is given as: its bytes (tests, callers that read it), a stream read on first
+#: use, or nothing (``-`` then reads as empty).
+Stdin = bytes | BinaryIO | None
+
+
 def read(
-    paths: Iterable[str], stdin: bytes | None = None, stdin_name: str = STDIN_NAME
+    paths: Iterable[str], stdin: Stdin = None, stdin_name: str = STDIN_NAME
 ) -> tuple[list[Source], list[ManifestError]]:
     """Read every input: files as named, directories recursively (``*.yaml|yml|json``), stdin.
 
     Directories are walked as kubectl walks them (:func:`walk`), so what is checked is what
-    ``kubectl apply -R -f`` applies; unreadable inputs become :class:`ManifestError` values,
-    not exceptions.
+    ``kubectl apply -R -f`` applies. Only regular files are read, and none (nor stdin) past
+    :data:`~.limits.MAX_FILE_BYTES`: a FIFO, a device, a socket or a link to one is refused
+    by name, so a link to ``/dev/zero`` in a pull request is a problem in the report rather
+    than a reader that never ends. Unreadable inputs become :class:`ManifestError` values,
+    not exceptions, and the other inputs are still read.
     """
+    return _read(paths, _once(stdin), stdin_name)
+
+
+def _once(stdin: Stdin) -> Callable[[], bytes]:
+    """Stdin's bytes, read (at most the cap and one byte) on the first call and kept.
+
+    Why kept: ``-`` may be given more than once, and each must read what the first read.
+    Raises :class:`~.files.Unreadable` on every call when stdin holds more than the cap.
+    """
+    kept: list[bytes] = []
+
+    def get() -> bytes:
+        if not kept:
+            kept.append(_stdin_bytes(stdin))
+        if len(kept[0]) > MAX_FILE_BYTES:
+            raise Unreadable(
+                f"over the limit of {MAX_FILE_BYTES:,} bytes for {A_MANIFEST}: "
+                "stdin holds more than that"
+            )
+        return kept[0]
+
+    return get
+
+
+def _stdin_bytes(stdin: Stdin) -> bytes:
+    # At most the cap and one byte, asked for a piece at a time: stdin may never end
+    # (``check - < /dev/zero``), and a short one must not cost a buffer the size of the cap.
+    if stdin is None:
+        return b""
+    if isinstance(stdin, bytes):
+        return stdin
+    pieces: list[bytes] = []
+    size = 0
+    while size <= MAX_FILE_BYTES:
+        piece = stdin.read(min(_PIECE, MAX_FILE_BYTES + 1 - size))
+        if not piece:
+            break
+        pieces.append(piece)
+        size += len(piece)
+    return b"".join(pieces)
+
+
+#: How much one read of stdin asks for.
+_PIECE = 1 << 20
+
+
+def _read(
+    paths: Iterable[str], stdin: Callable[[], bytes], stdin_name: str
+) -> tuple[list[Source], list[ManifestError]]:
     sources: list[Source] = []
     problems: list[ManifestError] = []
 
@@ -220,7 +280,10 @@ def read(
 
     for path in paths:
         if path == STDIN:
-            add(stdin_name, stdin or b"")
+            try:
+                add(stdin_name, stdin())
+            except Unreadable as exc:
+                problems.append(ManifestError(stdin_name, 0, exc.reason))
             continue
         if not path:
             problems.append(ManifestError('""', 0, EMPTY_PATH))
@@ -233,17 +296,15 @@ def read(
             continue
         for file in files:
             try:
-                data = file.read_bytes()
-            except OSError as exc:
-                problems.append(ManifestError(str(file), 0, f"cannot read: {exc.strerror}"))
+                data = read_file(file, MAX_FILE_BYTES, A_MANIFEST)
+            except Unreadable as exc:
+                problems.append(ManifestError(str(file), 0, exc.reason))
                 continue
             add(str(file), data)
     return sources, problems
 
 
-def load(
-    paths: Iterable[str], stdin: bytes | None = None, stdin_name: str = STDIN_NAME
-) -> Manifests:
+def load(paths: Iterable[str], stdin: Stdin = None, stdin_name: str = STDIN_NAME) -> Manifests:
     """Every document of every PATH (files, directories, ``-`` for ``stdin``), in order.
 
     The one entry point for commands. Why it refuses a PATH that holds no manifests: an
@@ -251,8 +312,9 @@ def load(
     clean", and kubectl itself refuses to apply nothing ("no objects passed to apply").
     """
     result = Manifests()
+    given = _once(stdin)
     for path in paths:
-        sources, problems = read([path], stdin, stdin_name)
+        sources, problems = _read([path], given, stdin_name)
         result.files += len(sources)
         found = 0
         for source in sources:

@@ -73,24 +73,29 @@ def _float(value: float) -> str:
 
 
 def dump_all(objects: Iterable[Any]) -> str:
-    """``objects`` as a YAML stream, each document starting with ``---``, keys in order.
+    """``objects`` as a YAML stream, each document after a ``---`` line of its own, keys in order.
 
     Why it matches ``yaml.dump_all`` (block style, no folding, non-ASCII kept) for the
     objects a reader produces: ``mutate``'s output must not change for ordinary manifests,
-    only stop failing on deep ones and stop writing strings kubectl would misread.
+    only stop failing on deep ones and stop writing strings kubectl would misread. Why
+    ``---`` alone on its line: an emitter writes a document that is not a block collection
+    (``{}``, ``[]``, a string) on the separator's line, and kubectl refuses any separator
+    followed by more than a comment (``--- {}``). So each document is emitted as a stream
+    of its own, whose start is implicit, after a separator written here.
     """
     out = io.StringIO()
-    emitter = _Dumper(out, allow_unicode=True, width=1 << 30)
-    emit = emitter.emit
-    try:
-        emit(events.StreamStartEvent())
-        for obj in objects:
-            emit(events.DocumentStartEvent(explicit=True))
+    for obj in objects:
+        out.write("---\n")
+        emitter = _Dumper(out, allow_unicode=True, width=1 << 30)
+        emit = emitter.emit
+        try:
+            emit(events.StreamStartEvent())
+            emit(events.DocumentStartEvent(explicit=False))
             _emit_tree(emit, obj)
             emit(events.DocumentEndEvent(explicit=False))
-        emit(events.StreamEndEvent())
-    finally:
-        emitter.dispose()
+            emit(events.StreamEndEvent())
+        finally:
+            emitter.dispose()
     return out.getvalue()
 
 

@@ -19,7 +19,7 @@ from yaml import events
 from webhooks.manifests import parser
 from webhooks.manifests.errors import Refused, show
 from webhooks.manifests.limits import EXCESSIVE, MAX_DEPTH, TOO_DEEP, excessive
-from webhooks.manifests.raw import Raw
+from webhooks.manifests.raw import Raw, Tail
 from webhooks.manifests.scalars import (
     COMPLEX_KEY,
     HINT,
@@ -35,7 +35,7 @@ from webhooks.manifests.tree import copy_tree
 
 
 def read_yaml(
-    text: str,
+    text: str | Tail,
     index: int,
     add: Callable[[Raw], None],
     single: bool = False,
@@ -47,6 +47,7 @@ def read_yaml(
     ``yaml.YAMLError``; the documents before the failure have been added. Why two tries:
     where libyaml stops at a nesting limit of its own, the text is read again by the
     pure-Python parser (:mod:`.parser`), and the documents already added are not added twice.
+    A :class:`~.raw.Tail` is read from its start in each pass.
     """
     fast = parser.FAST
     if fast is None:
@@ -77,20 +78,21 @@ def read_yaml(
 
 def _read(
     loader: Any,
-    text: str,
+    text: str | Tail,
     index: int,
     add: Callable[[Raw], None],
     single: bool = False,
 ) -> int:
     # One parser's pass over the text (see read_yaml).
-    events_of = loader(text)
+    events_of = loader(text if isinstance(text, str) else text.again())
     get, check = events_of.get_event, events_of.check_event
+    flow_limit = parser.flow_limit(loader)
     try:
         while check():
             event = get()
             if event.__class__ is not _DOC:
                 continue
-            raw = _document(get, single)
+            raw = _document(get, single, flow_limit)
             if raw is None:
                 continue
             raw.index = index
@@ -127,11 +129,15 @@ def _merge(target: dict[str, Any], value: Any, line: int) -> None:
     raise Refused(line, "map merge requires map or sequence of maps as the value")
 
 
-def _document(get: Callable[[], Any], single: bool = False) -> Raw | None:  # noqa: PLR0915
+def _document(  # noqa: PLR0915
+    get: Callable[[], Any], single: bool = False, flow_limit: int = MAX_DEPTH + 1
+) -> Raw | None:
     """Build one document's root value from its events (after its DocumentStartEvent).
 
     With ``single``, returns as soon as the root is complete, without asking for the
     document's end: the parser would look past it, at text that is not this document's.
+    Raises :class:`~.parser.FlowTooDeep` at ``flow_limit`` levels of flow nesting (see
+    :func:`~.parser.flow_limit`).
     """
     anchors: dict[str, Any] = {}
     # A frame: [container, pending key, anchor, nodes before it, deepest before it,
@@ -139,6 +145,7 @@ def _document(get: Callable[[], Any], single: bool = False) -> Raw | None:  # no
     stack: list[list[Any]] = []
     items: list[int] | None = None
     decoded, aliased, deepest = 1, 0, 0
+    flow_base = 0  # the level of the outermost open flow collection; 0: none is open
     root: Any = None
     start_mark: Any = None
     end = 0
@@ -172,6 +179,11 @@ def _document(get: Callable[[], Any], single: bool = False) -> Raw | None:  # no
                 raise Refused(event.start_mark.line + 1, TOO_DEEP)
             if level > deepest:  # noqa: PLR1730 - the hot loop; a call to max() costs more
                 deepest = level
+            if event.flow_style:  # everything inside a flow collection is flow too
+                if not flow_base:
+                    flow_base = level
+                elif level - flow_base >= flow_limit:
+                    raise parser.FlowTooDeep(f"more than {flow_limit} levels of flow nesting")
             container: Any = {} if cls is _MAP else []
             anchor = event.anchor
             frame = [container, _NOKEY, anchor, decoded - 1, deepest, None, None]
@@ -204,6 +216,8 @@ def _document(get: Callable[[], Any], single: bool = False) -> Raw | None:  # no
             continue
         elif cls is _MAP_END or cls is _SEQ_END:
             frame = stack.pop()
+            if len(stack) < flow_base:
+                flow_base = 0
             anchor = frame[2]
             if anchor is not None:
                 level = len(stack) + 1
