@@ -39,18 +39,23 @@ def read_yaml(
     index: int,
     add: Callable[[Raw], None],
     single: bool = False,
+    *,
+    strict: bool = False,
 ) -> int:
     """Decode the YAML documents of ``text`` into ``add``; returns the next document index.
 
     With ``single``, stops after the first document's root value (used to read one JSON
-    object that nests too deep for Python's ``json``). Raises :class:`Refused` or
+    object that nests too deep for Python's ``json``). With ``strict``, a key written twice
+    in one map is refused, as sigs.k8s.io/yaml's strict decoding refuses it for a
+    Kubernetes component's configuration file (a key a merge brought in may still be
+    written over: that is what a merge is for). Raises :class:`Refused` or
     ``yaml.YAMLError``; the documents before the failure have been added. Why two tries:
     where libyaml stops at a nesting limit of its own, the text is read again by the
     pure-Python parser (:mod:`.parser`), and the documents already added are not added twice.
     """
     fast = parser.FAST
     if fast is None:
-        return _read(parser.PURE, text, index, add, single)
+        return _read(parser.PURE, text, index, add, single, strict)
     added = 0
 
     def counted(raw: Raw) -> None:
@@ -59,7 +64,7 @@ def read_yaml(
         add(raw)
 
     try:
-        return _read(fast, text, index, counted, single)
+        return _read(fast, text, index, counted, single, strict)
     except yaml.YAMLError as exc:
         if not parser.fell_short(exc):
             raise
@@ -72,7 +77,7 @@ def read_yaml(
         else:
             add(raw)
 
-    return _read(parser.PURE, text, index, rest, single)
+    return _read(parser.PURE, text, index, rest, single, strict)
 
 
 def _read(
@@ -81,6 +86,7 @@ def _read(
     index: int,
     add: Callable[[Raw], None],
     single: bool = False,
+    strict: bool = False,
 ) -> int:
     # One parser's pass over the text (see read_yaml).
     events_of = loader(text)
@@ -90,7 +96,7 @@ def _read(
             event = get()
             if event.__class__ is not _DOC:
                 continue
-            raw = _document(get, single)
+            raw = _document(get, single, strict)
             if raw is None:
                 continue
             raw.index = index
@@ -114,6 +120,14 @@ _NOKEY = object()
 _OPEN = object()
 
 
+def _written(frame: list[Any], line: int) -> None:
+    # go-yaml v2's strict decoding: "key ... already set in map", at the second one.
+    key, written = frame[1], frame[7]
+    if key in written:
+        raise Refused(line, f"key {show(key)} already set in map")
+    written.add(key)
+
+
 def _merge(target: dict[str, Any], value: Any, line: int) -> None:
     # go-yaml v2 writes merged keys in place as it meets them, so a key written before the
     # "<<" is overwritten and one written after it wins; in a list the first map wins.
@@ -127,15 +141,19 @@ def _merge(target: dict[str, Any], value: Any, line: int) -> None:
     raise Refused(line, "map merge requires map or sequence of maps as the value")
 
 
-def _document(get: Callable[[], Any], single: bool = False) -> Raw | None:  # noqa: PLR0915
+def _document(  # noqa: PLR0915
+    get: Callable[[], Any], single: bool = False, strict: bool = False
+) -> Raw | None:
     """Build one document's root value from its events (after its DocumentStartEvent).
 
     With ``single``, returns as soon as the root is complete, without asking for the
     document's end: the parser would look past it, at text that is not this document's.
+    With ``strict``, a key written twice in one map is refused (see :func:`read_yaml`).
     """
     anchors: dict[str, Any] = {}
     # A frame: [container, pending key, anchor, nodes before it, deepest before it,
-    # merge target, lines of its elements (only for the root's "items" list)]
+    # merge target, lines of its elements (only for the root's "items" list), the keys
+    # written in it (a map's, with ``strict``)]
     stack: list[list[Any]] = []
     items: list[int] | None = None
     decoded, aliased, deepest = 1, 0, 0
@@ -174,7 +192,8 @@ def _document(get: Callable[[], Any], single: bool = False) -> Raw | None:  # no
                 deepest = level
             container: Any = {} if cls is _MAP else []
             anchor = event.anchor
-            frame = [container, _NOKEY, anchor, decoded - 1, deepest, None, None]
+            written: set[str] | None = set() if strict and cls is _MAP else None
+            frame = [container, _NOKEY, anchor, decoded - 1, deepest, None, None, written]
             if anchor is not None:
                 anchors[anchor] = _OPEN
                 deepest = level
@@ -262,6 +281,8 @@ def _document(get: Callable[[], Any], single: bool = False) -> Raw | None:  # no
         key = frame[1]
         if key is _NOKEY:
             frame[1] = value if value.__class__ is str else as_key(value, event.start_mark.line + 1)
+            if strict and frame[1] is not MERGE:
+                _written(frame, event.start_mark.line + 1)
             continue
         frame[1] = _NOKEY
         if key is MERGE:
