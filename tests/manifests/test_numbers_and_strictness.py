@@ -94,6 +94,10 @@ DUPLICATES = [
     pytest.param("1: a\n1.0: b\n", 2, "1", id="two keys that become the same string"),
     pytest.param("y: a\ntrue: b\n", 2, "true", id="y and true, both the key true"),
     pytest.param('{"a": 1, "a": 2}', 1, "a", id="JSON is read as YAML"),
+    pytest.param("a: 1\n<<: {a: 2}\n", 2, "a", id="a merge over a key written before it"),
+    pytest.param(
+        "b: &b {a: 1}\nx: {<<: *b, a: 2, a: 3}\n", 2, "a", id="a merged key written twice"
+    ),
 ]
 
 

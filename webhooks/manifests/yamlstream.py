@@ -120,12 +120,28 @@ _NOKEY = object()
 _OPEN = object()
 
 
-def _written(frame: list[Any], line: int) -> None:
-    # go-yaml v2's strict decoding: "key ... already set in map", at the second one.
-    key, written = frame[1], frame[7]
-    if key in written:
-        raise Refused(line, f"key {show(key)} already set in map")
-    written.add(key)
+def _written(holder: dict[str, Any], key: str, merged: dict[int, set[str]], line: int) -> None:
+    # Strict decoding: "key ... already set in map", at the second one. A key only a merge
+    # brought in may be written over, once; the map itself says what was written, so a
+    # strict read keeps no set of keys per map.
+    if key in holder:
+        brought = merged.get(id(holder))
+        if brought is None or key not in brought:
+            raise Refused(line, f"key {show(key)} already set in map")
+        brought.discard(key)
+
+
+def _merging(target: dict[str, Any], value: Any, merged: dict[int, set[str]], line: int) -> None:
+    # Strict decoding: a merge may not overwrite a key the map itself wrote before it.
+    maps = [value] if isinstance(value, dict) else value if isinstance(value, list) else []
+    brought = merged.setdefault(id(target), set())
+    for item in maps:
+        if not isinstance(item, dict):
+            continue
+        for key in item:
+            if key in target and key not in brought:
+                raise Refused(line, f"key {show(key)} already set in map")
+        brought.update(item)
 
 
 def _merge(target: dict[str, Any], value: Any, line: int) -> None:
@@ -152,11 +168,12 @@ def _document(  # noqa: PLR0915
     """
     anchors: dict[str, Any] = {}
     # A frame: [container, pending key, anchor, nodes before it, deepest before it,
-    # merge target, lines of its elements (only for the root's "items" list), the keys
-    # written in it (a map's, with ``strict``)]
+    # merge target, lines of its elements (only for the root's "items" list)]
     stack: list[list[Any]] = []
     items: list[int] | None = None
     decoded, aliased, deepest = 1, 0, 0
+    # With ``strict``: per map (by id), the keys a merge brought in and nothing wrote over.
+    merged: dict[int, set[str]] | None = {} if strict else None
     root: Any = None
     start_mark: Any = None
     end = 0
@@ -192,8 +209,7 @@ def _document(  # noqa: PLR0915
                 deepest = level
             container: Any = {} if cls is _MAP else []
             anchor = event.anchor
-            written: set[str] | None = set() if strict and cls is _MAP else None
-            frame = [container, _NOKEY, anchor, decoded - 1, deepest, None, None, written]
+            frame = [container, _NOKEY, anchor, decoded - 1, deepest, None, None]
             if anchor is not None:
                 anchors[anchor] = _OPEN
                 deepest = level
@@ -229,6 +245,8 @@ def _document(  # noqa: PLR0915
                 anchors[anchor] = (frame[0], decoded - frame[3], deepest - level + 1)
                 deepest = max(deepest, frame[4])
             if frame[5] is not None:
+                if merged is not None:
+                    _merging(frame[5], frame[0], merged, event.start_mark.line + 1)
                 _merge(frame[5], frame[0], event.start_mark.line + 1)
             if not stack:
                 end = event.end_mark.index
@@ -281,11 +299,13 @@ def _document(  # noqa: PLR0915
         key = frame[1]
         if key is _NOKEY:
             frame[1] = value if value.__class__ is str else as_key(value, event.start_mark.line + 1)
-            if strict and frame[1] is not MERGE:
-                _written(frame, event.start_mark.line + 1)
+            if merged is not None and frame[1] is not MERGE:
+                _written(holder, frame[1], merged, event.start_mark.line + 1)
             continue
         frame[1] = _NOKEY
         if key is MERGE:
+            if merged is not None:
+                _merging(holder, value, merged, event.start_mark.line + 1)
             _merge(holder, value, event.start_mark.line + 1)
             continue
         if not height and (value.__class__ is float or value is MERGE):
