@@ -23,10 +23,11 @@ from webhooks.core.config import ConfigError
 
 _DIR = Path(tempfile.mkdtemp(prefix="growth-config-"))
 _fresh = itertools.count()
+_files = itertools.count()
 
 
 def _file(text: str) -> Path:
-    path = _DIR / f"config-{next(_fresh) % 4}.yaml"
+    path = _DIR / f"config-{next(_files) % 4}.yaml"
     path.write_text(text)
     return path
 
@@ -48,10 +49,11 @@ def _exceptions(n: int) -> Path:
     return _file("\n".join(lines) + "\n")
 
 
-def _section(plugin: str, head: str, item: Callable[[int], str]) -> Callable[[int], Path]:
+def _section(plugin: str, head: str, item: Callable[[str], str]) -> Callable[[int], Path]:
     def build(n: int) -> Path:
         lines = ["plugins:", f"  {plugin}:", "    enabled: true", f"    {head}:"]
-        lines.extend(f"      {item(i)}" for i in range(n))
+        run = next(_fresh)  # names new in every file: per-value memos (tolerations') miss
+        lines.extend(f"      {item(f'{run}x{i}')}" for i in range(n))
         return _file("\n".join(lines) + "\n")
 
     return build
@@ -63,7 +65,7 @@ _OVERRIDE = "- {{namespaceSelector: {{matchLabels: {{team: t{0}}}}}, action: war
 #: (plugin, key, unit, N, one item): N is chosen so 2N stays under the size limit and
 #: takes about 0.1 s.
 _SECTIONS = [
-    ("dedicated-nodes", "namespaces", "namespaces", 12_000, "team-{0}: group-{0}"),
+    ("dedicated-nodes", "namespaces", "namespaces", 10_000, "team-{0}: group-{0}"),
     ("dedicated-nodes", "exemptNamespaces", "namespaces", 16_000, "- team-{0}"),
     (
         "pod-node-selector",
@@ -82,7 +84,7 @@ _SECTIONS = [
     ("dedicated-nodes", "actionOverrides", "overrides", 4_000, _OVERRIDE),
     ("pod-toleration-restriction", "defaultTolerations", "tolerations", 4_000, _TOLERATION),
     ("pod-toleration-restriction", "tolerationsWhitelist", "tolerations", 4_000, _TOLERATION),
-    ("anti-affinity-topology", "allowedTopologyKeys", "keys", 16_000, "- example.com/key-{0}"),
+    ("anti-affinity-topology", "allowedTopologyKeys", "keys", 12_000, "- example.com/key-{0}"),
 ]
 
 #: How many values nested this deep sit side by side in the nesting file.
