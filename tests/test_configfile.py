@@ -331,6 +331,36 @@ def test_a_pipe_is_read_like_a_file(tmp_path: Path) -> None:
     assert config.cluster.lookup_timeout_seconds == 7.0
 
 
+def test_serve_hands_the_server_the_config_it_read_so_a_pipe_is_read_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from webhooks.server import runner
+
+    handed: list[runner.ServeOptions] = []
+
+    class Server:
+        def __init__(self, options: runner.ServeOptions, factory: object) -> None:
+            handed.append(options)
+
+        def run(self) -> None:
+            pass
+
+    monkeypatch.setattr(runner, "WebhookServer", Server)
+    for name in ("tls.crt", "tls.key"):
+        (tmp_path / name).touch()
+    read, write = os.pipe()
+    os.write(write, b"cluster: {source: none, lookupTimeoutSeconds: 7}\n")
+    os.close(write)
+    try:
+        result = invoke_cli(["serve", "--config", f"/dev/fd/{read}", "--cert-dir", str(tmp_path)])
+    finally:
+        os.close(read)
+    assert result.exit_code == 0, result.output
+    [options] = handed
+    assert options.config is not None
+    assert options.config.cluster.lookup_timeout_seconds == 7.0
+
+
 def test_the_config_is_read_from_events_never_by_pyyamls_composer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -431,6 +461,24 @@ def test_every_command_exits_2_with_one_line_naming_the_config(
     [line] = result.stderr.splitlines()
     assert line.startswith(f"placement-webhooks: config: {path}"), line[:200]
     assert message in line, line[:200]
+
+
+@pytest.mark.parametrize(("make", "message"), list(REPORTED.values()), ids=list(REPORTED))
+def test_a_policy_suite_naming_an_unusable_config_is_unusable_input(
+    tmp_path: Path, make: Callable[[Path], Path], message: str
+) -> None:
+    path = make(tmp_path)
+    (tmp_path / "pod.yaml").write_text(POD)
+    (tmp_path / "a.test.yaml").write_text(
+        f"name: s\nconfig: {path.name}\nresources: [pod.yaml]\n"
+        "expect:\n  - {resource: Pod/p, result: pass}\n"
+    )
+    result = invoke_cli(["test", str(tmp_path)])
+    assert result.exit_code == 2, result.output[-2000:]
+    assert isinstance(result.exception, SystemExit)
+    [line] = [line for line in result.stderr.splitlines() if "config:" in line]
+    assert line.startswith(f"{tmp_path / 'a.test.yaml'}:2: config: {path}"), line[:200]
+    assert message in line
 
 
 def test_a_directory_given_as_the_config_is_a_usage_error(tmp_path: Path) -> None:
