@@ -88,7 +88,7 @@ _SECTIONS = [
 ]
 
 #: How many values nested this deep sit side by side in the nesting file.
-_COPIES = 10
+_COPIES = 5
 
 
 def _nesting(levels: int) -> Path:
