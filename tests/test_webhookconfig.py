@@ -713,7 +713,7 @@ def test_a_config_file_with_a_plugin_disabled_drops_its_rules(tmp_path: Path) ->
         (["--ca-file=/nonexistent/ca.crt"], "not found"),
         (["--url=http://x.example"], "https"),
         (["--inject"], "--inject needs --ca-file"),
-        (["--config=/nonexistent.yaml"], "cannot read config"),
+        (["--config=/nonexistent.yaml"], "config: /nonexistent.yaml: cannot read: No such file"),
     ],
     ids=[
         "a missing CA file is named",
