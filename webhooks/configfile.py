@@ -64,7 +64,7 @@ def parse_config(data: bytes, name: str) -> Config:
     came from, and tests and fuzzing feed bytes without a file.
     """
     try:
-        document = _document(text_of(data, strict=True))
+        document = read_document(text_of(data, strict=True))
     except Refused as exc:
         raise ConfigError(_at(name, exc.line, exc.reason)) from None
     try:
@@ -73,8 +73,12 @@ def parse_config(data: bytes, name: str) -> Config:
         raise ConfigError(f"{name}: {exc}") from None
 
 
-def _document(text: str) -> Any:
-    """The value of the one document in ``text`` (``None`` when it holds none)."""
+def read_document(text: str) -> Any:
+    """The value of the one YAML document in ``text`` (``None`` when it holds none).
+
+    Why public: YAML given on the command line (``webhook-config``'s selectors) is read
+    by the same rules as the file. Raises :class:`Refused` with the line to blame.
+    """
     found: list[Raw] = []
 
     def add(raw: Raw) -> None:
