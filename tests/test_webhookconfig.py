@@ -713,13 +713,25 @@ def test_a_config_file_with_a_plugin_disabled_drops_its_rules(tmp_path: Path) ->
         (["--ca-file=/nonexistent/ca.crt"], "not found"),
         (["--url=http://x.example"], "https"),
         (["--inject"], "--inject needs --ca-file"),
-        (["--config=/nonexistent.yaml"], "cannot read config"),
+        (["--config=/nonexistent.yaml"], "config: /nonexistent.yaml: cannot read: No such file"),
+        (
+            ["--namespace-selector", "[" * 3000 + "]" * 3000],
+            "--namespace-selector: a label selector is a mapping",
+        ),
+        (["--object-selector", "{a: ["], "--object-selector: invalid YAML: a value is missing"),
+        (
+            ["--namespace-selector", "matchLabels: {a: b, a: c}"],
+            '--namespace-selector: key "a" already set in map',
+        ),
     ],
     ids=[
         "a missing CA file is named",
         "a non-HTTPS URL is refused",
         "--inject without a CA is refused",
         "an unreadable config is named",
+        "a selector 3,000 lists deep is read without recursion and refused",
+        "a selector that is not YAML is named in the reader's words",
+        "a selector writing a key twice is refused as the config file would be",
     ],
 )
 def test_unusable_input_exits_2(args: list[str], message: str) -> None:

@@ -96,7 +96,7 @@ def test_exit_codes(args: list[str], stdin: str, code: int) -> None:
         (["--kubernetes-version", "1.30", "-"], "--kubernetes-version needs --schema"),
         (["--schema", "--kubernetes-version", "9.99", "-"], "schemas cover"),
         (["--schema", "--kubernetes-version", "latest", "-"], "expected MAJOR.MINOR"),
-        (["--config", "/nonexistent/config.yaml", "-"], "cannot read config file"),
+        (["--config", "/nonexistent/config.yaml", "-"], "cannot read: No such file or directory"),
     ],
     ids=[
         "no paths",

@@ -266,7 +266,7 @@ ERRORS: list[tuple[str, dict[str, Any], str]] = [
     (
         "an exception naming an unknown plugin",
         {"exceptions": [{"name": "x", "plugins": ["nope"]}]},
-        "exceptions[0].plugins: unknown plugin 'nope'",
+        'exceptions[0].plugins: unknown plugin "nope"',
     ),
     (
         "an unknown matcher",
@@ -281,12 +281,12 @@ ERRORS: list[tuple[str, dict[str, Any], str]] = [
     (
         "a service account without its namespace",
         {"exceptions": [{"name": "x", "plugins": ["*"], "serviceAccounts": ["dcgm"]}]},
-        "exceptions[0].serviceAccounts: 'dcgm' must be namespace:name",
+        'exceptions[0].serviceAccounts: "dcgm" must be namespace:name',
     ),
     (
         "two exceptions with one name",
         {"exceptions": [{"name": "x", "plugins": ["*"]}, {"name": "x", "plugins": ["*"]}]},
-        "exceptions[1].name: 'x' is used twice",
+        'exceptions[1].name: "x" is used twice',
     ),
 ]
 

@@ -130,9 +130,9 @@ LOOKS_UP: frozenset[str] = frozenset(
 BAD_SETTINGS: dict[str, list[tuple[str, dict[str, Any], str]]] = {
     "dedicated-nodes": [
         ("an unknown effect", {"effect": "NoAdmit"}, "effect: must be one of"),
-        ("a taint key that is not a qualified name", {"key": "bad key"}, "key: 'bad key' is not"),
-        ("a label key with two slashes", {"namespaceLabel": "a/b/c"}, "namespaceLabel: 'a/b/c'"),
-        ("an empty group", {"namespaces": {"ml": ""}}, "namespaces: group '' of namespace 'ml'"),
+        ("a taint key that is not a qualified name", {"key": "bad key"}, 'key: "bad key" is not'),
+        ("a label key with two slashes", {"namespaceLabel": "a/b/c"}, 'namespaceLabel: "a/b/c"'),
+        ("an empty group", {"namespaces": {"ml": ""}}, 'namespaces: group "" of namespace "ml"'),
         ("a group that is not a label value", {"namespaces": {"ml": "a b"}}, "namespaces: group"),
         ("an unknown key", {"group": "x"}, "group: unknown key"),
     ],
@@ -145,7 +145,7 @@ BAD_SETTINGS: dict[str, list[tuple[str, dict[str, Any], str]]] = {
         (
             "a whitelist selector with a bad key",
             {"nodeSelectorWhitelist": {"ml": "bad key=a"}},
-            "nodeSelectorWhitelist: namespace 'ml': invalid label key",
+            'nodeSelectorWhitelist: namespace "ml": invalid label key',
         ),
         ("an unknown key", {"whitelist": {}}, "whitelist: unknown key"),
     ],

@@ -284,8 +284,8 @@ def test_the_settings_say_which_objects_the_server_caches(
 @pytest.mark.parametrize(
     ("taints", "message"),
     [
-        ({"GPU": "example.com/gpu"}, "deviceClassTaints: 'GPU' is not a device class name"),
-        ({"gpu.example.com": "a/b/c"}, "deviceClassTaints.gpu.example.com: taint key 'a/b/c'"),
+        ({"GPU": "example.com/gpu"}, 'deviceClassTaints: "GPU" is not a device class name'),
+        ({"gpu.example.com": "a/b/c"}, 'deviceClassTaints.gpu.example.com: taint key "a/b/c"'),
         ({"gpu.example.com": 3}, "deviceClassTaints.gpu.example.com: must be a string"),
     ],
     ids=["an upper-case class name", "a taint key with two slashes", "a key that is no string"],

@@ -127,6 +127,7 @@ def serve(
     options = ServeOptions(
         cert_dir=directory,
         config_path=config_path,
+        config=config,  # read once: a pipe (--config /dev/stdin) holds nothing the second time
         bind=bind,
         client_ca=client_ca,
         workers=workers,

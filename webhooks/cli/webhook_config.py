@@ -18,6 +18,8 @@ import click
 import yaml
 
 from webhooks.cli.common import config_option, fail, read_config_or_exit
+from webhooks.configfile import read_document
+from webhooks.manifests.errors import Refused
 from webhooks.webhookconfig import (
     DEFAULT_EXCLUDED_NAMESPACES,
     Injected,
@@ -270,9 +272,9 @@ def _selector(option: str, text: str | None) -> dict[str, Any]:
     if text is None:
         return {}
     try:
-        selector = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        fail(f"{option}: not YAML: {' '.join(str(exc).split())}")
+        selector = read_document(text)
+    except Refused as exc:
+        fail(f"{option}: {exc.reason}")
     if selector is None:
         return {}
     if not isinstance(selector, dict):

@@ -3,7 +3,9 @@
 Input is the already-parsed YAML document (a dict), so this module stays free of file and
 YAML handling. Every key is optional, defaults equal upstream defaults, and any problem —
 an unknown key, a wrong type, a value a plugin rejects — raises :class:`ConfigError` naming
-the full key path, because an operator fixing a ConfigMap needs to know *which* line.
+the full key path, because an operator fixing a ConfigMap needs to know *which* line. A
+message quotes what it refuses as a bounded excerpt (:mod:`webhooks.k8s.excerpt`), and
+loading costs time linear in the document: every check looks at each value once.
 
 Plugin settings are frozen dataclasses declared by each plugin; their snake_case field
 names appear in YAML as camelCase, like Kubernetes' own configuration files.
@@ -12,6 +14,7 @@ names appear in YAML as camelCase, like Kubernetes' own configuration files.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from collections.abc import Mapping
@@ -27,6 +30,7 @@ from webhooks.core.policy import (
     PolicyException,
     parse_expiry,
 )
+from webhooks.k8s.excerpt import clip, show, show_key
 from webhooks.k8s.selectors import selector_problems
 
 
@@ -123,6 +127,11 @@ class Config:
         return [p for p in registry if self.plugins[p.name].enabled]
 
 
+#: Integer settings are int64s upstream (``--default-not-ready-toleration-seconds``), and an
+#: integer a setting writes into an object must fit the API's int64 fields.
+INT64 = 1 << 63
+
+
 def _convert(value: Any, hint: Any, key: str) -> Any:
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
@@ -130,8 +139,8 @@ def _convert(value: Any, hint: Any, key: str) -> Any:
         return value
     if origin is Literal:
         if value not in args:
-            allowed = ", ".join(repr(a) for a in args)
-            raise ConfigError(f"{key}: must be one of {allowed}, got {value!r}")
+            allowed = ", ".join(show(a) for a in args)
+            raise ConfigError(f"{key}: must be one of {allowed}, got {show(value)}")
         return value
     if origin in (types.UnionType, typing.Union):
         errors = []
@@ -145,30 +154,37 @@ def _convert(value: Any, hint: Any, key: str) -> Any:
         raise ConfigError(errors[0])
     if hint is bool:
         if not isinstance(value, bool):
-            raise ConfigError(f"{key}: must be true or false, got {value!r}")
+            raise ConfigError(f"{key}: must be true or false, got {show(value)}")
         return value
     if hint is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{key}: must be an integer, got {value!r}")
+            raise ConfigError(f"{key}: must be an integer, got {show(value)}")
+        if not -INT64 <= value < INT64:
+            raise ConfigError(f"{key}: must fit a 64-bit integer, got {show(value)}")
         return value
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"{key}: must be a number, got {value!r}")
+            raise ConfigError(f"{key}: must be a number, got {show(value)}")
+        if not math.isfinite(value):
+            raise ConfigError(f"{key}: must be a finite number, got {show(value)}")
         return float(value)
     if hint is str:
         if not isinstance(value, str):
-            raise ConfigError(f"{key}: must be a string, got {value!r}")
+            raise ConfigError(f"{key}: must be a string, got {show(value)}")
         return value
     if origin in (tuple, list):
         if not isinstance(value, list):
-            raise ConfigError(f"{key}: must be a list, got {value!r}")
+            raise ConfigError(f"{key}: must be a list, got {show(value)}")
         item = args[0] if args else Any
         return tuple(_convert(v, item, f"{key}[{i}]") for i, v in enumerate(value))
     if origin in (dict, Mapping) or hint is dict:
         if not isinstance(value, dict):
-            raise ConfigError(f"{key}: must be a mapping, got {value!r}")
+            raise ConfigError(f"{key}: must be a mapping, got {show(value)}")
         kt, vt = args if args else (Any, Any)
-        return {_convert(k, kt, f"{key}"): _convert(v, vt, f"{key}.{k}") for k, v in value.items()}
+        return {
+            _convert(k, kt, f"{key}"): _convert(v, vt, f"{key}.{show_key(k)}")
+            for k, v in value.items()
+        }
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         return build_settings(hint, value, key)
     raise ConfigError(f"{key}: unsupported setting type {hint!r}")  # pragma: no cover
@@ -182,20 +198,22 @@ def build_settings(cls: type[Any], data: Any, key: str, also: tuple[str, ...] = 
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{key}: must be a mapping, got {data!r}")
+        raise ConfigError(f"{key}: must be a mapping, got {show(data)}")
     hints = typing.get_type_hints(cls)
     fields = {camel(f.name): f for f in dataclasses.fields(cls)}
     kwargs = {}
     for name, value in data.items():
         if name not in fields:
             known = ", ".join(sorted([*fields, *also])) or "none"
-            raise ConfigError(f"{key}.{name}: unknown key (known keys: {known})")
+            raise ConfigError(f"{key}.{show_key(name)}: unknown key (known keys: {known})")
         f = fields[name]
         kwargs[f.name] = _convert(value, hints[f.name], f"{key}.{name}")
     try:
         return cls(**kwargs)
     except ValueError as exc:
-        text = str(exc)
+        # The settings' own checks word their messages; a bound keeps a value they quote
+        # whole (upstream's wordings do) from flooding the one line.
+        text = clip(str(exc))
         sub, _, rest = text.partition(": ")
         if rest and sub in fields:
             raise ConfigError(f"{key}.{sub}: {rest}") from None
@@ -239,7 +257,7 @@ def _overrides(value: Any, key: str) -> tuple[ActionOverride, ...]:
         unknown = [k for k in item if k not in ("namespaceSelector", "action")]
         if unknown:
             raise ConfigError(
-                f"{at}.{unknown[0]}: unknown key (known keys: action, namespaceSelector)"
+                f"{at}.{show_key(unknown[0])}: unknown key (known keys: action, namespaceSelector)"
             )
         if "namespaceSelector" not in item or "action" not in item:
             missing = "namespaceSelector" if "namespaceSelector" not in item else "action"
@@ -266,7 +284,7 @@ def _plugin_config(
             raise ConfigError(f"{key}.{name}: not a setting of {plugin.name}: {why}")
     enabled = section.pop("enabled", plugin.enabled_by_default)
     if not isinstance(enabled, bool):
-        raise ConfigError(f"{key}.enabled: must be true or false, got {enabled!r}")
+        raise ConfigError(f"{key}.enabled: must be true or false, got {show(enabled)}")
     action = _convert(section.pop("action", ENFORCE), Action, f"{key}.action")
     overrides = _overrides(section.pop("actionOverrides", []), f"{key}.actionOverrides")
     mutation = _convert(section.pop("mutation", "apply"), Mutation, f"{key}.mutation")
@@ -310,7 +328,7 @@ def _exception(item: Any, at: str, registry: Registry) -> PolicyException:
     unknown = [k for k in item if k not in _EXCEPTION_KEYS]
     if unknown:
         known = ", ".join(sorted(_EXCEPTION_KEYS))
-        raise ConfigError(f"{at}.{unknown[0]}: unknown key (known keys: {known})")
+        raise ConfigError(f"{at}.{show_key(unknown[0])}: unknown key (known keys: {known})")
     name = item.get("name")
     if not isinstance(name, str) or not name.strip():
         raise ConfigError(f"{at}.name: is required (a non-empty string)")
@@ -320,7 +338,9 @@ def _exception(item: Any, at: str, registry: Registry) -> PolicyException:
     for plugin in plugins:
         if plugin != "*" and plugin not in registry:
             known = ", ".join(registry.names)
-            raise ConfigError(f"{at}.plugins: unknown plugin {plugin!r} (known plugins: {known})")
+            raise ConfigError(
+                f"{at}.plugins: unknown plugin {show(plugin)} (known plugins: {known})"
+            )
     selector = item.get("objectSelector")
     if selector is not None:
         problems = selector_problems(selector)
@@ -330,13 +350,13 @@ def _exception(item: Any, at: str, registry: Registry) -> PolicyException:
     for account in accounts:
         namespace, sep, sa = account.partition(":")
         if not sep or not namespace or not sa or ":" in sa:
-            raise ConfigError(f"{at}.serviceAccounts: {account!r} must be namespace:name")
+            raise ConfigError(f"{at}.serviceAccounts: {show(account)} must be namespace:name")
     expires = None
     if item.get("expires") is not None:
         try:
             expires = parse_expiry(item["expires"])
         except ValueError as exc:
-            raise ConfigError(f"{at}.expires: {exc}") from None
+            raise ConfigError(f"{at}.expires: {clip(str(exc))}") from None
     return PolicyException(
         name=name,
         plugins=plugins,
@@ -353,13 +373,13 @@ def _exceptions(data: Any, registry: Registry) -> list[PolicyException]:
     if data is None:
         return []
     if not isinstance(data, list):
-        raise ConfigError("exceptions: must be a list")
+        raise ConfigError(f"exceptions: must be a list, got {show(data)}")
     out: list[PolicyException] = []
     seen: set[str] = set()
     for index, item in enumerate(data):
         exception = _exception(item, f"exceptions[{index}]", registry)
         if exception.name in seen:
-            raise ConfigError(f"exceptions[{index}].name: {exception.name!r} is used twice")
+            raise ConfigError(f"exceptions[{index}].name: {show(exception.name)} is used twice")
         seen.add(exception.name)
         out.append(exception)
     return out
@@ -373,16 +393,15 @@ def load_config(data: Any, registry: Registry) -> Config:
         raise ConfigError(f"<root>: must be a mapping, got {type(data).__name__}")
     for key in data:
         if key not in TOP_LEVEL:
-            raise ConfigError(f"{key}: unknown key (known keys: {', '.join(TOP_LEVEL)})")
+            raise ConfigError(f"{show_key(key)}: unknown key (known keys: {', '.join(TOP_LEVEL)})")
     plugins_data = data.get("plugins")
     plugins_data = {} if plugins_data is None else plugins_data
     if not isinstance(plugins_data, dict):
-        raise ConfigError("plugins: must be a mapping")
+        raise ConfigError(f"plugins: must be a mapping, got {show(plugins_data)}")
     for name in plugins_data:
         if name not in registry:
-            raise ConfigError(
-                f"plugins.{name}: unknown plugin (known plugins: {', '.join(registry.names)})"
-            )
+            known = ", ".join(registry.names)
+            raise ConfigError(f"plugins.{show_key(name)}: unknown plugin (known plugins: {known})")
     plugins: dict[str, PluginConfig] = {}
     exceptions = _exceptions(data.get("exceptions"), registry)
     for plugin in registry:
@@ -390,7 +409,7 @@ def load_config(data: Any, registry: Registry) -> Config:
         section = plugins_data.get(plugin.name)
         section = {} if section is None else section
         if not isinstance(section, dict):
-            raise ConfigError(f"{key}: must be a mapping, got {section!r}")
+            raise ConfigError(f"{key}: must be a mapping, got {show(section)}")
         plugins[plugin.name], exempt = _plugin_config(plugin, dict(section), key)
         if exempt is not None:
             exceptions.append(exempt)

@@ -24,6 +24,7 @@ from typing import Any, Final, Literal
 
 from webhooks.core.plugin import PHASES, Phase
 from webhooks.core.review import AdmissionRequest
+from webhooks.k8s.excerpt import show
 from webhooks.k8s.mapping import MAPPING
 from webhooks.k8s.podspec import POD_SPEC_PATHS, get_path
 from webhooks.k8s.selectors import Selector, compile_selector
@@ -194,12 +195,17 @@ def parse_expiry(value: Any) -> dt.datetime:
             moment = dt.datetime.fromisoformat(value.strip())
         except ValueError:
             raise ValueError(
-                f"must be an RFC 3339 time such as 2027-01-31T00:00:00Z, got {value!r}"
+                f"must be an RFC 3339 time such as 2027-01-31T00:00:00Z, got {show(value)}"
             ) from None
     elif isinstance(value, dt.date):
         moment = dt.datetime(value.year, value.month, value.day)
     else:
-        raise ValueError(f"must be an RFC 3339 time such as 2027-01-31T00:00:00Z, got {value!r}")
+        raise ValueError(
+            f"must be an RFC 3339 time such as 2027-01-31T00:00:00Z, got {show(value)}"
+        )
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
-    return moment.astimezone(dt.UTC)
+    try:
+        return moment.astimezone(dt.UTC)
+    except OverflowError:  # year 1 east of UTC, or year 9999 west of it
+        raise ValueError(f"{show(value)} is out of range once converted to UTC") from None

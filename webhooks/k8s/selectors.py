@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from webhooks.k8s.excerpt import show, show_key
 from webhooks.k8s.mapping import MAPPING
 from webhooks.k8s.names import label_value_errors, qualified_name_errors
 
@@ -37,9 +38,10 @@ def selector_problems(selector: Any) -> list[str]:
         return ["matchLabels: must be a mapping"]
     for key, value in labels.items():
         if not isinstance(key, str) or qualified_name_errors(key):
-            problems.append(f"matchLabels: {key!r} is not a valid label key")
+            problems.append(f"matchLabels: {show(key)} is not a valid label key")
         elif not isinstance(value, str) or label_value_errors(value):
-            problems.append(f"matchLabels.{key}: {value!r} is not a valid label value")
+            where = f"matchLabels.{show_key(key)}"
+            problems.append(f"{where}: {show(value)} is not a valid label value")
     expressions = selector.get("matchExpressions") or []
     if not isinstance(expressions, list):
         return [*problems, "matchExpressions: must be a list"]
@@ -50,7 +52,7 @@ def selector_problems(selector: Any) -> list[str]:
             continue
         key, operator, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
         if not isinstance(key, str) or qualified_name_errors(key):
-            problems.append(f"{where}.key: {key!r} is not a valid label key")
+            problems.append(f"{where}.key: {show(key)} is not a valid label key")
         if operator not in OPERATORS:
             problems.append(f"{where}.operator: must be one of {', '.join(OPERATORS)}")
         elif not isinstance(values, list) or not all(isinstance(v, str) for v in values):

@@ -12,24 +12,39 @@ import codecs
 from webhooks.manifests.errors import Refused
 
 
-def text_of(data: bytes) -> str:
+def text_of(data: bytes, *, strict: bool = False) -> str:
     """Decode a file the way kubectl does: UTF-8, or UTF-16 when a byte-order mark says so.
 
     kubectl's decoder (``unicode.BOMOverride``) honours UTF-8 and UTF-16 marks only and
     replaces bytes that are not UTF-8 with U+FFFD rather than failing, so ``café``
     written in Latin-1 reaches the cluster with U+FFFD in place of the ``é``. A UTF-32
     mark is refused by name: kubectl reads such a file as UTF-16 and fails on the NUL
-    characters it finds.
+    characters it finds. With ``strict``, such bytes are refused instead, at their line, as
+    go-yaml refuses them where nothing replaced them first (a Kubernetes component reading
+    its configuration file).
     """
     if data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
         raise Refused(0, "UTF-32 text is not read (kubectl reads UTF-8 and UTF-16)")
+    codec, skip = "utf-8", 0
     if data.startswith(codecs.BOM_UTF16_LE):
-        return data[2:].decode("utf-16-le", "replace")
-    if data.startswith(codecs.BOM_UTF16_BE):
-        return data[2:].decode("utf-16-be", "replace")
-    if data.startswith(codecs.BOM_UTF8):
-        data = data[3:]
+        codec, skip = "utf-16-le", 2
+    elif data.startswith(codecs.BOM_UTF16_BE):
+        codec, skip = "utf-16-be", 2
+    elif data.startswith(codecs.BOM_UTF8):
+        skip = 3
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data.decode("utf-8", "replace")
+        return str(data[skip:], codec)
+    except UnicodeDecodeError as exc:
+        if not strict:
+            return str(data[skip:], codec, "replace")
+        at = exc.start
+        bad = exc.object[at : min(exc.end, at + 4)]
+        line = str(exc.object[:at], codec, "replace").count("\n") + 1
+        raise Refused(line, f"not {_NAMES[codec]} text: {_hex(bad)} cannot be decoded") from None
+
+
+_NAMES = {"utf-8": "UTF-8", "utf-16-le": "UTF-16", "utf-16-be": "UTF-16"}
+
+
+def _hex(data: bytes) -> str:
+    return ("bytes " if len(data) > 1 else "byte ") + " ".join(f"0x{b:02X}" for b in data)

@@ -46,7 +46,21 @@ def _json_float(text: str) -> int | float:
     return json_number(value)
 
 
-_DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_json_float)
+def _json_int(text: str) -> int | float:
+    # Go decodes a number into an int64 when it fits, else a float64 (apimachinery's
+    # util/json); int() of thousands of digits would take time quadratic in them.
+    if len(text) <= _INT64_CHARS:
+        value = int(text)
+        if -_INT64 <= value < _INT64:
+            return value
+    return _json_float(text)
+
+
+#: The characters of the widest int64, -9223372036854775808.
+_INT64_CHARS = 20
+_INT64 = 1 << 63
+
+_DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_json_float, parse_int=_json_int)
 _SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 
 

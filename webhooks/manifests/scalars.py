@@ -51,6 +51,8 @@ _YAML_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9
 _DOT_FLOAT = re.compile(r"\.[0-9](?:_?[0-9])*(?:[eE][-+]?[0-9](?:_?[0-9])*)?\Z")
 _INT64 = 1 << 63
 _UINT64 = 1 << 64
+#: The digits of the largest uint64, 18446744073709551615.
+_UINT64_DIGITS = 20
 
 
 def resolve_plain(text: str) -> Any:
@@ -86,8 +88,10 @@ def _number(text: str) -> Any:
             number = int(binary, 2)
         elif zero_octal is not None:
             number = int(zero_octal, 8)
-        else:
+        elif len(decimal) <= _UINT64_DIGITS:
             number = int(decimal)
+        else:  # fits no int64 or uint64; int() would take time quadratic in the digits
+            number = _UINT64
         signed = -number if sign == "-" else number
         if -_INT64 <= signed < _INT64 or (not sign and number < _UINT64):
             return signed

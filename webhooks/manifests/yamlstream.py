@@ -39,11 +39,16 @@ def read_yaml(
     index: int,
     add: Callable[[Raw], None],
     single: bool = False,
+    *,
+    strict: bool = False,
 ) -> int:
     """Decode the YAML documents of ``text`` into ``add``; returns the next document index.
 
     With ``single``, stops after the first document's root value (used to read one JSON
-    object that nests too deep for Python's ``json``). Raises :class:`Refused` or
+    object that nests too deep for Python's ``json``). With ``strict``, a key written twice
+    in one map is refused, as sigs.k8s.io/yaml's strict decoding refuses it for a
+    Kubernetes component's configuration file (a key a merge brought in may still be
+    written over: that is what a merge is for). Raises :class:`Refused` or
     ``yaml.YAMLError``; the documents before the failure have been added. Why two tries:
     where libyaml stops at a nesting limit of its own, the text is read again by the
     pure-Python parser (:mod:`.parser`), and the documents already added are not added twice.
@@ -51,7 +56,7 @@ def read_yaml(
     """
     fast = parser.FAST
     if fast is None:
-        return _read(parser.PURE, text, index, add, single)
+        return _read(parser.PURE, text, index, add, single, strict)
     added = 0
 
     def counted(raw: Raw) -> None:
@@ -60,7 +65,7 @@ def read_yaml(
         add(raw)
 
     try:
-        return _read(fast, text, index, counted, single)
+        return _read(fast, text, index, counted, single, strict)
     except yaml.YAMLError as exc:
         if not parser.fell_short(exc):
             raise
@@ -73,7 +78,7 @@ def read_yaml(
         else:
             add(raw)
 
-    return _read(parser.PURE, text, index, rest, single)
+    return _read(parser.PURE, text, index, rest, single, strict)
 
 
 def _read(
@@ -82,6 +87,7 @@ def _read(
     index: int,
     add: Callable[[Raw], None],
     single: bool = False,
+    strict: bool = False,
 ) -> int:
     # One parser's pass over the text (see read_yaml).
     events_of = loader(text if isinstance(text, str) else text.again())
@@ -92,7 +98,7 @@ def _read(
             event = get()
             if event.__class__ is not _DOC:
                 continue
-            raw = _document(get, single, flow_limit)
+            raw = _document(get, single, flow_limit, strict)
             if raw is None:
                 continue
             raw.index = index
@@ -116,6 +122,30 @@ _NOKEY = object()
 _OPEN = object()
 
 
+def _written(holder: dict[str, Any], key: str, merged: dict[int, set[str]], line: int) -> None:
+    # Strict decoding: "key ... already set in map", at the second one. A key only a merge
+    # brought in may be written over, once; the map itself says what was written, so a
+    # strict read keeps no set of keys per map.
+    if key in holder:
+        brought = merged.get(id(holder))
+        if brought is None or key not in brought:
+            raise Refused(line, f"key {show(key)} already set in map")
+        brought.discard(key)
+
+
+def _merging(target: dict[str, Any], value: Any, merged: dict[int, set[str]], line: int) -> None:
+    # Strict decoding: a merge may not overwrite a key the map itself wrote before it.
+    maps = [value] if isinstance(value, dict) else value if isinstance(value, list) else []
+    brought = merged.setdefault(id(target), set())
+    for item in maps:
+        if not isinstance(item, dict):
+            continue
+        for key in item:
+            if key in target and key not in brought:
+                raise Refused(line, f"key {show(key)} already set in map")
+        brought.update(item)
+
+
 def _merge(target: dict[str, Any], value: Any, line: int) -> None:
     # go-yaml v2 writes merged keys in place as it meets them, so a key written before the
     # "<<" is overwritten and one written after it wins; in a list the first map wins.
@@ -130,14 +160,18 @@ def _merge(target: dict[str, Any], value: Any, line: int) -> None:
 
 
 def _document(  # noqa: PLR0915
-    get: Callable[[], Any], single: bool = False, flow_limit: int = MAX_DEPTH + 1
+    get: Callable[[], Any],
+    single: bool = False,
+    flow_limit: int = MAX_DEPTH + 1,
+    strict: bool = False,
 ) -> Raw | None:
     """Build one document's root value from its events (after its DocumentStartEvent).
 
     With ``single``, returns as soon as the root is complete, without asking for the
     document's end: the parser would look past it, at text that is not this document's.
     Raises :class:`~.parser.FlowTooDeep` at ``flow_limit`` levels of flow nesting (see
-    :func:`~.parser.flow_limit`).
+    :func:`~.parser.flow_limit`). With ``strict``, a key written twice in one map is refused
+    (see :func:`read_yaml`).
     """
     anchors: dict[str, Any] = {}
     # A frame: [container, pending key, anchor, nodes before it, deepest before it,
@@ -146,6 +180,8 @@ def _document(  # noqa: PLR0915
     items: list[int] | None = None
     decoded, aliased, deepest = 1, 0, 0
     flow_base = 0  # the level of the outermost open flow collection; 0: none is open
+    # With ``strict``: per map (by id), the keys a merge brought in and nothing wrote over.
+    merged: dict[int, set[str]] | None = {} if strict else None
     root: Any = None
     start_mark: Any = None
     end = 0
@@ -224,6 +260,8 @@ def _document(  # noqa: PLR0915
                 anchors[anchor] = (frame[0], decoded - frame[3], deepest - level + 1)
                 deepest = max(deepest, frame[4])
             if frame[5] is not None:
+                if merged is not None:
+                    _merging(frame[5], frame[0], merged, event.start_mark.line + 1)
                 _merge(frame[5], frame[0], event.start_mark.line + 1)
             if not stack:
                 end = event.end_mark.index
@@ -276,9 +314,13 @@ def _document(  # noqa: PLR0915
         key = frame[1]
         if key is _NOKEY:
             frame[1] = value if value.__class__ is str else as_key(value, event.start_mark.line + 1)
+            if merged is not None and frame[1] is not MERGE:
+                _written(holder, frame[1], merged, event.start_mark.line + 1)
             continue
         frame[1] = _NOKEY
         if key is MERGE:
+            if merged is not None:
+                _merging(holder, value, merged, event.start_mark.line + 1)
             _merge(holder, value, event.start_mark.line + 1)
             continue
         if not height and (value.__class__ is float or value is MERGE):

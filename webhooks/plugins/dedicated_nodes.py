@@ -58,6 +58,7 @@ from webhooks.core.plugin import PODS, Context, Mutator, Plugin, Validator
 from webhooks.core.result import UNCHANGED, Result, Violation
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s import affinity
+from webhooks.k8s.excerpt import show
 from webhooks.k8s.mapping import MAPPING
 from webhooks.k8s.names import is_valid_label_value, qualified_name_errors
 from webhooks.k8s.namespaces import labels_of
@@ -96,11 +97,11 @@ class Settings:
         for name, value in (("namespaceLabel", self.namespace_label), ("key", self.key)):
             errors = qualified_name_errors(value)
             if errors:
-                raise ValueError(f"{name}: {value!r} is not a valid label key: {errors[0]}")
+                raise ValueError(f"{name}: {show(value)} is not a valid label key: {errors[0]}")
         for namespace, group in self.namespaces.items():
             if not group or not is_valid_label_value(group):
                 raise ValueError(
-                    f"namespaces: group {group!r} of namespace {namespace!r} must be a "
+                    f"namespaces: group {show(group)} of namespace {show(namespace)} must be a "
                     "non-empty label value"
                 )
 

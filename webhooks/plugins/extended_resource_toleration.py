@@ -64,6 +64,7 @@ from webhooks.k8s.claims import (
     implicit_class,
     pod_claims,
 )
+from webhooks.k8s.excerpt import show, show_key
 from webhooks.k8s.names import is_dns_subdomain, is_extended_resource_name, qualified_name_errors
 from webhooks.k8s.podspec import is_mirror_pod, resource_names
 from webhooks.k8s.tolerations import (
@@ -96,12 +97,14 @@ class Settings:
         for name, key in self.device_class_taints.items():
             if not is_dns_subdomain(name):
                 raise ValueError(
-                    f"deviceClassTaints: {name!r} is not a device class name (a lowercase "
+                    f"deviceClassTaints: {show(name)} is not a device class name (a lowercase "
                     "RFC 1123 subdomain)"
                 )
             errors = qualified_name_errors(key)
             if errors:
-                raise ValueError(f"deviceClassTaints.{name}: taint key {key!r}: {errors[0]}")
+                raise ValueError(
+                    f"deviceClassTaints.{show_key(name)}: taint key {show(key)}: {errors[0]}"
+                )
 
     @property
     def resolves_claims(self) -> bool:

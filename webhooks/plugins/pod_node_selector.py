@@ -32,6 +32,7 @@ from webhooks.core.patch import Editor
 from webhooks.core.plugin import PODS, Context, Mutator, Plugin, Validator
 from webhooks.core.result import UNCHANGED, Result, Violation
 from webhooks.core.review import AdmissionRequest
+from webhooks.k8s.excerpt import clip, show
 from webhooks.k8s.fielderr import pod_forbidden
 from webhooks.k8s.labels import first_conflict, format_label_set, is_subset, parse_label_set
 from webhooks.k8s.mapping import MAPPING
@@ -61,12 +62,14 @@ class Settings:
         try:
             parse_label_set(self.cluster_default_node_selector)
         except ValueError as exc:
-            raise ValueError(f"clusterDefaultNodeSelector: {exc}") from None
+            raise ValueError(f"clusterDefaultNodeSelector: {clip(str(exc))}") from None
         for namespace, text in self.node_selector_whitelist.items():
             try:
                 parse_label_set(text)
             except ValueError as exc:
-                raise ValueError(f"nodeSelectorWhitelist: namespace {namespace!r}: {exc}") from None
+                raise ValueError(
+                    f"nodeSelectorWhitelist: namespace {show(namespace)}: {clip(str(exc))}"
+                ) from None
 
 
 class _Unreadable(ValueError):
