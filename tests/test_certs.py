@@ -322,9 +322,9 @@ def _garbage(path: Path) -> Path:
 @pytest.mark.parametrize(
     ("case", "match"),
     [
-        ("missing cert", "not found"),
+        ("missing cert", "No such file or directory"),
         ("garbage cert", "no valid PEM certificate"),
-        ("missing key", "not found"),
+        ("missing key", "No such file or directory"),
         ("garbage key", "no valid PEM private key"),
         ("key given as cert", "no valid PEM certificate"),
         ("cert given as key", "no valid PEM private key"),
@@ -576,15 +576,19 @@ def _directory(path: Path) -> Path:
     ("make", "message"),
     [
         pytest.param(
-            _fifo, "is not a regular file", id="a FIFO named tls.crt is refused, not read"
+            _fifo,
+            "a FIFO (named pipe), not a regular file",
+            id="a FIFO named tls.crt is refused, not read",
         ),
         pytest.param(
-            _dev_zero, "is not a regular file", id="a symlink to /dev/zero is refused, not read"
+            _dev_zero,
+            "a character device, not a regular file",
+            id="a symlink to /dev/zero is refused, not read",
         ),
-        pytest.param(_directory, "is not a regular file", id="a directory is refused"),
+        pytest.param(_directory, "a directory, not a regular file", id="a directory is refused"),
         pytest.param(
             _huge,
-            f"holds more than MAX_PEM_BYTES ({certs.MAX_PEM_BYTES} bytes",
+            f"over the limit of {certs.MAX_PEM_BYTES:,} bytes for a certificate file",
             id="a file over 1 MiB is refused, naming the limit",
         ),
     ],

@@ -256,7 +256,10 @@ def test_an_unknown_webhook_to_switch_exits_1(server: Server, tmp_path: Path) ->
     [
         (["--failure-policy=validate.pw.svc=fail"], "expected WEBHOOK=Ignore"),
         (["--url=https://localhost:1/validate"], "--url needs --ca-file"),
-        (["--url=https://x/v", "--ca-file=/nonexistent"], "--ca-file file not found: /nonexistent"),
+        (
+            ["--url=https://x/v", "--ca-file=/nonexistent"],
+            "--ca-file file /nonexistent: cannot read: No such file or directory",
+        ),
     ],
     ids=[
         "a failure policy in the wrong case",

@@ -22,7 +22,6 @@ import errno
 import ipaddress
 import os
 import secrets
-import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +37,8 @@ from cryptography.hazmat.primitives.asymmetric.types import (
     PublicKeyTypes,
 )
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from webhooks.manifests.files import Unreadable, read_file
 
 __all__ = [
     "CA_FILE",
@@ -510,39 +511,14 @@ def read_pem(path: Path, what: str) -> bytes:
 
     Why not ``Path.read_bytes``: a FIFO in the file's place blocks a reader forever and a
     symlink to ``/dev/zero`` reads until memory runs out. Only a regular file of at most
-    :data:`MAX_PEM_BYTES` is read; anything else raises :class:`CertError` saying why.
+    :data:`MAX_PEM_BYTES` is read, by the same bounded reader as manifests and config files
+    (:func:`~webhooks.manifests.files.read_file`); anything else raises :class:`CertError`
+    naming the file and why.
     """
-    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
     try:
-        # O_NONBLOCK: opening a FIFO does not wait for a writer; a regular file ignores it.
-        fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        raise CertError(f"{what} file not found: {path}") from None
-    except OSError as exc:
-        raise CertError(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise CertError(f"{what} file {path} is not a regular file")
-        data = _read_at_most(fd, MAX_PEM_BYTES + 1)
-    except OSError as exc:
-        raise CertError(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_PEM_BYTES:
-        raise CertError(
-            f"{what} file {path} holds more than MAX_PEM_BYTES ({MAX_PEM_BYTES} bytes, "
-            "the most a Kubernetes Secret can hold)"
-        )
-    return data
-
-
-def _read_at_most(fd: int, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while size < limit and (chunk := os.read(fd, limit - size)):
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
+        return read_file(path, MAX_PEM_BYTES, f"a {what} file")
+    except Unreadable as exc:
+        raise CertError(f"{what} file {path}: {exc.reason}") from None
 
 
 def pem_spans(data: bytes, label: bytes = b"CERTIFICATE") -> Iterator[tuple[int, int]]:

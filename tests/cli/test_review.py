@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,7 @@ import pytest
 
 from tests.command import ROOT, invoke_cli, run_cli
 from tests.reviews import container, pod, review
+from webhooks.server.framing import MAX_BODY
 
 
 def _patch(out: dict[str, Any]) -> list[dict[str, Any]]:
@@ -131,3 +134,62 @@ def test_an_empty_path_argument_exits_2_with_one_line(args: list[str], what: str
     assert result.stdout == ""
     [line] = result.stderr.splitlines()
     assert line.startswith(f'placement-webhooks: an empty {what} argument (""): give ')
+
+
+def _fifo(tmp_path: Path) -> list[str]:
+    path = tmp_path / "review.json"
+    os.mkfifo(path)
+    return ["review", str(path)]
+
+
+def _dev_zero(tmp_path: Path) -> list[str]:
+    path = tmp_path / "review.json"
+    path.symlink_to("/dev/zero")
+    return ["review", str(path)]
+
+
+def _over_the_body_limit(tmp_path: Path) -> list[str]:
+    path = tmp_path / "review.json"
+    with path.open("wb") as out:  # sparse: no disk used
+        out.truncate(MAX_BODY + 1)
+    return ["review", str(path)]
+
+
+@pytest.mark.parametrize(
+    ("make", "stdin", "reason"),
+    [
+        pytest.param(
+            _fifo,
+            None,
+            "a FIFO (named pipe), not a regular file",
+            id="a FIFO is refused, not waited on",
+        ),
+        pytest.param(
+            _dev_zero,
+            None,
+            "a character device, not a regular file",
+            id="a link to /dev/zero is refused, not read",
+        ),
+        pytest.param(
+            _over_the_body_limit,
+            None,
+            f"over the limit of {MAX_BODY:,} bytes for an AdmissionReview",
+            id="a file over the server's body limit is refused by its size",
+        ),
+        pytest.param(
+            lambda _: ["review", "-"],
+            b"{" * (MAX_BODY + 1),
+            f"over the limit of {MAX_BODY:,} bytes for an AdmissionReview: stdin holds more",
+            id="stdin past the server's body limit is refused after the limit",
+        ),
+    ],
+)
+def test_a_review_is_read_only_from_a_regular_file_or_stdin_within_the_body_limit(
+    tmp_path: Path, make: Callable[[Path], list[str]], stdin: bytes | None, reason: str
+) -> None:
+    # A real process with a deadline: an input that is never refused would hang or exhaust
+    # memory, and the deadline turns that into a failure instead of a stuck suite.
+    proc = run_cli(*make(tmp_path), stdin=stdin, text=False, timeout=30)
+    assert proc.returncode == 2
+    assert reason in proc.stderr.decode()
+    assert proc.stdout == b""

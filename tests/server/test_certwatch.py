@@ -38,7 +38,7 @@ def test_a_fresh_pair_is_ready_and_both_expiries_are_known(tmp_path: Path) -> No
     [
         ("foreign key", "does not match"),
         ("expired", "expired at"),
-        ("missing certificate", "not found"),
+        ("missing certificate", "No such file or directory"),
         ("garbage key", "no valid PEM private key"),
     ],
     ids=[
@@ -132,7 +132,9 @@ def _fifo(directory: Path, other: certs.CertPaths) -> None:
         pytest.param(_garbage, "no valid PEM certificate", id="a garbage tls.crt"),
         pytest.param(_foreign_key, "does not match", id="a tls.key of another certificate"),
         pytest.param(_empty, "no valid PEM certificate", id="an empty tls.crt"),
-        pytest.param(_over_a_mebibyte, "MAX_PEM_BYTES", id="a tls.crt over 1 MiB"),
+        pytest.param(
+            _over_a_mebibyte, "over the limit of 1,048,576 bytes", id="a tls.crt over 1 MiB"
+        ),
         pytest.param(_fifo, "not a regular file", id="a FIFO in tls.crt's place"),
     ],
 )

@@ -7,7 +7,6 @@ the input or configuration is unusable, with the reason on stderr.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
@@ -21,16 +20,28 @@ from webhooks.cli.common import (
 from webhooks.core.admission import Admission
 from webhooks.core.plugin import PHASES
 from webhooks.core.review import ReviewError
+from webhooks.manifests.files import Unreadable, read_file, read_stream
 from webhooks.plugins import REGISTRY
+from webhooks.server.framing import MAX_BODY
 
 
 def _read_input(source: str) -> bytes:
-    if source == "-":
-        return sys.stdin.buffer.read()
+    """The review's bytes, bounded as the server bounds a request body.
+
+    Why the server's limit: ``review`` answers what the server would, and the server
+    refuses a body over ``MAX_BODY`` (413) without reading it; a FIFO, a device or a link
+    to ``/dev/zero`` is refused by name instead of read forever.
+    """
     try:
-        return Path(source).read_bytes()
-    except OSError as exc:
-        fail(f"{source}: cannot read: {exc.strerror}")
+        if source == "-":
+            return read_stream(sys.stdin.buffer, MAX_BODY, AN_ADMISSION_REVIEW)
+        return read_file(source, MAX_BODY, AN_ADMISSION_REVIEW)
+    except Unreadable as exc:
+        fail(f"{'<stdin>' if source == '-' else source}: {exc.reason}")
+
+
+#: Whose limit a refusal names.
+AN_ADMISSION_REVIEW = "an AdmissionReview"
 
 
 @click.command()

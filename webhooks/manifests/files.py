@@ -10,9 +10,12 @@ stops one byte past the limit, whatever the file claims its size is.
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 #: What a file that is not a regular file is, in a refusal's words.
 _KINDS = (
@@ -85,7 +88,7 @@ def read_file(path: str | Path, limit: int, what: str, *, streams: bool = False)
             os.set_blocking(fd, True)
         elif status.st_size > limit:
             raise Unreadable(_too_large(status.st_size, limit, what))
-        data = _read(fd, limit)
+        data = _read(functools.partial(os.read, fd), limit)
     except OSError as exc:
         raise Unreadable(f"cannot read: {exc.strerror}") from None
     finally:
@@ -97,11 +100,25 @@ def read_file(path: str | Path, limit: int, what: str, *, streams: bool = False)
     return data
 
 
-def _read(fd: int, limit: int) -> bytes:
+def read_stream(stream: BinaryIO, limit: int, what: str, name: str = "stdin") -> bytes:
+    """The bytes of an open stream (stdin), read to its end or one byte past ``limit``.
+
+    Why a piece at a time: a stream may never end (``check - < /dev/zero``), and a short one
+    must not cost a buffer the size of the limit. Raises :class:`Unreadable` naming the
+    limit when the stream holds more (``name`` says which stream, ``what`` whose limit).
+    """
+    data = _read(stream.read, limit)
+    if len(data) > limit:
+        raise Unreadable(_too_large(None, limit, what, name))
+    return data
+
+
+def _read(read: Callable[[int], bytes], limit: int) -> bytes:
+    # At most ``limit`` + 1 bytes, asked for a piece at a time.
     chunks: list[bytes] = []
     size = 0
     while size <= limit:
-        chunk = os.read(fd, min(_CHUNK, limit + 1 - size))
+        chunk = read(min(_CHUNK, limit + 1 - size))
         if not chunk:
             break
         chunks.append(chunk)
@@ -109,6 +126,6 @@ def _read(fd: int, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _too_large(size: int | None, limit: int, what: str) -> str:
+def _too_large(size: int | None, limit: int, what: str, name: str = "it") -> str:
     held = f"{size:,} bytes" if size is not None else "more than that"
-    return f"over the limit of {limit:,} bytes for {what}: it holds {held}"
+    return f"over the limit of {limit:,} bytes for {what}: {name} holds {held}"

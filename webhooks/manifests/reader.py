@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 from webhooks.manifests.decode import decode
 from webhooks.manifests.encoding import text_of
 from webhooks.manifests.errors import ManifestError, Refused
-from webhooks.manifests.files import Unreadable, read_file
+from webhooks.manifests.files import Unreadable, read_file, read_stream
 from webhooks.manifests.limits import A_MANIFEST, MAX_FILE_BYTES
 from webhooks.manifests.lines import Index, index_lines, locate, parse_field
 
@@ -229,41 +229,32 @@ def _once(stdin: Stdin) -> Callable[[], bytes]:
     Why kept: ``-`` may be given more than once, and each must read what the first read.
     Raises :class:`~.files.Unreadable` on every call when stdin holds more than the cap.
     """
-    kept: list[bytes] = []
+    kept: list[bytes | Unreadable] = []
 
     def get() -> bytes:
         if not kept:
-            kept.append(_stdin_bytes(stdin))
-        if len(kept[0]) > MAX_FILE_BYTES:
-            raise Unreadable(
-                f"over the limit of {MAX_FILE_BYTES:,} bytes for {A_MANIFEST}: "
-                "stdin holds more than that"
-            )
+            try:
+                kept.append(_stdin_bytes(stdin))
+            except Unreadable as exc:
+                kept.append(exc)
+        if isinstance(kept[0], Unreadable):
+            raise kept[0]
         return kept[0]
 
     return get
 
 
 def _stdin_bytes(stdin: Stdin) -> bytes:
-    # At most the cap and one byte, asked for a piece at a time: stdin may never end
-    # (``check - < /dev/zero``), and a short one must not cost a buffer the size of the cap.
     if stdin is None:
         return b""
     if isinstance(stdin, bytes):
+        if len(stdin) > MAX_FILE_BYTES:
+            raise Unreadable(
+                f"over the limit of {MAX_FILE_BYTES:,} bytes for {A_MANIFEST}: "
+                "stdin holds more than that"
+            )
         return stdin
-    pieces: list[bytes] = []
-    size = 0
-    while size <= MAX_FILE_BYTES:
-        piece = stdin.read(min(_PIECE, MAX_FILE_BYTES + 1 - size))
-        if not piece:
-            break
-        pieces.append(piece)
-        size += len(piece)
-    return b"".join(pieces)
-
-
-#: How much one read of stdin asks for.
-_PIECE = 1 << 20
+    return read_stream(stdin, MAX_FILE_BYTES, A_MANIFEST)
 
 
 def _read(
