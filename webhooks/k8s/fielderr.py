@@ -207,6 +207,24 @@ def taint_struct(taint: Mapping[str, Any]) -> Raw:
     )
 
 
+#: How many characters of an offending string a message quotes before cutting it (with
+#: its length). Why bounded: the value is the request's, a string of megabytes is valid
+#: JSON, and the message ends up in a denial, a log line or a report.
+SHOWN_CHARS = 64
+
+
+def cut(value: Any) -> Any:
+    """``value`` for a message: itself when it is not a long string, else a :class:`Raw`
+    of its Go-quoted first :data:`SHOWN_CHARS` characters and its length.
+
+    Why not in :func:`invalid` for every value: upstream's messages quote values whole, and
+    the conformance tests compare them; callers cut what can be arbitrarily long.
+    """
+    if isinstance(value, str) and len(value) > SHOWN_CHARS:
+        return Raw(f"{go_quote(value[:SHOWN_CHARS])}... ({len(value)} characters)")
+    return value
+
+
 def _bad_value(value: Any) -> str:
     # ErrorBody prints a nil bad value as "null" (recent apimachinery), everything else via fmt.
     return "null" if value is None else go_repr(value)
