@@ -594,3 +594,29 @@ def test_adding_n_tolerations_reads_each_identity_once(monkeypatch: pytest.Monke
     result = add_or_update_all(present, wanted)
     assert len(result) == n
     assert reads == len(present) + len(wanted)
+
+
+DESCRIBED: list[tuple[str, dict[str, Any], str]] = [
+    (
+        "the longest valid key is shown whole",
+        tol("a" * 253 + "/" + "b" * 63, "Exists", effect="NoSchedule"),
+        "a" * 253 + "/" + "b" * 63 + ":NoSchedule (Exists)",
+    ),
+    (
+        "a value longer than any valid one is cut, with its length",
+        tol("dedicated", "Equal", "v" * 100_000),
+        "dedicated=" + "v" * 317 + "... (100000 characters):* (Equal)",
+    ),
+    (
+        "a key longer than any valid one is cut, with its length",
+        tol("k" * 5000, "Exists"),
+        "k" * 317 + "... (5000 characters):* (Exists)",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("toleration", "text"), [(t, x) for _, t, x in DESCRIBED], ids=[i for i, *_ in DESCRIBED]
+)
+def test_a_toleration_is_described_in_a_bounded_line(toleration: dict[str, Any], text: str) -> None:
+    assert describe(toleration) == text

@@ -213,6 +213,18 @@ def taint_struct(taint: Mapping[str, Any]) -> Raw:
 SHOWN_CHARS = 64
 
 
+def excerpt(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` itself when it has at most ``limit`` characters, else its first ``limit``
+    and how many it has: ``abc... (1048576 characters)``.
+
+    Why: a message that quotes user input whole costs as much to build and log as the
+    input, and buries the one line that matters.
+    """
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
+
+
 def cut(value: Any) -> Any:
     """``value`` for a message: itself when it is not a long string, else a :class:`Raw`
     of its Go-quoted first :data:`SHOWN_CHARS` characters and its length.

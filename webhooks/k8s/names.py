@@ -20,6 +20,9 @@ DNS1123_SUBDOMAIN_FMT = DNS1123_LABEL_FMT + "(\\." + DNS1123_LABEL_FMT + ")*"
 QUALIFIED_NAME_MAX_LENGTH = 63
 LABEL_VALUE_MAX_LENGTH = 63
 DNS1123_SUBDOMAIN_MAX_LENGTH = 253
+#: The longest valid qualified name: a subdomain prefix, "/", and a name part. Messages
+#: show keys this long whole and cut longer ones (which can only be invalid).
+QUALIFIED_KEY_MAX_LENGTH = DNS1123_SUBDOMAIN_MAX_LENGTH + 1 + QUALIFIED_NAME_MAX_LENGTH
 
 # Equivalent, capture-free forms used for matching (always with fullmatch, never ``$``).
 _NAME = "[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?"

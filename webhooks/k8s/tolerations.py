@@ -13,7 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from webhooks.k8s.fielderr import excerpt
 from webhooks.k8s.mapping import MAPPING
+from webhooks.k8s.names import QUALIFIED_KEY_MAX_LENGTH
 
 Toleration = Mapping[str, Any]
 T = TypeVar("T")
@@ -467,14 +469,24 @@ def describe(toleration: Toleration) -> str:
     """One-line human form, e.g. ``nvidia.com/gpu:NoSchedule (Exists)`` or ``a=b:NoExecute 60s``.
 
     Why: warnings, audit annotations and CLI summaries must name tolerations the same way.
+    A field longer than any valid key (:data:`~webhooks.k8s.names.QUALIFIED_KEY_MAX_LENGTH`)
+    is cut short (:func:`~webhooks.k8s.fielderr.excerpt`): it can only be invalid, and a
+    pod may send megabytes of it.
     """
-    return describe_facts(facts(toleration))
+    read = facts(toleration)
+    key, operator, value, effect, seconds = read
+    most = QUALIFIED_KEY_MAX_LENGTH
+    if max(len(key), len(operator), len(value), len(effect)) > most:
+        cut = (excerpt(key, most), excerpt(operator, most), excerpt(value, most))
+        read = (*cut, excerpt(effect, most), seconds)
+    return describe_facts(read)
 
 
 @functools.lru_cache(maxsize=1024)
 def describe_facts(read: Facts) -> str:
     """:func:`describe` of a toleration's facts; kept per value, as audit notes name the
-    same defaults on every pod (the text was a tenth of a merge's cost)."""
+    same defaults on every pod (the text was a tenth of a merge's cost). What it keeps is
+    bounded: :func:`describe` cuts long fields before asking."""
     key, operator, value, effect, seconds = read
     text = key or "*"
     if value:

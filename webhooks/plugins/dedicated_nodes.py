@@ -59,8 +59,9 @@ from webhooks.core.result import UNCHANGED, Result, Violation
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s import affinity
 from webhooks.k8s.excerpt import show
+from webhooks.k8s.fielderr import excerpt
 from webhooks.k8s.mapping import MAPPING
-from webhooks.k8s.names import is_valid_label_value, qualified_name_errors
+from webhooks.k8s.names import QUALIFIED_KEY_MAX_LENGTH, is_valid_label_value, qualified_name_errors
 from webhooks.k8s.namespaces import labels_of
 from webhooks.k8s.podspec import is_mirror_pod
 from webhooks.k8s.tolerations import (
@@ -337,7 +338,8 @@ def _enforcement_message(
         else f"namespace {ns.name} belongs to no dedicated group"
     )
     if how == "group":
-        other = identity(toleration)[2]
+        # Any string is "another group" here; one longer than a label value is cut short.
+        other = excerpt(identity(toleration)[2], QUALIFIED_KEY_MAX_LENGTH)
         return (
             f"toleration {shown} lets this pod onto the nodes dedicated to group {other}, but "
             f"{own}; {_access_hint(settings, other)}"
