@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from webhooks.k8s.fielderr import SHOWN_CHARS
+from webhooks.k8s.excerpt import SHOWN
 from webhooks.k8s.quantity import (
     _SHAPE,
     BAD_SUFFIX,
@@ -201,7 +201,7 @@ def test_resource_lists_compare_numerically(a: Any, b: Any, equal: bool) -> None
 
 
 def test_a_bad_entry_names_its_resource() -> None:
-    with pytest.raises(QuantityError, match=r"^memory: invalid quantity '12 Mi'") as caught:
+    with pytest.raises(QuantityError, match=r'^memory: invalid quantity "12 Mi"') as caught:
         semantically_equal({"cpu": "1", "memory": "12 Mi"}, {"cpu": "1"})
     assert caught.value.resource == "memory"
 
@@ -347,8 +347,9 @@ def test_a_long_refusal_quotes_a_bounded_excerpt_and_keeps_the_value(
     assert caught.value.reason == reason
     assert caught.value.value == text
     message = str(caught.value)
-    assert len(message) <= SHOWN_CHARS + 2 * len(reason) + 60, message
-    assert f"({len(text)} characters)" in message
+    assert len(message) <= SHOWN + len(reason) + 40, message
+    assert message.startswith(f'invalid quantity "{text[: SHOWN // 2]}')
+    assert "…" in message
 
 
 def test_a_long_resource_name_is_cut_in_the_message_too() -> None:

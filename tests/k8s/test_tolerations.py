@@ -603,14 +603,14 @@ DESCRIBED: list[tuple[str, dict[str, Any], str]] = [
         "a" * 253 + "/" + "b" * 63 + ":NoSchedule (Exists)",
     ),
     (
-        "a value longer than any valid one is cut, with its length",
+        "a value longer than any valid one is cut",
         tol("dedicated", "Equal", "v" * 100_000),
-        "dedicated=" + "v" * 317 + "... (100000 characters):* (Equal)",
+        "dedicated=" + "v" * 317 + "…:* (Equal)",
     ),
     (
-        "a key longer than any valid one is cut, with its length",
+        "a key longer than any valid one is cut",
         tol("k" * 5000, "Exists"),
-        "k" * 317 + "... (5000 characters):* (Exists)",
+        "k" * 317 + "…:* (Exists)",
     ),
 ]
 

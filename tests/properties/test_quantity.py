@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.k8s.test_quantity import _answer, _backtracking_parse
-from webhooks.k8s.fielderr import SHOWN_CHARS
+from webhooks.k8s.excerpt import SHOWN
 from webhooks.k8s.quantity import QuantityError, parse_quantity, quantity
 
 #: Every character the grammar reads, and a few it does not.
@@ -34,7 +34,7 @@ def long_quantities(draw: st.DrawFn) -> str:
 
 
 def _bounded(exc: QuantityError) -> None:
-    assert len(str(exc)) <= 2 * SHOWN_CHARS + 200, str(exc)[:300]
+    assert len(str(exc)) <= 2 * SHOWN + 200, str(exc)[:300]
 
 
 @given(st.text(alphabet=ALPHABET, max_size=40))

@@ -15,6 +15,8 @@ from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
+from webhooks.k8s.excerpt import SHOWN
+
 INVALID = "Invalid value"
 UNSUPPORTED = "Unsupported value"
 DUPLICATE = "Duplicate value"
@@ -207,33 +209,16 @@ def taint_struct(taint: Mapping[str, Any]) -> Raw:
     )
 
 
-#: How many characters of an offending string a message quotes before cutting it (with
-#: its length). Why bounded: the value is the request's, a string of megabytes is valid
-#: JSON, and the message ends up in a denial, a log line or a report.
-SHOWN_CHARS = 64
-
-
-def excerpt(text: str, limit: int = SHOWN_CHARS) -> str:
-    """``text`` itself when it has at most ``limit`` characters, else its first ``limit``
-    and how many it has: ``abc... (1048576 characters)``.
-
-    Why: a message that quotes user input whole costs as much to build and log as the
-    input, and buries the one line that matters.
-    """
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}... ({len(text)} characters)"
-
-
 def cut(value: Any) -> Any:
-    """``value`` for a message: itself when it is not a long string, else a :class:`Raw`
-    of its Go-quoted first :data:`SHOWN_CHARS` characters and its length.
+    """``value`` for a field error: itself when it is not a long string, else a :class:`Raw`
+    of its Go-quoted first :data:`~webhooks.k8s.excerpt.SHOWN` characters and its length.
 
     Why not in :func:`invalid` for every value: upstream's messages quote values whole, and
-    the conformance tests compare them; callers cut what can be arbitrarily long.
+    the conformance tests compare them; callers cut what can be arbitrarily long (a value
+    of megabytes would make a message of megabytes).
     """
-    if isinstance(value, str) and len(value) > SHOWN_CHARS:
-        return Raw(f"{go_quote(value[:SHOWN_CHARS])}... ({len(value)} characters)")
+    if isinstance(value, str) and len(value) > SHOWN:
+        return Raw(f"{go_quote(value[:SHOWN])}... ({len(value)} characters)")
     return value
 
 

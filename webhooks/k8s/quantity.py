@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_UP, Context, Decimal
 from typing import Any
 
-from webhooks.k8s.fielderr import SHOWN_CHARS
+from webhooks.k8s.excerpt import show, show_key
 
 #: The expression quoted by upstream's "wrong format" error (its scanner is a little
 #: stricter and a little looser than this expression; the message is what users see).
@@ -69,37 +69,20 @@ TOO_MANY_DIGITS = (
 )
 
 
-def shown(value: Any) -> str:
-    """``value`` as a :class:`QuantityError` message quotes it: ``repr`` of a string, cut
-    to :data:`~webhooks.k8s.fielderr.SHOWN_CHARS` characters (with its length) when longer;
-    a number's ``repr``; the type of anything else.
-
-    Why: a message quoting a whole value of megabytes costs as much to build and log as the
-    value, and buries the one line that matters.
-    """
-    if isinstance(value, str):
-        if len(value) > SHOWN_CHARS:
-            return f"{value[:SHOWN_CHARS]!r}... ({len(value)} characters)"
-        return repr(value)
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _INTEGER_LIMIT:
-        return f"(an integer of more than {MAX_INTEGER_DIGITS} digits)"
-    if isinstance(value, bool | int | float) or value is None:
-        return repr(value)
-    return type(value).__name__
-
-
 class QuantityError(ValueError):
     """A value that is not a Kubernetes quantity.
 
     ``reason`` is upstream's wording (what the API server would answer), ``value`` the
     offending input and ``resource`` the resource name when it came from a resource list,
     so callers can point at the exact field. The message quotes both cut short
-    (:func:`shown`); ``value`` itself stays whole for callers that render it their way.
+    (:mod:`webhooks.k8s.excerpt`): a quantity of megabytes is a valid JSON string, and the
+    message ends up in a denial, a log line or a report; ``value`` itself stays whole for
+    callers that render it their way.
     """
 
     def __init__(self, value: Any, reason: str, resource: str = "") -> None:
-        where = f"{resource if len(resource) <= SHOWN_CHARS else shown(resource)}: "
-        super().__init__(f"{where if resource else ''}invalid quantity {shown(value)}: {reason}")
+        where = f"{show_key(resource)}: " if resource else ""
+        super().__init__(f"{where}invalid quantity {show(value)}: {reason}")
         self.value = value
         self.reason = reason
         self.resource = resource

@@ -13,9 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from webhooks.k8s.fielderr import excerpt
 from webhooks.k8s.mapping import MAPPING
-from webhooks.k8s.names import QUALIFIED_KEY_MAX_LENGTH
+from webhooks.k8s.names import QUALIFIED_KEY_MAX_LENGTH, shown_name
 
 Toleration = Mapping[str, Any]
 T = TypeVar("T")
@@ -470,15 +469,15 @@ def describe(toleration: Toleration) -> str:
 
     Why: warnings, audit annotations and CLI summaries must name tolerations the same way.
     A field longer than any valid key (:data:`~webhooks.k8s.names.QUALIFIED_KEY_MAX_LENGTH`)
-    is cut short (:func:`~webhooks.k8s.fielderr.excerpt`): it can only be invalid, and a
+    is cut short (:func:`~webhooks.k8s.names.shown_name`): it can only be invalid, and a
     pod may send megabytes of it.
     """
     read = facts(toleration)
     key, operator, value, effect, seconds = read
     most = QUALIFIED_KEY_MAX_LENGTH
     if max(len(key), len(operator), len(value), len(effect)) > most:
-        cut = (excerpt(key, most), excerpt(operator, most), excerpt(value, most))
-        read = (*cut, excerpt(effect, most), seconds)
+        cut = (shown_name(key), shown_name(operator), shown_name(value))
+        read = (*cut, shown_name(effect), seconds)
     return describe_facts(read)
 
 

@@ -24,9 +24,9 @@ from typing import Any
 from webhooks.core.plugin import PODS, Context, Plugin, Validator
 from webhooks.core.result import Violation
 from webhooks.core.review import AdmissionRequest
-from webhooks.k8s.fielderr import excerpt, pod_forbidden
+from webhooks.k8s.fielderr import pod_forbidden
 from webhooks.k8s.mapping import MAPPING
-from webhooks.k8s.names import QUALIFIED_KEY_MAX_LENGTH
+from webhooks.k8s.names import shown_name
 from webhooks.k8s.podspec import dotted
 from webhooks.k8s.validation import shown
 
@@ -63,8 +63,8 @@ def reason(key: str, allowed: Sequence[str]) -> str:
     the default setting it must match kube-apiserver's exactly.
     """
     # A key longer than any valid one is cut short: the pod may send megabytes of it.
-    shown = excerpt(key, QUALIFIED_KEY_MAX_LENGTH)
-    head = f"affinity.PodAntiAffinity.RequiredDuringScheduling has TopologyKey {shown}"
+    written = shown_name(key)
+    head = f"affinity.PodAntiAffinity.RequiredDuringScheduling has TopologyKey {written}"
     if len(allowed) == 1:
         return f"{head} but only key {allowed[0]} is allowed"
     return f"{head} but only keys {', '.join(allowed)} are allowed"
