@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from tests import reviews
+from tests.counting import Comparisons, Counted
 from tests.reviews import apply, pod, request
 from webhooks.core.admission import Admission
-from webhooks.core.chain import MAX_PASSES, resolve, run_chain
+from webhooks.core.chain import MAX_PASSES, _Progress, resolve, run_chain
 from webhooks.core.config import load_config
 from webhooks.core.patch import Editor
 from webhooks.core.plugin import PODS, Context, LookupFailure, Mutator, Plugin, Registry, Validator
@@ -366,3 +367,65 @@ def test_what_a_controller_writes_before_admission_runs_first_and_asks_for_no_se
     outcome = _run([follower, early])
     assert made == ["b", "x"]
     assert outcome.obj["metadata"]["labels"]["seen"] == "bx"
+
+
+# --- what the chain says stays linear in how much the plugins say ---------------------------
+
+
+def _talker(n: int, counter: Comparisons) -> Plugin:
+    """A mutator giving ``n`` distinct warnings (the first one twice), counting comparisons."""
+
+    def mutate(req: AdmissionRequest, obj: dict[str, Any], ctx: Context) -> Result:
+        said = [Counted(f"warning {i}", counter) for i in range(n)]
+        return Result(warnings=(*said, Counted("warning 0", counter)))
+
+    return Plugin("talker", "warns", Nothing, mutate=Mutator(mutate, frozenset({PODS}), ALL))
+
+
+def _complainer(n: int, counter: Comparisons) -> Plugin:
+    """A validator giving ``n`` distinct violations (the first one twice)."""
+
+    def validate(req: AdmissionRequest, obj: dict[str, Any], ctx: Context) -> list[Violation]:
+        found = [Violation(Counted(f"problem {i}", counter)) for i in range(n)]
+        return [*found, Violation(Counted("problem 0", counter))]
+
+    return Plugin(
+        "complainer", "checks", Nothing, validate=Validator(validate, frozenset({PODS}), ALL)
+    )
+
+
+def test_n_warnings_are_kept_once_each_with_n_comparisons_not_n_squared() -> None:
+    counter, n = Comparisons(), 400
+    outcome = _run([_talker(n, counter)])
+    made = counter.count
+    assert outcome.warnings == tuple(f"warning {i}" for i in range(n))
+    assert made <= n  # each looked up once (and compared only on a hash collision)
+
+
+def test_n_advised_violations_are_warned_and_noted_once_each_with_n_comparisons() -> None:
+    counter, n = Comparisons(), 400
+    plugin = _complainer(n, counter)
+    config = {"plugins": {"complainer": {"action": "warn"}}}
+    outcome = reviews.decide(pod(), config=config, registry=Registry([plugin]))
+    made = counter.count
+    assert outcome.allowed
+    assert outcome.warnings == tuple(f"complainer: problem {i}" for i in range(n))
+    notes = outcome.audit_annotations["complainer"].split("; ")
+    assert notes == [f"warn: problem {i}" for i in range(n)]
+    assert made <= 2 * n
+
+
+def test_an_audit_annotation_of_n_parts_is_built_with_n_comparisons() -> None:
+    # Each part used to be looked for in the whole annotation split again: n² work.
+    counter, n = Comparisons(), 400
+    progress = _Progress(pod())
+    for i in (*range(n), 0, n - 1):
+        progress.note("key", Counted(f"part {i}", counter))
+    progress.note("key", "part 1; part 2")  # a text of several parts is one more part
+    progress.note("key", "part 2")  # already there, as the second half of the text above
+    made = counter.count
+    outcome = progress.outcome()
+    assert outcome.audit_annotations["key"] == "; ".join(
+        [*(f"part {i}" for i in range(n)), "part 1; part 2"]
+    )
+    assert made <= n

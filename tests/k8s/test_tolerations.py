@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import copy
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.counting import TARGET, growth
 from tests.reviews import taint, tol
+from webhooks.k8s import tolerations as tolerations_module
 from webhooks.k8s.tolerations import (
     _COVERED_LIMIT,
     TolerationList,
+    add_or_update_all,
     describe,
     facts,
+    identity,
     is_superset,
     merge,
     merge_read,
@@ -396,3 +403,220 @@ def test_gt_and_lt_compare_integers_only_with_the_gate(
 ) -> None:
     assert tolerates(toleration, node_taint, comparisons=True) is gated
     assert tolerates(toleration, node_taint) is plain
+
+
+# --- merges and whitelists are linear, and answer as the pairwise rule does -----------------
+
+#: Every field a §1c test reads, with the values where the rules branch: an empty key and
+#: operator, an operator the rules do not know, NoExecute with and without seconds.
+_ANY = st.builds(
+    lambda key, operator, value, effect, seconds: {
+        name: field
+        for name, field in (
+            ("key", key),
+            ("operator", operator),
+            ("value", value),
+            ("effect", effect),
+            ("tolerationSeconds", seconds),
+        )
+        if field is not None
+    },
+    st.sampled_from(["", "a", "b", None]),
+    st.sampled_from(["", "Equal", "Exists", "Lt", None]),
+    st.sampled_from(["", "x", "y", None]),
+    st.sampled_from(["", "NoExecute", "NoSchedule", None]),
+    st.sampled_from([None, 0, 5, 10, -1]),
+)
+
+
+def pairwise_merge(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> list[Any]:
+    """MergeTolerations (§1c) as upstream writes it: every element against every other."""
+    combined = [*first, *second]
+    kept: list[dict[str, Any]] = []
+    for i, item in enumerate(combined):
+        if any(is_superset(k, item) for k in kept):
+            continue
+        later = combined[i + 1 :]
+        if any(facts(o) != facts(item) and is_superset(o, item) for o in later):
+            continue
+        kept.append(item)
+    return kept
+
+
+@settings(max_examples=500, derandomize=True, deadline=None, database=None)
+@given(st.lists(_ANY, max_size=8), st.lists(_ANY, max_size=6))
+def test_a_merge_keeps_exactly_what_comparing_every_pair_keeps(
+    first: list[dict[str, Any]], second: list[dict[str, Any]]
+) -> None:
+    assert merge(first, second) == pairwise_merge(first, second)
+    assert merge(first, TolerationList.of(second)) == pairwise_merge(first, second)
+
+
+@settings(max_examples=500, derandomize=True, deadline=None, database=None)
+@given(st.lists(_ANY, max_size=8), _ANY)
+def test_a_whitelist_covers_exactly_what_one_of_its_entries_is_a_superset_of(
+    allowed: list[dict[str, Any]], asked: dict[str, Any]
+) -> None:
+    expected = any(is_superset(a, asked) for a in allowed)
+    assert TolerationList.of(allowed).covers(facts(asked)) is expected
+
+
+def _one_key(n: int, offset: int = 0) -> list[dict[str, Any]]:
+    """``n`` tolerations of one key, each with its own value: the shape that made a merge
+    compare every pair (they all share the key's candidates)."""
+    return [tol("sandbox", "Equal", f"v{offset + i}", "NoSchedule") for i in range(n)]
+
+
+GROWING: list[tuple[str, Callable[[int], Callable[[], object]]]] = [
+    (
+        "merging n tolerations of one key with a namespace's list",
+        lambda n: functools.partial(merge, _one_key(n), TolerationList.of(_one_key(3, n))),
+    ),
+    (
+        "merging a pod's n tolerations of one key with another list of n",
+        lambda n: functools.partial(merge, _one_key(n), _one_key(n, n)),
+    ),
+    (
+        "checking n tolerations against a whitelist of n entries of their key",
+        lambda n: functools.partial(
+            lambda wl, asked: [wl.covers(facts(t)) for t in asked],
+            TolerationList.of(_one_key(n, 10 * n)),
+            _one_key(n),
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize("work", [w for _, w in GROWING], ids=[i for i, _ in GROWING])
+def test_merges_and_whitelist_checks_do_work_linear_in_the_tolerations(
+    work: Callable[[int], Callable[[], object]],
+) -> None:
+    assert growth(work, 300) <= TARGET
+
+
+# --- AddOrUpdateTolerationInPodSpec of many tolerations (spec §1b) ----------------------------
+
+
+def one_at_a_time(
+    tolerations: list[dict[str, Any]], wanted: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Upstream's loop, as ExtendedResourceToleration and the DaemonSet controller call it:
+    AddOrUpdateTolerationInPodSpec once per wanted toleration, on the list so far."""
+    result = list(tolerations)
+    for new in wanted:
+        matched = False
+        for i, existing in enumerate(result):
+            if isinstance(existing, dict) and identity(existing) == identity(new):
+                result[i] = dict(new)
+                matched = True
+        if not matched:
+            result.append(dict(new))
+    return result
+
+
+GPU = tol("nvidia.com/gpu", "Exists", effect="NoSchedule")
+FPGA = tol("example.com/fpga", "Exists", effect="NoSchedule")
+NOT_READY = tol("node.kubernetes.io/not-ready", "Exists", effect="NoExecute")
+ADDED_IN_TURN: list[tuple[str, list[Any], list[dict[str, Any]]]] = [
+    ("nothing to add leaves the list as it is", [GPU, "junk"], []),
+    ("a missing toleration is appended", [tol("a", "Equal", "b")], [GPU]),
+    ("several missing ones are appended in the order asked", [], [GPU, FPGA, NOT_READY]),
+    ("an identical entry stays where it is", [FPGA, GPU, tol("z")], [GPU]),
+    (
+        "an entry equal but for its seconds is rewritten in place",
+        [{**NOT_READY, "tolerationSeconds": 300}, GPU],
+        [NOT_READY],
+    ),
+    ("every duplicate entry is rewritten, none removed", [GPU, FPGA, GPU], [GPU]),
+    (
+        "a wanted toleration asked twice is added once, as asked last",
+        [],
+        [{**NOT_READY, "tolerationSeconds": 5}, FPGA, NOT_READY],
+    ),
+    (
+        "an entry rewritten by one wanted toleration is rewritten by a later equal one",
+        [{**NOT_READY, "tolerationSeconds": 1}],
+        [{**NOT_READY, "tolerationSeconds": 2}, {**NOT_READY, "tolerationSeconds": 3}],
+    ),
+    (
+        "another operator, value or effect is another toleration",
+        [tol("nvidia.com/gpu", "Equal", effect="NoSchedule"), tol("nvidia.com/gpu", "Exists")],
+        [GPU],
+    ),
+    ("a wildcard suppresses nothing", [tol(operator="Exists")], [GPU]),
+    ("entries that are not objects are kept as they are", [None, 3, [GPU]], [GPU]),
+    (
+        "fields of the wrong type read as absent, as identity reads them",
+        [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule", "value": 7}],
+        [GPU],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "wanted"),
+    [(t, w) for _, t, w in ADDED_IN_TURN],
+    ids=[i for i, *_ in ADDED_IN_TURN],
+)
+def test_adding_many_tolerations_at_once_gives_what_adding_them_in_turn_gives(
+    tolerations: list[Any], wanted: list[dict[str, Any]]
+) -> None:
+    before = copy.deepcopy(tolerations)
+    assert add_or_update_all(tolerations, wanted) == one_at_a_time(tolerations, wanted)
+    assert tolerations == before  # on a copy
+    for new in wanted:  # the copies are the merge's own
+        assert all(kept is not new for kept in add_or_update_all(tolerations, wanted))
+
+
+@settings(max_examples=500, derandomize=True, deadline=None, database=None)
+@given(st.lists(_ANY, max_size=8), st.lists(_ANY, max_size=6))
+def test_adding_many_tolerations_at_once_is_the_fold_of_adding_each(
+    tolerations: list[dict[str, Any]], wanted: list[dict[str, Any]]
+) -> None:
+    assert add_or_update_all(tolerations, wanted) == one_at_a_time(tolerations, wanted)
+
+
+def test_adding_n_tolerations_reads_each_identity_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Adding them one at a time read every entry's identity again per addition: n² reads,
+    # 8,000 extended resources took seconds.
+    reads = 0
+    real = tolerations_module.identity
+
+    def counted(toleration: Any) -> tuple[str, str, str, str]:
+        nonlocal reads
+        reads += 1
+        return real(toleration)
+
+    monkeypatch.setattr(tolerations_module, "identity", counted)
+    n = 500
+    present = [tol(f"example.com/r{i}", "Exists", effect="NoSchedule") for i in range(0, n, 2)]
+    wanted = [tol(f"example.com/r{i}", "Exists", effect="NoSchedule") for i in range(n)]
+    result = add_or_update_all(present, wanted)
+    assert len(result) == n
+    assert reads == len(present) + len(wanted)
+
+
+DESCRIBED: list[tuple[str, dict[str, Any], str]] = [
+    (
+        "the longest valid key is shown whole",
+        tol("a" * 253 + "/" + "b" * 63, "Exists", effect="NoSchedule"),
+        "a" * 253 + "/" + "b" * 63 + ":NoSchedule (Exists)",
+    ),
+    (
+        "a value longer than any valid one is cut",
+        tol("dedicated", "Equal", "v" * 100_000),
+        "dedicated=" + "v" * 317 + "…:* (Equal)",
+    ),
+    (
+        "a key longer than any valid one is cut",
+        tol("k" * 5000, "Exists"),
+        "k" * 317 + "…:* (Exists)",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("toleration", "text"), [(t, x) for _, t, x in DESCRIBED], ids=[i for i, *_ in DESCRIBED]
+)
+def test_a_toleration_is_described_in_a_bounded_line(toleration: dict[str, Any], text: str) -> None:
+    assert describe(toleration) == text

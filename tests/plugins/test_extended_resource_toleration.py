@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from tests import reviews
+from tests.counting import Comparisons, CountedDict
 from tests.reviews import container, pod, request, tol
 from webhooks.core.config import load_config
 from webhooks.core.plugin import Context
@@ -128,6 +129,36 @@ def test_admit(obj: dict[str, Any], after: list[dict[str, Any]]) -> None:
 def test_ephemeral_containers_are_not_read() -> None:
     obj = pod(ephemeralContainers=[container(requests={EK: "1"})])
     assert mutate(request(obj), obj, Context(Settings())).obj is None
+
+
+# --- many extended resources: linear work (issue: 8,000 took seconds) ------------------------
+
+
+def _many(n: int, counter: Comparisons) -> dict[str, Any]:
+    """A pod requesting ``n`` extended resources, half of which it already tolerates (with
+    entries that count the comparisons made with them), the other half with seconds."""
+    names = [f"example.com/r{i:05}" for i in range(n)]
+    written: list[dict[str, Any]] = [CountedDict(counter, T(name)) for name in names[::2]]
+    written += [CountedDict(counter, {**T(k), "tolerationSeconds": 1}) for k in names[1::2]]
+    limits = container(resources={"limits": dict.fromkeys(names, "1")})
+    return pod(containers=[limits], tolerations=written)
+
+
+def test_many_extended_resources_are_tolerated_with_linear_comparisons() -> None:
+    # Telling which tolerations the pod lacked compared each wanted one with every entry.
+    counter, n = Comparisons(), 400
+    obj = _many(n, counter)
+    result = mutate(request(obj), obj, Context(Settings()))
+    made = counter.count
+    assert result.obj is not None
+    names = sorted(f"example.com/r{i:05}" for i in range(n))
+    written = [t["key"] for t in obj["spec"]["tolerations"]]
+    assert [t["key"] for t in result.obj["spec"]["tolerations"]] == written
+    assert all(t == T(t["key"]) for t in result.obj["spec"]["tolerations"])
+    assert result.audit[NAME] == "added " + ", ".join(
+        f"{name}:NoSchedule (Exists)" for name in names[1::2]
+    )
+    assert made <= 4 * n
 
 
 # --- enforce: the validating half (beyond upstream, off by default) ----------------------------

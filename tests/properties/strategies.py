@@ -16,6 +16,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from tests import dra
 from tests.reviews import review
 from webhooks.cluster.files import StaticCluster
 from webhooks.core.config import Config, load_config
@@ -639,3 +640,113 @@ def configs(draw: st.DrawFn) -> Config:
     }
     exceptions = [{"name": f"exception-{i}", **fields} for i, fields in enumerate(draw(EXCEPTIONS))]
     return load_config({"plugins": plugins, "exceptions": exceptions}, REGISTRY)
+
+
+# --- big pods: many containers, resources, tolerations and claims ------------------------------
+
+#: Extended resources a big pod may request (some served by the DRA cluster's classes).
+BIG_RESOURCE_NAMES = (
+    *RESOURCE_NAMES,
+    "example.com/gpu",
+    "example.com/fpga",
+    "deviceclass.resource.kubernetes.io/gpu.example.com",
+    "deviceclass.resource.kubernetes.io/missing.example.com",
+)
+#: Claims and templates a big pod may name: those of :func:`dra_cluster`, and missing ones.
+CLAIM_REFERENCES = (
+    ("resourceClaimTemplateName", "gpu-claim"),
+    ("resourceClaimTemplateName", "either"),
+    ("resourceClaimTemplateName", "ghost-class"),
+    ("resourceClaimName", "shared-gpu"),
+    ("resourceClaimName", "missing-claim"),
+    ("resourceClaimTemplateName", "missing-template"),
+)
+
+
+@st.composite
+def big_resource_lists(draw: st.DrawFn) -> dict[str, Any]:
+    """Up to 12 resources: names from the vocabulary and made-up extended ones."""
+    made_up = st.integers(0, 40).map(lambda i: f"example.com/r{i}")
+    names = draw(st.lists(st.sampled_from(BIG_RESOURCE_NAMES) | made_up, max_size=12))
+    return {name: draw(st.sampled_from(QUANTITIES)) for name in names}
+
+
+def big_containers(prefix: str) -> st.SearchStrategy[list[dict[str, Any]]]:
+    """Up to 12 containers, each with up to 12 requests and limits."""
+    container = st.builds(
+        lambda i, requests, limits: {
+            "name": f"{prefix}-{i}",
+            "image": "busybox:1.36",
+            "resources": {"requests": requests, "limits": limits},
+        },
+        st.integers(0, 1000),
+        big_resource_lists(),
+        big_resource_lists(),
+    )
+    return st.lists(container, max_size=12, unique_by=lambda c: c["name"])
+
+
+@st.composite
+def big_pods(draw: st.DrawFn) -> dict[str, Any]:
+    """A Pod with many containers, init containers, resources, tolerations and claims.
+
+    Why: the plugins' loops over those lists (merges, whitelists, tolerations added per
+    extended resource, claims resolved) must keep every invariant at sizes the realistic
+    strategies never reach, duplicates and repeats included.
+    """
+    spec = draw(pod_specs)
+    spec["containers"] = draw(big_containers("app")) or [{"name": "app", "image": "busybox"}]
+    spec["initContainers"] = draw(big_containers("init"))
+    spec["tolerations"] = draw(toleration_lists(max_size=40))
+    claims = draw(st.lists(st.sampled_from(CLAIM_REFERENCES), max_size=8))
+    spec["resourceClaims"] = [
+        {"name": f"c{i}", field: name} for i, (field, name) in enumerate(claims)
+    ]
+    meta = draw(metadata)
+    if draw(st.booleans()):
+        meta["ownerReferences"] = [dict(DAEMONSET_OWNER)]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+@st.composite
+def big_reviews(draw: st.DrawFn) -> dict[str, Any]:
+    """A CREATE or UPDATE review of a :func:`big_pods` pod."""
+    obj = draw(big_pods())
+    operation = draw(st.sampled_from(["CREATE", "UPDATE"]))
+    old = draw(big_pods()) if operation == "UPDATE" else None
+    return review(obj, operation=operation, kind="Pod", old=old, uid=draw(st.uuids()).hex)
+
+
+def dra_cluster() -> list[dict[str, Any]]:
+    """DeviceClasses, claims and templates for :data:`CLAIM_REFERENCES` (``ghost-class`` asks
+    for a class that does not exist)."""
+    return [
+        dra.device_class(extended=dra.GPU),
+        dra.device_class("fpga.example.com", extended="example.com/fpga"),
+        dra.device_class("plain.example.com"),
+        dra.claim_template("gpu-claim"),
+        dra.claim_template(
+            "either",
+            dra.first_available("accel", ("big", dra.GPU_CLASS), ("small", "fpga.example.com")),
+        ),
+        dra.claim_template("ghost-class", dra.exactly("dev", "missing.example.com")),
+        dra.resource_claim("shared-gpu", namespace=None),
+    ]
+
+
+def big_clusters() -> st.SearchStrategy[StaticCluster]:
+    """:func:`clusters` with the DRA objects of :func:`dra_cluster` added."""
+    return cluster_objects().map(lambda objects: ShownCluster([*objects, *dra_cluster()]))
+
+
+@st.composite
+def claim_configs(draw: st.DrawFn) -> Config:
+    """Every plugin enabled, policy varied, and extended-resource-toleration resolving
+    claims (``deviceClaims``, ``enforce``, or both)."""
+    plugins = {name: {"enabled": True, **draw(policy(name))} for name in REGISTRY.names}
+    plugins["extended-resource-toleration"].update(
+        deviceClaims=draw(st.booleans()),
+        enforce=draw(st.booleans()),
+        deviceClassTaints=draw(st.sampled_from([{}, {"plain.example.com": "example.com/plain"}])),
+    )
+    return load_config({"plugins": plugins}, REGISTRY)

@@ -188,6 +188,9 @@ class _Progress:
     """
 
     __slots__ = (
+        "_advised",
+        "_noted",
+        "_warned",
         "advisories",
         "audit",
         "changed_by",
@@ -207,7 +210,8 @@ class _Progress:
         self.obj = obj
         self.patch: JsonPatch = []
         self.warnings: list[str] = []
-        self.audit: dict[str, str] = {}
+        #: Audit annotations by key, as their parts (joined once, by :meth:`outcome`).
+        self.audit: dict[str, list[str]] = {}
         self.changed_by: list[str] = []
         self.reinvoke = False
         self.returned: dict[str, dict[str, Any]] = {}
@@ -217,14 +221,28 @@ class _Progress:
         self.excepted: list[tuple[str, str]] = []
         self.expired: list[tuple[str, str]] = []
         self.monitored: list[tuple[str, str]] = []
+        # What the lists and annotations above hold, as sets: a plugin may give one
+        # warning or violation per toleration or term, and looking each up in a list (or
+        # splitting an annotation again) made n of them cost n².
+        self._warned: set[str] = set()
+        self._advised: set[tuple[Violation, str]] = set()
+        self._noted: dict[str, set[str]] = {}
+
+    def warn(self, text: str) -> None:
+        """Add warning ``text``, once."""
+        if text not in self._warned:
+            self._warned.add(text)
+            self.warnings.append(text)
 
     def note(self, key: str, text: str) -> None:
-        """Add ``text`` to audit annotation ``key``, once."""
-        earlier = self.audit.get(key)
-        if earlier is None:
-            self.audit[key] = text
-        elif text not in earlier.split("; "):
-            self.audit[key] = f"{earlier}; {text}"
+        """Add ``text`` to audit annotation ``key`` (parts joined by ``; ``), once."""
+        parts = self._noted.get(key)
+        if parts is None:
+            self.audit[key] = [text]
+            self._noted[key] = set(text.split("; "))
+        elif text not in parts:
+            self.audit[key].append(text)
+            parts.update(text.split("; "))
 
     def record_decision(self, plugin: str, decision: str) -> None:
         """Record what ``plugin``'s answer did, once per request (the metrics count these)."""
@@ -238,7 +256,8 @@ class _Progress:
         written even for an object it refuses, without running the chain a second time.
         """
         # A plugin run again on a further pass says the same things once.
-        self.warnings.extend(w for w in result.warnings if w not in self.warnings)
+        for warning in result.warnings:
+            self.warn(warning)
         for key, text in result.audit.items():
             self.note(key, text)
         for notice in result.notices:
@@ -254,6 +273,7 @@ class _Progress:
         """Forget every change: the mutators' changes cancelled out (see :func:`run_chain`)."""
         for name in self.changed_by:
             self.audit.pop(name, None)
+            self._noted.pop(name, None)
         self.decisions = [d for d in self.decisions if d[1] != "patched"]
         self.obj, self.patch, self.changed_by = original, [], []
 
@@ -267,13 +287,12 @@ class _Progress:
 
     def advise(self, plugin: str, violation: Violation, action: Action) -> None:
         """A violation that ``warn`` or ``audit`` admits: say it where its action says."""
-        if (violation, action) in self.advisories:
+        if (violation, action) in self._advised:
             return
+        self._advised.add((violation, action))
         self.advisories.append((violation, action))
         if action == "warn":
-            text = f"{plugin}: {violation.message}"
-            if text not in self.warnings:
-                self.warnings.append(text)
+            self.warn(f"{plugin}: {violation.message}")
         self.note(plugin, f"{action}: {violation.message}")
         self.record_decision(plugin, "warned" if action == "warn" else "audited")
 
@@ -286,7 +305,7 @@ class _Progress:
             "obj": self.obj,
             "warnings": tuple(self.warnings),
             "changed_by": tuple(self.changed_by),
-            "audit_annotations": self.audit,
+            "audit_annotations": {key: "; ".join(parts) for key, parts in self.audit.items()},
             "advisories": tuple(self.advisories),
             "decisions": tuple(self.decisions),
             "excepted": tuple(self.excepted),

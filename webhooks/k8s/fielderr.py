@@ -15,6 +15,8 @@ from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
+from webhooks.k8s.excerpt import SHOWN
+
 INVALID = "Invalid value"
 UNSUPPORTED = "Unsupported value"
 DUPLICATE = "Duplicate value"
@@ -205,6 +207,19 @@ def taint_struct(taint: Mapping[str, Any]) -> Raw:
         f"Effect:{_field(taint, 'effect')}, "
         f"TimeAdded:{rendered}}}"
     )
+
+
+def cut(value: Any) -> Any:
+    """``value`` for a field error: itself when it is not a long string, else a :class:`Raw`
+    of its Go-quoted first :data:`~webhooks.k8s.excerpt.SHOWN` characters and its length.
+
+    Why not in :func:`invalid` for every value: upstream's messages quote values whole, and
+    the conformance tests compare them; callers cut what can be arbitrarily long (a value
+    of megabytes would make a message of megabytes).
+    """
+    if isinstance(value, str) and len(value) > SHOWN:
+        return Raw(f"{go_quote(value[:SHOWN])}... ({len(value)} characters)")
+    return value
 
 
 def _bad_value(value: Any) -> str:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 import re
 
+from webhooks.k8s.excerpt import clip
+
 # --- patterns (the *_FMT strings are quoted verbatim inside the messages) ---------------------
 
 QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
@@ -20,6 +22,22 @@ DNS1123_SUBDOMAIN_FMT = DNS1123_LABEL_FMT + "(\\." + DNS1123_LABEL_FMT + ")*"
 QUALIFIED_NAME_MAX_LENGTH = 63
 LABEL_VALUE_MAX_LENGTH = 63
 DNS1123_SUBDOMAIN_MAX_LENGTH = 253
+#: The longest valid qualified name: a subdomain prefix, "/", and a name part. Messages
+#: show keys this long whole and cut longer ones (which can only be invalid).
+QUALIFIED_KEY_MAX_LENGTH = DNS1123_SUBDOMAIN_MAX_LENGTH + 1 + QUALIFIED_NAME_MAX_LENGTH
+
+
+def shown_name(text: str) -> str:
+    """``text`` as a message shows a key, value or name: whole when no valid one is longer
+    (:data:`QUALIFIED_KEY_MAX_LENGTH`), else cut there (:func:`~webhooks.k8s.excerpt.clip`).
+
+    Why: messages quote what users wrote, as upstream's do, but a pod may carry a string of
+    megabytes where a key belongs, and the message must not cost as much as the string.
+    """
+    if len(text) <= QUALIFIED_KEY_MAX_LENGTH:
+        return text
+    return clip(text, QUALIFIED_KEY_MAX_LENGTH)
+
 
 # Equivalent, capture-free forms used for matching (always with fullmatch, never ``$``).
 _NAME = "[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?"

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from webhooks.k8s.mapping import MAPPING
+from webhooks.k8s.names import QUALIFIED_KEY_MAX_LENGTH, shown_name
 
 Toleration = Mapping[str, Any]
 T = TypeVar("T")
@@ -103,15 +104,37 @@ def add_or_update(
     tolerationSeconds is replaced, which is how DaemonSet pods get infinite not-ready
     tolerations); when none matches, ``new`` is appended. Nothing is removed or reordered.
     """
-    wanted = identity(new)
-    result = list(tolerations)
-    found = False
-    for i, existing in enumerate(result):
-        if isinstance(existing, dict) and identity(existing) == wanted:
-            result[i] = dict(new)
-            found = True
-    if not found:
-        result.append(dict(new))
+    return add_or_update_all(tolerations, (new,))
+
+
+def add_or_update_all(
+    tolerations: Sequence[dict[str, Any]], wanted: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """:func:`add_or_update` of each of ``wanted`` in turn, in one pass over the list.
+
+    Why not a loop of :func:`add_or_update`: each call copies the list and reads every
+    entry's identity again, so adding n tolerations to a pod cost n² identity reads (8,000
+    extended resources took seconds). The fold has a closed form, computed here with one
+    identity read per entry and per wanted toleration: an entry whose identity some wanted
+    toleration has ends up as (a copy of) the *last* wanted one with that identity, since
+    each later one overwrites it again; a wanted identity no entry has is appended once,
+    where its first wanted toleration came, holding the last one with that identity.
+    """
+    last: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    for new in wanted:
+        last[identity(new)] = new  # a dict keeps the first insertion's place: append order
+    result: list[dict[str, Any]] = []
+    present: set[tuple[str, str, str, str]] = set()
+    for existing in tolerations:
+        if isinstance(existing, dict):
+            read = identity(existing)
+            replacement = last.get(read)
+            if replacement is not None:
+                present.add(read)
+                result.append(dict(replacement))
+                continue
+        result.append(existing)
+    result.extend(dict(new) for read, new in last.items() if read not in present)
     return result
 
 
@@ -143,25 +166,114 @@ def is_superset(a: Toleration, b: Toleration) -> bool:
     return superset_facts(facts(a), facts(b))
 
 
-def _by_key(read: Sequence[Facts]) -> tuple[dict[str, list[int]], list[int]]:
-    """Positions of ``read`` by key, and those of the wildcards (empty key, Exists).
+# --- the §1c test over many tolerations at once ---------------------------------------------
+#
+# A toleration ``a`` other than ``b`` is a superset of ``b`` only in one of a few shapes,
+# each fixed by fields of ``a`` that ``b`` determines: ``a`` Equal (or no operator) with
+# b's key and value, b's effect or none, when ``b`` is Equal; ``a`` Exists with b's key or
+# none, b's effect or none. So the candidates for ``b`` sit in at most six buckets, and
+# inside a bucket only tolerationSeconds still decides: an ``a`` with NoExecute and
+# seconds covers ``b`` when ``b`` has seconds and no more of them. Keeping, per bucket, the
+# greatest such bound (or "forever") answers "is some entry a superset of ``b``" in
+# constant time, where comparing ``b`` with each entry of its key made a list of n
+# tolerations of one key cost n² comparisons.
 
-    Why: a toleration can only be a §1c superset of one with its own key, unless it is a
-    wildcard; looking among those alone keeps a merge or a whitelist check linear in the
-    number of tolerations rather than quadratic.
-    """
-    by_key: dict[str, list[int]] = {}
-    wildcards: list[int] = []
-    for i, found in enumerate(read):
-        key = found[0]
-        same = by_key.get(key)
-        if same is None:
-            by_key[key] = [i]
-        else:
-            same.append(i)
-        if key == "" and found[1] == EXISTS:
-            wildcards.append(i)
-    return by_key, wildcards
+Bucket = tuple[str, ...]
+_FOREVER = float("inf")
+
+
+def _bucket(a: Facts) -> Bucket | None:
+    """The bucket of ``a`` as a superset, or ``None``: its operator makes it a superset of
+    nothing but itself."""
+    key, operator, value, effect, _ = a
+    if operator == EXISTS:
+        return ("Exists", key, effect)
+    if operator in (EQUAL, ""):
+        return (EQUAL, key, effect, value)
+    return None
+
+
+def _reach(a: Facts) -> float:
+    """How many seconds a toleration ``b`` may have for ``a`` to cover it (§1c rule 3):
+    forever, unless ``a`` is NoExecute with tolerationSeconds."""
+    seconds = a[4]
+    return seconds if a[3] == NO_EXECUTE and seconds is not None else _FOREVER
+
+
+def _need(b: Facts) -> float:
+    """The reach ``a`` needs to cover ``b``: ``b``'s seconds, forever when it has none."""
+    return _FOREVER if b[4] is None else b[4]
+
+
+def _candidates(b: Facts) -> list[Bucket]:
+    """The buckets that may hold a superset of ``b`` other than ``b`` itself."""
+    key, operator, value, effect, _ = b
+    effects = (effect, "") if effect else ("",)
+    keys = (key, "") if key else ("",)
+    found: list[Bucket] = [("Exists", k, e) for k in keys for e in effects]
+    if operator == EQUAL:
+        found.extend((EQUAL, key, e, value) for e in effects)
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class _Reach:
+    """Tolerations indexed for "is one of them a §1c superset of ``b``": per bucket the
+    greatest reach, and the set of them (an identical one always counts)."""
+
+    reach: dict[Bucket, float] = field(default_factory=dict)
+    present: set[Facts] = field(default_factory=set)
+
+    def add(self, a: Facts) -> None:
+        """Index ``a`` as a possible superset."""
+        self.present.add(a)
+        bucket = _bucket(a)
+        if bucket is not None:
+            reach = _reach(a)
+            if reach > self.reach.get(bucket, -_FOREVER):
+                self.reach[bucket] = reach
+
+    def covers(self, b: Facts) -> bool:
+        """Whether some indexed toleration is a superset of ``b``."""
+        if b in self.present:
+            return True
+        need, reach = _need(b), self.reach
+        return any(reach.get(bucket, -_FOREVER) >= need for bucket in _candidates(b))
+
+
+class _Later:
+    """Tolerations indexed for "is one of them, not identical to ``b``, a superset of
+    ``b``": per bucket the two distinct tolerations of greatest reach (if ``b`` is the
+    first, the second is the best of the others)."""
+
+    __slots__ = ("best",)
+
+    def __init__(self) -> None:
+        self.best: dict[Bucket, list[tuple[float, Facts]]] = {}
+
+    def add(self, a: Facts) -> None:
+        """Index ``a`` as a possible superset."""
+        bucket = _bucket(a)
+        if bucket is None:
+            return
+        top = self.best.setdefault(bucket, [])
+        if any(found == a for _, found in top):
+            return
+        top.append((_reach(a), a))
+        if len(top) > 2:
+            top.sort(key=lambda entry: entry[0], reverse=True)
+            del top[2:]
+
+    def covers(self, b: Facts) -> bool:
+        """Whether some indexed toleration other than ``b`` is a superset of ``b``."""
+        need = _need(b)
+        for bucket in _candidates(b):
+            top = self.best.get(bucket)
+            if top:
+                reach = max((r for r, found in top if found != b), default=-_FOREVER)
+                if reach >= need:
+                    return True
+        return False
 
 
 #: How many answers one :class:`TolerationList` keeps (then it starts again): more than the
@@ -195,9 +307,8 @@ class TolerationList:
 
     items: tuple[dict[str, Any], ...] = ()
     facts: tuple[Facts, ...] = ()
-    #: Facts by key, and the wildcards' (see :func:`_by_key`), for :meth:`covers`.
-    keyed: Mapping[str, tuple[Facts, ...]] = field(default_factory=dict)
-    wildcards: tuple[Facts, ...] = ()
+    #: The facts indexed for :meth:`covers` (see :class:`_Reach`).
+    index: _Reach = field(default_factory=_Reach, compare=False, repr=False)
     #: :meth:`covers`' answers by toleration: a whitelist meets the same few tolerations
     #: (the namespace's defaults, the failover ones) in pod after pod. Bounded.
     _covered: dict[Facts, bool] = field(default_factory=dict, compare=False, repr=False)
@@ -213,9 +324,10 @@ class TolerationList:
         """The dict entries of ``items`` with their facts."""
         kept = tuple(t for t in items if isinstance(t, dict))
         read = tuple(facts(t) for t in kept)
-        by_key, wildcards = _by_key(read)
-        keyed = {key: tuple(read[i] for i in found) for key, found in by_key.items()}
-        return cls(kept, read, keyed, tuple(read[i] for i in wildcards))
+        index = _Reach()
+        for found in read:
+            index.add(found)
+        return cls(kept, read, index)
 
     def __bool__(self) -> bool:
         return bool(self.items)
@@ -238,9 +350,7 @@ class TolerationList:
         known = self._covered.get(toleration)
         if known is not None:
             return known
-        found = any(superset_facts(a, toleration) for a in self.keyed.get(toleration[0], ()))
-        found = found or any(superset_facts(a, toleration) for a in self.wildcards)
-        return _keep(self._covered, toleration, found)
+        return _keep(self._covered, toleration, self.index.covers(toleration))
 
 
 def merge(
@@ -252,8 +362,9 @@ def merge(
     later element that is not identical to it is; survivors keep their relative order.
     Why not a union: the pod's own redundant entries collapse even when ``second`` is empty.
     Each toleration's facts are read once (from ``second`` already read, when it is a
-    :class:`TolerationList`), only tolerations that can be supersets of one another are
-    compared (:func:`_by_key`), and survivors of a shared ``second`` are copied.
+    :class:`TolerationList`), each is judged in constant time against indexes of those
+    before and after it (:func:`_survivors`), and survivors of a shared ``second`` are
+    copied.
     """
     return merge_read(first, second)[0]
 
@@ -285,23 +396,24 @@ def merge_read(
 
 
 def _survivors(read: Sequence[Facts]) -> tuple[int, ...]:
-    """Positions of the tolerations (by their facts) that MergeTolerations keeps (§1c)."""
-    by_key, wildcards = _by_key(read)
+    """Positions of the tolerations (by their facts) that MergeTolerations keeps (§1c).
+
+    Two passes, each linear: from the end, which entries a later, different entry is a
+    superset of (:class:`_Later`); then from the start, keeping each entry that neither
+    such a later one nor one kept already (:class:`_Reach`) covers.
+    """
+    later = _Later()
+    covered_later = [False] * len(read)
+    for i in range(len(read) - 1, -1, -1):
+        covered_later[i] = later.covers(read[i])
+        later.add(read[i])
     kept: list[int] = []
-    alive = [False] * len(read)
+    earlier = _Reach()
     for i, item in enumerate(read):
-        candidates = by_key[item[0]]
-        if wildcards:
-            candidates = candidates + wildcards
-        for j in candidates:
-            if j < i:
-                if alive[j] and superset_facts(read[j], item):
-                    break
-            elif j > i and read[j] != item and superset_facts(read[j], item):
-                break
-        else:
-            alive[i] = True
-            kept.append(i)
+        if covered_later[i] or earlier.covers(item):
+            continue
+        kept.append(i)
+        earlier.add(item)
     return tuple(kept)
 
 
@@ -356,14 +468,24 @@ def describe(toleration: Toleration) -> str:
     """One-line human form, e.g. ``nvidia.com/gpu:NoSchedule (Exists)`` or ``a=b:NoExecute 60s``.
 
     Why: warnings, audit annotations and CLI summaries must name tolerations the same way.
+    A field longer than any valid key (:data:`~webhooks.k8s.names.QUALIFIED_KEY_MAX_LENGTH`)
+    is cut short (:func:`~webhooks.k8s.names.shown_name`): it can only be invalid, and a
+    pod may send megabytes of it.
     """
-    return describe_facts(facts(toleration))
+    read = facts(toleration)
+    key, operator, value, effect, seconds = read
+    most = QUALIFIED_KEY_MAX_LENGTH
+    if max(len(key), len(operator), len(value), len(effect)) > most:
+        cut = (shown_name(key), shown_name(operator), shown_name(value))
+        read = (*cut, shown_name(effect), seconds)
+    return describe_facts(read)
 
 
 @functools.lru_cache(maxsize=1024)
 def describe_facts(read: Facts) -> str:
     """:func:`describe` of a toleration's facts; kept per value, as audit notes name the
-    same defaults on every pod (the text was a tenth of a merge's cost)."""
+    same defaults on every pod (the text was a tenth of a merge's cost). What it keeps is
+    bounded: :func:`describe` cuts long fields before asking."""
     key, operator, value, effect, seconds = read
     text = key or "*"
     if value:

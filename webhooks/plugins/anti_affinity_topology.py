@@ -26,7 +26,9 @@ from webhooks.core.result import Violation
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.fielderr import pod_forbidden
 from webhooks.k8s.mapping import MAPPING
+from webhooks.k8s.names import shown_name
 from webhooks.k8s.podspec import dotted
+from webhooks.k8s.validation import shown
 
 HOSTNAME = "kubernetes.io/hostname"
 
@@ -60,7 +62,9 @@ def reason(key: str, allowed: Sequence[str]) -> str:
     Why one sentence shape: users and scripts already recognise upstream's text, and with
     the default setting it must match kube-apiserver's exactly.
     """
-    head = f"affinity.PodAntiAffinity.RequiredDuringScheduling has TopologyKey {key}"
+    # A key longer than any valid one is cut short: the pod may send megabytes of it.
+    written = shown_name(key)
+    head = f"affinity.PodAntiAffinity.RequiredDuringScheduling has TopologyKey {written}"
     if len(allowed) == 1:
         return f"{head} but only key {allowed[0]} is allowed"
     return f"{head} but only keys {', '.join(allowed)} are allowed"
@@ -82,7 +86,9 @@ def offending_term(pod: Mapping[str, Any], allowed: Sequence[str]) -> tuple[int,
         if type(term) is not dict and not isinstance(term, MAPPING):
             continue
         value = term.get("topologyKey")
-        key = "" if value is None else value if isinstance(value, str) else str(value)
+        # A value that is not a string is shown by its JSON type (an array may be nested
+        # deeper than str() recurses, an integer longer than it prints).
+        key = "" if value is None else value if isinstance(value, str) else str(shown(value))
         if not isinstance(value, str) or key not in allowed:
             return index, key
     return None

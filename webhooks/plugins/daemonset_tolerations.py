@@ -43,7 +43,7 @@ from webhooks.k8s.tolerations import (
     EXISTS,
     NO_EXECUTE,
     NO_SCHEDULE,
-    add_or_update,
+    add_or_update_all,
     describe,
     identity,
     tolerations_of,
@@ -86,13 +86,11 @@ def with_defaults(
 ) -> list[dict[str, Any]]:
     """Apply AddOrUpdateTolerationInPodSpec (§1b) for each default in order.
 
-    Why one at a time: a default appended earlier must be visible to the later ones exactly
-    as upstream folds them, so the resulting order matches the controller's pods.
+    Why in that order: a default appended earlier is seen by the later ones exactly as
+    upstream folds them (:func:`add_or_update_all`), so the resulting order matches the
+    controller's pods.
     """
-    result = list(tolerations)
-    for toleration in defaults:
-        result = add_or_update(result, toleration)
-    return result
+    return add_or_update_all(tolerations, defaults)
 
 
 def controlled_by_daemonset(obj: Mapping[str, Any]) -> bool:

@@ -60,7 +60,7 @@ from webhooks.core.review import AdmissionRequest
 from webhooks.k8s import affinity
 from webhooks.k8s.excerpt import show
 from webhooks.k8s.mapping import MAPPING
-from webhooks.k8s.names import is_valid_label_value, qualified_name_errors
+from webhooks.k8s.names import is_valid_label_value, qualified_name_errors, shown_name
 from webhooks.k8s.namespaces import labels_of
 from webhooks.k8s.podspec import is_mirror_pod
 from webhooks.k8s.tolerations import (
@@ -337,7 +337,8 @@ def _enforcement_message(
         else f"namespace {ns.name} belongs to no dedicated group"
     )
     if how == "group":
-        other = identity(toleration)[2]
+        # Any string is "another group" here; one longer than a label value is cut short.
+        other = shown_name(identity(toleration)[2])
         return (
             f"toleration {shown} lets this pod onto the nodes dedicated to group {other}, but "
             f"{own}; {_access_hint(settings, other)}"

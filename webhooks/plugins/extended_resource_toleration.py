@@ -69,7 +69,7 @@ from webhooks.k8s.names import is_dns_subdomain, is_extended_resource_name, qual
 from webhooks.k8s.podspec import is_mirror_pod, resource_names
 from webhooks.k8s.tolerations import (
     NO_SCHEDULE,
-    add_or_update,
+    add_or_update_all,
     describe,
     identity,
     previous_identities,
@@ -218,6 +218,22 @@ def wanted_tolerations(
     return [{"key": n, "operator": "Exists", "effect": NO_SCHEDULE} for n in ordered]
 
 
+def _spelling(toleration: dict[str, Any]) -> tuple[str, ...]:
+    """A toleration's key, operator and effect when it has those three string fields and
+    no other, else ``()``: two such tolerations are equal exactly when these are.
+
+    Why: telling which wanted tolerations the pod lacked by list membership compared each
+    with every entry (n² for n extended resources); a set of spellings does not.
+    """
+    if toleration.keys() != _WANTED_FIELDS:
+        return ()
+    found = (toleration["key"], toleration["operator"], toleration["effect"])
+    return found if all(isinstance(v, str) for v in found) else ()
+
+
+_WANTED_FIELDS = frozenset({"key", "operator", "effect"})
+
+
 def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Result:
     """Add or update each wanted toleration with AddOrUpdateTolerationInPodSpec (§1b).
 
@@ -240,14 +256,12 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
     quiet = Result(warnings=warnings, notices=notices) if warnings else UNCHANGED
     if not wanted or tolerations is None:
         return quiet
-    result = tolerations
-    for toleration in wanted:
-        result = add_or_update(result, toleration)
     editor = Editor(pod)
-    editor.set(("spec", "tolerations"), result)
+    editor.set(("spec", "tolerations"), add_or_update_all(tolerations, wanted))
     if not editor.changed:
         return quiet
-    added = [t for t in wanted if t not in tolerations]
+    written = {_spelling(t) for t in tolerations if isinstance(t, dict)}
+    added = [t for t in wanted if _spelling(t) not in written]
     summary = "added " + ", ".join(describe(t) for t in added)
     return Result(editor.obj, editor.patch, warnings, audit={PLUGIN.name: summary}, notices=notices)
 

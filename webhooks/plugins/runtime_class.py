@@ -19,7 +19,7 @@ from webhooks.core.patch import Editor
 from webhooks.core.plugin import PODS, Context, Mutator, Plugin, Validator
 from webhooks.core.result import UNCHANGED, Result, Violation
 from webhooks.core.review import AdmissionRequest
-from webhooks.k8s.fielderr import go_quote, invalid
+from webhooks.k8s.fielderr import cut, go_quote, invalid
 from webhooks.k8s.quantity import QuantityError, parse_resource_list
 from webhooks.k8s.tolerations import TolerationList, merge, tolerations_of
 
@@ -168,7 +168,8 @@ def _pod_overhead(pod: Mapping[str, Any]) -> Violation | None:
         parse_resource_list(overhead or None)
     except QuantityError as exc:
         path = f"spec.overhead[{exc.resource}]"
-        return Violation(invalid(path, exc.value, exc.reason), path, 400, "BadRequest")
+        shown = f"spec.overhead[{cut(exc.resource)}]"  # a message quotes both cut short
+        return Violation(invalid(shown, cut(exc.value), exc.reason), path, 400, "BadRequest")
     except ValueError as exc:
         return Violation(f"spec.overhead: {exc}", "spec.overhead", 400, "BadRequest")
     return None
