@@ -63,7 +63,7 @@ BAD = [
     (
         "an apiVersion of a megabyte",
         _with({"apiVersion": "v" * 1_000_000}),
-        r"got 'v{64}'\.\.\. \(1000000 characters\)$",
+        r"got 'v{60}'\.\.\. \(1000000 characters\)$",
     ),
     (
         "a kind that is an integer too long to print",

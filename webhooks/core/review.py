@@ -15,6 +15,7 @@ from typing import Any, Literal, NamedTuple, TypedDict
 import orjson
 
 from webhooks.core.result import Outcome
+from webhooks.k8s.excerpt import SHOWN
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
@@ -68,10 +69,10 @@ class AdmissionRequest(NamedTuple):
         return (self.group, self.resource)
 
 
-#: How much of an offending string a ReviewError's reason quotes; why bounded: the API
-#: server logs the reason verbatim, and a megabyte ``apiVersion`` must not become a
-#: megabyte log line.
-SHOWN_CHARS = 64
+#: How much of an offending string a ReviewError's reason quotes (as every message quotes
+#: input, :data:`~webhooks.k8s.excerpt.SHOWN`); why bounded: the API server logs the reason
+#: verbatim, and a megabyte ``apiVersion`` must not become a megabyte log line.
+SHOWN_CHARS = SHOWN
 _SHOWN_INT_BITS = 128
 
 
