@@ -14,7 +14,6 @@ import gc
 import logging
 import os
 import shutil
-import ssl
 import tempfile
 import time
 from collections.abc import Callable, Iterable
@@ -29,7 +28,7 @@ from gunicorn.arbiter import Arbiter
 from webhooks.server.budget import HEAD_TIMEOUT, MAX_PLAIN_CONNECTIONS
 from webhooks.server.metrics import MULTIPROC_ENV, ReloadCounter, mark_worker_dead
 from webhooks.server.reloadcheck import Refused, describe, run_checked
-from webhooks.server.tls import ContextCache, TLSFiles
+from webhooks.server.tls import LOAD_ERRORS, ContextCache, TLSFiles
 
 log = logging.getLogger("webhooks.server")
 
@@ -114,7 +113,7 @@ def prime_context(files: TLSFiles) -> ContextCache:
     """
     try:
         return ContextCache(files)
-    except (OSError, ssl.SSLError) as exc:
+    except LOAD_ERRORS as exc:
         raise RuntimeError(
             f"cannot serve TLS with {files.certfile} and {files.keyfile}: {exc}"
         ) from None

@@ -8,11 +8,16 @@ connections keep the context they started with.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import ssl
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+
+from webhooks.certs import CertError, read_pem
 
 #: Modern AEAD suites for TLS 1.2; TLS 1.3 suites are fixed by OpenSSL and all modern.
 TLS12_CIPHERS = "ECDHE+AESGCM:ECDHE+CHACHA20"
@@ -32,20 +37,58 @@ class TLSFiles:
     client_ca: str = ""
 
 
+#: What a pair or CA that cannot be loaded raises: the files' own refusal (not a regular
+#: file, over MAX_PEM_BYTES), the system's, OpenSSL's, or PEM text that is not ASCII.
+LOAD_ERRORS = (CertError, OSError, ssl.SSLError, ValueError)
+
+
 def build_context(files: TLSFiles) -> ssl.SSLContext:
-    """A server context: TLS 1.2 minimum, modern ciphers, optional client-certificate check."""
+    """A server context: TLS 1.2 minimum, modern ciphers, optional client-certificate check.
+
+    Why the files are read here and handed to OpenSSL from memory: OpenSSL opens a path it
+    is given and reads it to the end, so a FIFO in ``tls.crt``'s place would block the
+    worker's loop (which rebuilds the context between connections) and a link to
+    ``/dev/zero`` would read without end. Read by :func:`~webhooks.certs.read_pem`, only a
+    regular file of at most ``MAX_PEM_BYTES`` reaches OpenSSL. Raises one of
+    :data:`LOAD_ERRORS`.
+    """
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.set_ciphers(TLS12_CIPHERS)
     context.options |= ssl.OP_NO_COMPRESSION | ssl.OP_CIPHER_SERVER_PREFERENCE
-    context.load_cert_chain(files.certfile, files.keyfile)
+    cert = read_pem(Path(files.certfile), "certificate")
+    key = read_pem(Path(files.keyfile), "private key")
+    with _in_memory(cert, files.certfile) as certfile, _in_memory(key, files.keyfile) as keyfile:
+        context.load_cert_chain(certfile, keyfile)
     if files.client_ca:
         # OPTIONAL, not REQUIRED: kubelet probes cannot present a certificate, so the
         # handshake verifies any certificate offered and the app refuses admission calls
         # that offered none (health endpoints stay reachable).
-        context.load_verify_locations(files.client_ca)
+        ca = read_pem(Path(files.client_ca), "client CA")
+        context.load_verify_locations(cadata=ca.decode("ascii"))
         context.verify_mode = ssl.CERT_OPTIONAL
     return context
+
+
+@contextlib.contextmanager
+def _in_memory(data: bytes, path: str) -> Iterator[str]:
+    """A path OpenSSL can open that holds exactly ``data``: an anonymous in-memory file.
+
+    Why: what was read and checked is what is loaded, even if the file on disk is replaced
+    in between. Where the system has no ``memfd_create``, the checked path itself.
+    """
+    create = getattr(os, "memfd_create", None)
+    if create is None:  # pragma: no cover - Linux has it
+        yield path
+        return
+    fd = create("placement-webhooks-tls", getattr(os, "MFD_CLOEXEC", 0))
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        yield f"/proc/self/fd/{fd}"
+    finally:
+        os.close(fd)
 
 
 class ContextCache:
@@ -85,6 +128,6 @@ class ContextCache:
                     self.context = build_context(self.files)
                     self._stamp = stamp
                     self.builds += 1
-            except (OSError, ssl.SSLError):
+            except LOAD_ERRORS:
                 pass
         return self.context
