@@ -62,6 +62,8 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
+from webhooks.k8s.excerpt import SHOWN
+
 #: Upstream's ``resource.CELSelectorExpressionMaxCost``: the runtime cost one selector may
 #: spend on one device before the scheduler cancels it ("roughly 0.1 second", its comment).
 COST_LIMIT: Final = 1_000_000
@@ -105,8 +107,8 @@ FOLD_STOP: Final = {"all": 2, "exists": 3}
 
 #: Where a node is in the expression: its start and end offsets.
 Span = tuple[int, int]
-#: Longest excerpt of the expression a message quotes.
-_EXCERPT: Final = 60
+#: Longest excerpt of the expression a message quotes (as every message quotes input).
+_EXCERPT: Final = SHOWN
 
 
 class Exhausted(BaseException):
@@ -168,7 +170,7 @@ class Meter:
 
     def excerpt(self, node: object = None) -> str:
         """The text of ``node`` (or of the innermost node being evaluated that has one), at
-        most 60 characters.
+        most :data:`~webhooks.k8s.excerpt.SHOWN` characters.
 
         Why bounded: an expression may be 10 KiB, and a message is one line.
         """

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from webhooks.k8s.excerpt import SHOWN
 from webhooks.manifests.errors import Refused
 from webhooks.manifests.raw import Raw, Tail
 from webhooks.manifests.scalars import json_number
@@ -92,7 +93,7 @@ def read_json(text: str, pos: int, index: int, add: Callable[[Raw], None]) -> tu
         except RecursionError:
             value, end = _deep_json(text, pos, line)
         except _OutOfRange as exc:
-            raise Refused(line, f"number {str(exc)[:60]} does not fit a float64") from None
+            raise Refused(line, f"number {str(exc)[:SHOWN]} does not fit a float64") from None
         except (json.JSONDecodeError, _NotJson) as exc:
             if decoded > 1:
                 where = exc.lineno if isinstance(exc, json.JSONDecodeError) else line
