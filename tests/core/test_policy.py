@@ -10,8 +10,11 @@ import pytest
 from tests import reviews
 from tests.reviews import Unreachable, container, namespace, pod, tol
 from webhooks.cluster.files import StaticCluster
+from webhooks.core.admission import Admission
 from webhooks.core.config import ConfigError, load_config
+from webhooks.core.plugin import PHASES
 from webhooks.core.result import Outcome
+from webhooks.core.review import parse_review
 from webhooks.plugins import REGISTRY
 
 DEDICATED = "dedicated-nodes"
@@ -210,6 +213,27 @@ def test_exception_matchers(fields: dict[str, Any], spec: dict[str, Any], allowe
     obj = foreign()
     obj["spec"].update(spec)
     assert admit(obj, excepted(**fields)).allowed is allowed
+
+
+@pytest.mark.parametrize(
+    ("groups", "allowed"),
+    [
+        pytest.param([{"a": 1}, "system:masters"], True, id="a map among the groups is skipped"),
+        pytest.param([["nested"]], False, id="only lists among the groups match nothing"),
+        pytest.param("system:masters", False, id="groups that are no list match nothing"),
+    ],
+)
+def test_groups_of_any_shape_are_matched_without_an_internal_error(
+    groups: Any, allowed: bool
+) -> None:
+    body = reviews.review(foreign())
+    body["request"]["userInfo"]["groups"] = groups
+    config = load_config(excepted(groups=["system:masters"]), REGISTRY)
+    outcome = Admission(REGISTRY, config, CLUSTER, now=lambda: NOW).decide(
+        parse_review(body), PHASES, None
+    )
+    assert outcome.code != 500, outcome.message
+    assert outcome.allowed is allowed
 
 
 def test_an_exception_skips_the_mutating_half_too() -> None:
