@@ -10,7 +10,8 @@ Every module of :mod:`bench.growth` contributes its ``SURFACES``; each surface s
 counts and measures itself (:mod:`bench.growth.measure`: best-of CPU time of the calling
 thread; ``tracemalloc`` peak over what was allocated before; surfaces in another process
 measure wall time and that process's peak RSS). N and 2N are measured in alternation for
-``--rounds`` rounds, and the medians are compared. Memory ratios under ``MEMORY_FLOOR`` of
+``--rounds`` rounds; a time ratio is the median of the rounds' own ratios, a memory ratio
+that of the median peaks. Memory ratios under ``MEMORY_FLOOR`` of
 growth are shown as flat: a few KiB either way is noise, not growth.
 
 Prints one row per surface; ``!`` marks a ratio above the target. Exit status 1 when
@@ -67,10 +68,19 @@ def _duration(seconds: float) -> str:
     return f"{seconds * 1e6:.0f} us"
 
 
-def row(surface: Surface, n: int, small: Sample, large: Sample) -> tuple[str, bool]:
-    """The printed line of one surface, and whether a ratio is above the target."""
+def row(surface: Surface, n: int, smalls: list[Sample], larges: list[Sample]) -> tuple[str, bool]:
+    """The printed line of one surface, and whether a ratio is above the target.
+
+    Why the time ratio is the median of each round's own ratio: a round measures N and 2N
+    one right after the other, so both see the same load on a shared machine, and drift
+    between rounds cancels out of their ratio; the times shown are the medians.
+    """
+    small, large = _median_sample(smalls), _median_sample(larges)
     over = False
-    t_ratio = large.seconds / small.seconds if small.seconds > 0 else float("inf")
+    t_ratio = statistics.median(
+        b.seconds / a.seconds if a.seconds > 0 else float("inf")
+        for a, b in zip(smalls, larges, strict=True)
+    )
     mark = "!" if t_ratio > TARGET else " "
     over |= t_ratio > TARGET
     if small.peak_bytes is None or large.peak_bytes is None:
@@ -111,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.rounds):
             smalls.append(surface.sample(n))
             larges.append(surface.sample(2 * n))
-        line, over = row(surface, n, _median_sample(smalls), _median_sample(larges))
+        line, over = row(surface, n, smalls, larges)
         print(line, flush=True)
         if over:
             failed.append(surface.name)

@@ -38,7 +38,7 @@ def test_every_surface_has_a_name_of_its_own_and_a_positive_size() -> None:
 def test_a_row_is_over_the_target_exactly_when_a_ratio_is(
     small: Sample, large: Sample, over: bool
 ) -> None:
-    line, flagged = growth_bench.row(_surface(), 10, small, large)
+    line, flagged = growth_bench.row(_surface(), 10, [small], [large])
     assert flagged is over
     assert ("!" in line) is over
 
