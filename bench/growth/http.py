@@ -175,7 +175,7 @@ SURFACES_IN_PROCESS = [
 _certs: list[Path] = []
 
 
-def _certificates() -> Path:
+def certificates() -> Path:
     """A CA and serving certificate for localhost, made once per bench run."""
     if not _certs:
         from webhooks.certs import generate
@@ -203,7 +203,7 @@ def end_to_end(
     """
 
     def sample(n: int) -> Sample:
-        certs = _certificates()
+        certs = certificates()
         proc, port = start("wsgi", certs, workers=1)
         try:
             ctx = ssl.create_default_context(cafile=str(certs / "ca.crt"))
