@@ -73,6 +73,12 @@ def _doubling(n: int) -> tuple[Selector, Device]:
     return Selector("[device.driver]" + ".map(x, x + x)" * n + "[0].size() > 0"), _device(0)
 
 
+def _failing_terms(n: int) -> tuple[Selector, Device]:
+    # Each term fails (a string divided by a number); || keeps the first error, so the
+    # answer is one error whatever n, not one wrapping every term's.
+    return Selector(" || ".join(["(device.driver / 2) == 1"] * n)), _device(0)
+
+
 SURFACES = [
     Surface("cel: one selector over N devices", "devices", 400, in_process(_devices, _match_all)),
     Surface(
@@ -92,5 +98,11 @@ SURFACES = [
         "steps",
         20,
         in_process(_doubling, _refused),
+    ),
+    Surface(
+        "cel: N failing terms joined by ||",
+        "terms",
+        40,
+        in_process(_failing_terms, _refused),
     ),
 ]

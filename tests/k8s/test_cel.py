@@ -172,6 +172,10 @@ BOUNDED: list[tuple[str, str, str]] = [
      'quantity("1e999999999").add(quantity("1e999999999")).sign() == 1', "add: overflow"),
     ("deep nesting is refused before evaluation", "[" * 3000 + "1" + "]" * 3000,
      "nested too deeply"),
+    ("forty failing terms joined by || give the first term's error, not one wrapping all",
+     " || ".join(["(device.driver / 2) == 1"] * 40), "no matching overload"),
+    ("forty failing terms joined by && give the first term's error, not one wrapping all",
+     " && ".join(["(device.driver / 2) == 1"] * 40), "no matching overload"),
 ]  # fmt: skip
 
 
@@ -228,6 +232,10 @@ ACCEPTED: list[tuple[str, str, bool]] = [
      f'![1, 2].all(i, i == 2 && {DOUBLING})', True),
     ("an invalid pattern is an error value, which || may still decide",
      'device.driver.matches("(a)\\\\1") || true', True),
+    ("a true right operand decides || over an error on its left, as in cel-go",
+     '(device.driver / 2) == 1 || device.driver == "gpu.example.com"', True),
+    ("a false right operand decides && over an error on its left, as in cel-go",
+     '(device.driver / 2) == 1 && device.driver == "other"', False),
 ]  # fmt: skip
 
 

@@ -512,11 +512,20 @@ def _metered(base: Any) -> Any:
             if isinstance(left, BoolType) and bool(left) is decides:
                 return left
             right = self.visit(tree.children[1])
-            try:
+            if isinstance(right, BoolType) and bool(right) is decides:
+                return right
+            # As cel-go: a deciding operand absorbs an error on the other side, and of two
+            # errors the left one is the answer. (The library's own operator wraps both
+            # errors and their descriptions in a new one, so a chain of k failing terms
+            # built a message of 2^k descriptions: gigabytes from a 6 KB selector.)
+            for operand in (left, right):
+                if isinstance(operand, CELEvalError):
+                    return operand
+            if isinstance(left, BoolType) and isinstance(right, BoolType):
                 return self.activation.resolve_function(name)(left, right)
-            except TypeError as exc:
-                kinds = f"{type(left).__name__}, {type(right).__name__}"
-                return CELEvalError(f"no such overload: {name}({kinds})", type(exc), exc.args)
+            kinds = f"{type(left).__name__}, {type(right).__name__}"
+            refused = f"no such overload: {name}({kinds})"
+            return CELEvalError(refused, TypeError, (refused,))
 
         def member_dot_arg(self, tree: Any) -> Any:
             name = tree.children[1].value
