@@ -710,7 +710,7 @@ def test_a_config_file_with_a_plugin_disabled_drops_its_rules(tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--ca-file=/nonexistent/ca.crt"], "not found"),
+        (["--ca-file=/nonexistent/ca.crt"], "No such file or directory"),
         (["--url=http://x.example"], "https"),
         (["--inject"], "--inject needs --ca-file"),
         (["--config=/nonexistent.yaml"], "config: /nonexistent.yaml: cannot read: No such file"),
