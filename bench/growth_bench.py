@@ -68,7 +68,9 @@ def _duration(seconds: float) -> str:
     return f"{seconds * 1e6:.0f} us"
 
 
-def row(surface: Surface, n: int, smalls: list[Sample], larges: list[Sample]) -> tuple[str, bool]:
+def row(
+    surface: Surface, n: int, smalls: list[Sample], larges: list[Sample], width: int = 78
+) -> tuple[str, bool]:
     """The printed line of one surface, and whether a ratio is above the target.
 
     Why the time ratio is the median of each round's own ratio: a round measures N and 2N
@@ -95,8 +97,12 @@ def row(surface: Surface, n: int, smalls: list[Sample], larges: list[Sample]) ->
             f"{_size(small.peak_bytes):>10} {_size(large.peak_bytes):>10} {m_ratio:>8.2f}x{m_mark}"
         )
     times = f"{_duration(small.seconds):>10} {_duration(large.seconds):>10} {t_ratio:>8.2f}x{mark}"
-    label = f"{surface.name} (N={n:,} {surface.unit})"
-    return f"{label:<78} {times} {memory}", over
+    return f"{label(surface, n):<{width}} {times} {memory}", over
+
+
+def label(surface: Surface, n: int) -> str:
+    """What a row says it measured: the surface and its N."""
+    return f"{surface.name} (N={n:,} {surface.unit})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,20 +114,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help=f"exit 1 above {TARGET}x")
     args = parser.parse_args(argv)
     chosen = [s for s in surfaces() if not args.only or any(part in s.name for part in args.only)]
+    sizes = {s.name: max(1, int(s.size * args.scale)) for s in chosen}
+    width = max([len(label(s, sizes[s.name])) for s in chosen] + [len("surface")])
     print(
-        f"{'surface':<78} {'time N':>10} {'time 2N':>10} {'ratio':>9} "
+        f"{'surface':<{width}} {'time N':>10} {'time 2N':>10} {'ratio':>9} "
         f"{'peak N':>10} {'peak 2N':>10} {'ratio':>9}",
         flush=True,
     )
     failed = []
     for surface in chosen:
-        n = max(1, int(surface.size * args.scale))
+        n = sizes[surface.name]
         smalls: list[Sample] = []
         larges: list[Sample] = []
         for _ in range(args.rounds):
             smalls.append(surface.sample(n))
             larges.append(surface.sample(2 * n))
-        line, over = row(surface, n, smalls, larges)
+        line, over = row(surface, n, smalls, larges, width)
         print(line, flush=True)
         if over:
             failed.append(surface.name)
