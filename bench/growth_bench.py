@@ -12,12 +12,15 @@ thread; ``tracemalloc`` peak over what was allocated before; surfaces in another
 measure wall time and that process's peak RSS). N and 2N are measured in alternation for
 ``--rounds`` rounds; a time ratio is the median of the rounds' own ratios, a memory ratio
 that of the median peaks. Memory ratios under ``MEMORY_FLOOR`` of
-growth are shown as flat: a few KiB either way is noise, not growth.
+growth are shown as flat: a few KiB either way is noise, not growth. The garbage collector
+runs on the schedule the CLI and the server's workers set (:mod:`webhooks.collector`);
+``--collector default`` keeps CPython's own, to see what that schedule changes.
 
 Prints one row per surface; ``!`` marks a ratio above the target. Exit status 1 when
 ``--check`` is given and a surface is above it.
 
 Usage: python -m bench.growth_bench [--only SUBSTRING] [--rounds 3] [--scale 1.0] [--check]
+       [--collector tuned|default]
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import sys
 
 from bench import growth
 from bench.growth.measure import Sample, Surface
+from webhooks import collector
 
 #: The most a doubling of the input may multiply a surface's time or memory by.
 TARGET = 2.2
@@ -112,7 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every N by this")
     parser.add_argument("--check", action="store_true", help=f"exit 1 above {TARGET}x")
+    parser.add_argument("--collector", choices=["tuned", "default"], default="tuned")
     args = parser.parse_args(argv)
+    if args.collector == "tuned":
+        collector.tune()  # the collector's schedule of the CLI and the server's workers
     chosen = [s for s in surfaces() if not args.only or any(part in s.name for part in args.only)]
     sizes = {s.name: max(1, int(s.size * args.scale)) for s in chosen}
     width = max([len(label(s, sizes[s.name])) for s in chosen] + [len("surface")])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import click
 
+from webhooks import collector
 from webhooks.cli import audit as _audit
 from webhooks.cli import certs as _certs
 from webhooks.cli import check as _check
@@ -26,6 +27,7 @@ from webhooks.cli import webhook_config as _webhook_config
 @click.version_option(package_name="placement-webhooks")
 def main() -> None:
     """Admission webhooks for where pods may run: tolerations, taints, affinity, overhead."""
+    collector.tune()  # every command and the server's processes (webhooks/collector.py)
 
 
 for _command in (

@@ -25,6 +25,7 @@ from gunicorn import util
 from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
+from webhooks import collector
 from webhooks.server.budget import HEAD_TIMEOUT, MAX_PLAIN_CONNECTIONS
 from webhooks.server.metrics import MULTIPROC_ENV, ReloadCounter, mark_worker_dead
 from webhooks.server.reloadcheck import Refused, describe, run_checked
@@ -355,6 +356,7 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
     def load(self) -> Any:
         """Build the WSGI app inside the worker (after fork), so threads start per worker."""
         self.built = self.factory(self.options)
+        collector.tune()  # the same schedule in workers started without the CLI
         # Everything built so far (modules, the app, caches) lives as long as the worker.
         # Freezing it keeps the cyclic garbage collector from re-scanning it on every full
         # collection, which large reviews trigger often: measured in bench/http_bench.py.
