@@ -39,6 +39,7 @@ import ssl
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -196,24 +197,37 @@ def review_once(port: int, ctx: ssl.SSLContext, body: bytes, uid: str) -> tuple[
     return time.perf_counter() - started, None
 
 
-def timed_reviews(
-    args: argparse.Namespace, port: int, cafile: str, master: int, held: Any
-) -> tuple[list[float], list[str], dict[int, float], list[int]]:
-    """Send the real reviews at the steady rate; latencies, errors, peak RSS, low-water marks."""
+def steady_reviews(
+    args: argparse.Namespace, port: int, cafile: str, prefix: str
+) -> Iterator[tuple[int, float, str | None]]:
+    """Send ``args.reviews`` real reviews at ``args.rate`` per second, each on a new
+    connection; yields each one's number, seconds and error (``None``: answered).
+
+    Why a generator: each run watches something else between reviews (worker memory, the
+    metrics port), and the pace must not depend on what it watches.
+    """
     ctx = ssl.create_default_context(cafile=cafile)
     template = orjson.loads(payloads.small())
-    latencies: list[float] = []
-    errors: list[str] = []
-    rss: dict[int, float] = {}
-    low_water = [args.idle, args.silent, args.slow]
     started = time.monotonic()
     for i in range(args.reviews):
         wait = started + i / args.rate - time.monotonic()
         if wait > 0:
             time.sleep(wait)
-        uid = f"hostile-{i}"
+        uid = f"{prefix}-{i}"
         template["request"]["uid"] = uid
         seconds, error = review_once(port, ctx, orjson.dumps(template), uid)
+        yield i, seconds, error
+
+
+def timed_reviews(
+    args: argparse.Namespace, port: int, cafile: str, master: int, held: Any
+) -> tuple[list[float], list[str], dict[int, float], list[int]]:
+    """Send the real reviews at the steady rate; latencies, errors, peak RSS, low-water marks."""
+    latencies: list[float] = []
+    errors: list[str] = []
+    rss: dict[int, float] = {}
+    low_water = [args.idle, args.silent, args.slow]
+    for i, seconds, error in steady_reviews(args, port, cafile, "hostile"):
         latencies.append(seconds)
         if error:
             errors.append(error)
@@ -287,20 +301,11 @@ def flood_reviews(
     args: argparse.Namespace, port: int, cafile: str, metrics_port: int, held: Any
 ) -> tuple[list[float], list[str], list[str | None], int]:
     """The timed reviews, and a probe every tenth; latencies, errors, probes, low-water mark."""
-    ctx = ssl.create_default_context(cafile=cafile)
-    template = orjson.loads(payloads.small())
     latencies: list[float] = []
     errors: list[str] = []
     probes: list[str | None] = []
     low_water = args.metrics_flood
-    started = time.monotonic()
-    for i in range(args.reviews):
-        wait = started + i / args.rate - time.monotonic()
-        if wait > 0:
-            time.sleep(wait)
-        uid = f"flood-{i}"
-        template["request"]["uid"] = uid
-        seconds, error = review_once(port, ctx, orjson.dumps(template), uid)
+    for i, seconds, error in steady_reviews(args, port, cafile, "flood"):
         latencies.append(seconds)
         if error:
             errors.append(error)

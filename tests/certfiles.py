@@ -13,7 +13,7 @@ from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 from cryptography.x509.oid import ExtensionOID, NameOID
 
@@ -36,25 +36,47 @@ def pem_key(key: PrivateKeyTypes) -> bytes:
     )
 
 
+def self_signed(
+    common_name: str,
+    serial: int,
+    valid: tuple[dt.timedelta, dt.timedelta],
+    extension: x509.ExtensionType | None = None,
+    *,
+    key: ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey | None = None,
+    now: dt.datetime | None = None,
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey]:
+    """A self-signed certificate valid from ``now + valid[0]`` to ``now + valid[1]``, with
+    ``extension`` (critical) if given, and its key (``key``, else a new P-256 one).
+
+    Why built here and not by :func:`webhooks.certs.generate`: the odd and broken ones tests
+    need are what ``generate`` refuses to make.
+    """
+    key = key if key is not None else ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    now = now if now is not None else dt.datetime.now(dt.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(serial)
+        .not_valid_before(now + valid[0])
+        .not_valid_after(now + valid[1])
+    )
+    if extension is not None:
+        builder = builder.add_extension(extension, critical=True)
+    # Ed25519 signs without a separate digest.
+    digest = None if isinstance(key, ed25519.Ed25519PrivateKey) else hashes.SHA256()
+    return builder.sign(key, digest), key
+
+
 def write_expired_pair(directory: Path) -> None:
     """Write a self-signed ``tls.crt`` that expired an hour ago, and its ``tls.key``.
 
     Why self-signed and no ``ca.crt``: expiry is the only thing wrong with it, and
     :func:`webhooks.certs.generate` refuses to make a certificate that is already invalid.
     """
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "old")])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(7)
-        .not_valid_before(now - dt.timedelta(days=10))
-        .not_valid_after(now - dt.timedelta(hours=1))
-        .sign(key, hashes.SHA256())
-    )
+    cert, key = self_signed("old", 7, (-dt.timedelta(days=10), -dt.timedelta(hours=1)))
     directory.mkdir(parents=True)
     (directory / certs.CERT_FILE).write_bytes(pem(cert))
     (directory / certs.KEY_FILE).write_bytes(pem_key(key))
@@ -66,21 +88,8 @@ def ca_with_a_broken_extension() -> bytes:
     Why: cryptography decodes a certificate's fields when first read, so code that only
     loads certificates misses this one; every reader must decode what it will use.
     """
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "broken CA")])
     broken = x509.UnrecognizedExtension(ExtensionOID.BASIC_CONSTRAINTS, b"\x05\x00")
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(13)
-        .not_valid_before(now - dt.timedelta(days=1))
-        .not_valid_after(now + dt.timedelta(days=3650))
-        .add_extension(broken, critical=True)
-        .sign(key, hashes.SHA256())
-    )
+    cert, _ = self_signed("broken CA", 13, (-dt.timedelta(days=1), dt.timedelta(days=3650)), broken)
     return pem(cert)
 
 

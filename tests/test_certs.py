@@ -19,6 +19,7 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
+from tests import specialfiles
 from webhooks import certs
 from webhooks.certs import CertError, CertPaths
 
@@ -551,43 +552,24 @@ def test_real_tls_handshake(chain: CertPaths, server_hostname: str, accepted: bo
 # --------------------------------------------------------------------------- bounded reading
 
 
-def _fifo(path: Path) -> Path:
-    os.mkfifo(path)
-    return path
-
-
-def _dev_zero(path: Path) -> Path:
-    path.symlink_to("/dev/zero")
-    return path
-
-
-def _huge(path: Path) -> Path:
-    with path.open("wb") as fh:
-        fh.truncate(certs.MAX_PEM_BYTES + 1)  # sparse: no disk used
-    return path
-
-
-def _directory(path: Path) -> Path:
-    path.mkdir()
-    return path
-
-
 @pytest.mark.parametrize(
     ("make", "message"),
     [
         pytest.param(
-            _fifo,
+            specialfiles.fifo,
             "a FIFO (named pipe), not a regular file",
             id="a FIFO named tls.crt is refused, not read",
         ),
         pytest.param(
-            _dev_zero,
+            specialfiles.link_to("/dev/zero"),
             "a character device, not a regular file",
             id="a symlink to /dev/zero is refused, not read",
         ),
-        pytest.param(_directory, "a directory, not a regular file", id="a directory is refused"),
         pytest.param(
-            _huge,
+            specialfiles.directory, "a directory, not a regular file", id="a directory is refused"
+        ),
+        pytest.param(
+            specialfiles.sparse(certs.MAX_PEM_BYTES + 1),
             f"over the limit of {certs.MAX_PEM_BYTES:,} bytes for a certificate file",
             id="a file over 1 MiB is refused, naming the limit",
         ),
@@ -610,7 +592,7 @@ def test_certificate_files_are_read_only_when_regular_and_bounded(
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     reader.join(TIMEOUT)  # a guard against hanging, not a timing assertion
-    if reader.is_alive() and make is _fifo:
+    if reader.is_alive() and make is specialfiles.fifo:
         os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))  # release the blocked reader
     [error] = outcome
     assert isinstance(error, CertError) and message in str(error) and str(path) in str(error)

@@ -21,11 +21,10 @@ from typing import Any
 
 import pytest
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
-from cryptography.x509.oid import NameOID
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
-from tests.certfiles import ca_with_a_broken_extension, pem, pem_key
+from tests.certfiles import ca_with_a_broken_extension, pem, pem_key, self_signed
 from tests.fakeapi import FakeApiServer, running
 from webhooks import certs
 from webhooks.certrotation import Material, Policy, bundle_pem, plan
@@ -60,38 +59,20 @@ def _expired_ca() -> certs.Issued:
     return certs.new_ca("old CA", days=30, now=T0 - dt.timedelta(days=400))
 
 
+#: A CA's validity around T0, and what makes it one.
+_CA_VALID = (-dt.timedelta(days=1), dt.timedelta(days=3650))
+_IS_CA = x509.BasicConstraints(ca=True, path_length=0)
+
+
 def _ca_without_key_id() -> certs.Issued:
     """A CA made elsewhere: no subject key identifier (optional for a self-signed root)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "bare CA")])
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(11)
-        .not_valid_before(T0 - dt.timedelta(days=1))
-        .not_valid_after(T0 + dt.timedelta(days=3650))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .sign(key, hashes.SHA256())
-    )
+    cert, key = self_signed("bare CA", 11, _CA_VALID, _IS_CA, now=T0)
     return certs.Issued(pem(cert), pem_key(key))
 
 
 def _ed25519_ca() -> certs.Issued:
     key = ed25519.Ed25519PrivateKey.generate()
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ed CA")])
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(12)
-        .not_valid_before(T0 - dt.timedelta(days=1))
-        .not_valid_after(T0 + dt.timedelta(days=3650))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .sign(key, None)
-    )
+    cert, _ = self_signed("ed CA", 12, _CA_VALID, _IS_CA, key=key, now=T0)
     return certs.Issued(pem(cert), pem_key(key))
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import specialfiles
 from webhooks.configfile import read_config
 from webhooks.server.reloadcheck import REASON_CHARS, Refused, describe, excerpt, run_checked
 from webhooks.server.runner import config_for_reload
@@ -29,7 +30,7 @@ def _alias_bomb() -> str:
     return GOOD.format(seconds=value)
 
 
-def _write(data: str | bytes) -> Callable[[Path], None]:
+def _write(data: str | bytes) -> Callable[[Path], object]:
     def make(path: Path) -> None:
         if isinstance(data, bytes):
             path.write_bytes(data)
@@ -39,11 +40,6 @@ def _write(data: str | bytes) -> Callable[[Path], None]:
     return make
 
 
-def _directory(path: Path) -> None:
-    path.unlink(missing_ok=True)
-    path.mkdir()
-
-
 def _deleted(path: Path) -> None:
     path.unlink(missing_ok=True)
 
@@ -51,27 +47,6 @@ def _deleted(path: Path) -> None:
 def _unreadable(path: Path) -> None:
     path.write_text(GOOD.format(seconds=7), encoding="utf-8")
     path.chmod(0)
-
-
-def _failing_read(path: Path) -> None:
-    # Reading /proc/self/mem at offset 0 fails with EIO, for root too.
-    path.unlink(missing_ok=True)
-    path.symlink_to("/proc/self/mem")
-
-
-def _huge(path: Path) -> None:
-    with path.open("wb") as out:  # sparse: nothing is written, 300 MiB of NUL are read
-        out.truncate(300 << 20)
-
-
-def _endless(path: Path) -> None:
-    path.unlink(missing_ok=True)
-    path.symlink_to("/dev/zero")
-
-
-def _fifo(path: Path) -> None:
-    path.unlink(missing_ok=True)
-    os.mkfifo(path)
 
 
 #: (how the file is made, what the refusal says); ids are what the file is.
@@ -96,7 +71,11 @@ BAD_FILES = [
         "excessive aliasing",
         id="an alias bomb of a billion strings",
     ),
-    pytest.param(_directory, "a directory, not a regular file", id="a directory instead of a file"),
+    pytest.param(
+        specialfiles.directory,
+        "a directory, not a regular file",
+        id="a directory instead of a file",
+    ),
     pytest.param(_deleted, "No such file or directory", id="a file deleted"),
     pytest.param(
         _unreadable,
@@ -104,9 +83,17 @@ BAD_FILES = [
         id="a file nobody may read",
         marks=pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file"),
     ),
-    pytest.param(_failing_read, "Input/output error", id="a file whose read fails"),
-    pytest.param(_huge, "over the limit of 1,048,576 bytes", id="a file of 300 MiB"),
-    pytest.param(_endless, "over the limit of 1,048,576 bytes", id="a symlink to /dev/zero"),
+    pytest.param(
+        specialfiles.link_to("/proc/self/mem"), "Input/output error", id="a file whose read fails"
+    ),
+    pytest.param(
+        specialfiles.sparse(300 << 20), "over the limit of 1,048,576 bytes", id="a file of 300 MiB"
+    ),
+    pytest.param(
+        specialfiles.link_to("/dev/zero"),
+        "over the limit of 1,048,576 bytes",
+        id="a symlink to /dev/zero",
+    ),
     pytest.param(_write("plugins: [unclosed\n"), "invalid YAML", id="YAML that does not parse"),
     pytest.param(_write("plugin: {}\n"), "plugin: unknown key", id="an unknown key"),
     pytest.param(
@@ -119,7 +106,7 @@ BAD_FILES = [
 
 @pytest.mark.parametrize(("make", "reason"), BAD_FILES)
 def test_a_config_the_server_cannot_use_is_refused_with_the_reason(
-    tmp_path: Path, make: Callable[[Path], None], reason: str
+    tmp_path: Path, make: Callable[[Path], object], reason: str
 ) -> None:
     path = tmp_path / "config.yaml"
     make(path)
@@ -138,7 +125,7 @@ def test_a_config_the_server_can_use_comes_back_as_read(tmp_path: Path) -> None:
 
 def test_a_file_that_never_ends_is_refused_at_the_deadline(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
-    _fifo(path)
+    specialfiles.fifo(path)
     # A writer that holds the FIFO open and says nothing: the read blocks until the child
     # is stopped (with no writer at all, the reader refuses the FIFO at once).
     writer = os.open(path, os.O_RDWR)

@@ -7,7 +7,6 @@ reader that blocks shows as a failure instead of a stuck suite.
 
 from __future__ import annotations
 
-import os
 import shutil
 import ssl
 import threading
@@ -17,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests import specialfiles
 from webhooks import certs
 from webhooks.server.runner import prime_context
 from webhooks.server.tls import ContextCache, TLSFiles
@@ -46,36 +46,30 @@ def _pair(directory: Path) -> TLSFiles:
     return TLSFiles(str(directory / certs.CERT_FILE), str(directory / certs.KEY_FILE))
 
 
-def _fifo(path: Path) -> None:
-    path.unlink()
-    os.mkfifo(path)
-
-
-def _dev_zero(path: Path) -> None:
-    path.unlink()
-    path.symlink_to("/dev/zero")
-
-
-def _huge(path: Path) -> None:
-    with path.open("ab") as out:  # sparse: no disk used
-        out.truncate(certs.MAX_PEM_BYTES + 1)
-
-
-def _garbage(path: Path) -> None:
+def _garbage(path: Path) -> Path:
     path.write_bytes(b"not a certificate\n")
+    return path
 
 
 BAD = [
-    pytest.param(_fifo, "a FIFO (named pipe), not a regular file", id="a FIFO"),
-    pytest.param(_dev_zero, "a character device, not a regular file", id="a link to /dev/zero"),
-    pytest.param(_huge, "over the limit of 1,048,576 bytes", id="a file over MAX_PEM_BYTES"),
+    pytest.param(specialfiles.fifo, "a FIFO (named pipe), not a regular file", id="a FIFO"),
+    pytest.param(
+        specialfiles.link_to("/dev/zero"),
+        "a character device, not a regular file",
+        id="a link to /dev/zero",
+    ),
+    pytest.param(
+        specialfiles.sparse(certs.MAX_PEM_BYTES + 1),
+        "over the limit of 1,048,576 bytes",
+        id="a file over MAX_PEM_BYTES",
+    ),
     pytest.param(_garbage, "", id="text that is no certificate"),
 ]
 
 
 @pytest.mark.parametrize(("spoil", "reason"), BAD)
 def test_an_unusable_certificate_stops_start_up_with_a_reason_instead_of_hanging(
-    tmp_path: Path, spoil: Callable[[Path], None], reason: str
+    tmp_path: Path, spoil: Callable[[Path], Path], reason: str
 ) -> None:
     files = _pair(tmp_path)
     spoil(Path(files.certfile))
@@ -87,7 +81,7 @@ def test_an_unusable_certificate_stops_start_up_with_a_reason_instead_of_hanging
 
 @pytest.mark.parametrize(("spoil", "reason"), BAD)
 def test_a_certificate_spoiled_at_run_time_keeps_the_last_context_without_blocking(
-    tmp_path: Path, spoil: Callable[[Path], None], reason: str
+    tmp_path: Path, spoil: Callable[[Path], Path], reason: str
 ) -> None:
     files = _pair(tmp_path)
     cache = ContextCache(files, interval=0.0)
@@ -110,8 +104,7 @@ def test_a_rotated_pair_is_served_on_the_next_check(tmp_path: Path) -> None:
 
 def test_a_client_ca_is_read_bounded_too(tmp_path: Path) -> None:
     files = _pair(tmp_path)
-    ca = tmp_path / certs.CA_FILE
-    _fifo(ca)
+    ca = specialfiles.fifo(tmp_path / certs.CA_FILE)
     with_ca = TLSFiles(files.certfile, files.keyfile, str(ca))
     outcome = _within_deadline(lambda: prime_context(with_ca))
     assert isinstance(outcome, RuntimeError)
