@@ -172,6 +172,6 @@ SURFACES = [
         _checked(_comment_bytes),
     ),
     Surface(
-        "reload of a real server: SIGHUP to new workers answering", "exceptions", 2000, _reload
+        "reload of a real server: SIGHUP to new workers answering", "exceptions", 3000, _reload
     ),
 ]
