@@ -283,7 +283,12 @@ def test_an_exception_is_a_skip_of_each_half_it_covers_naming_the_exception() ->
 
 @pytest.mark.parametrize(
     "text",
-    ["", DEDICATED, "plugins:\n  extended-resource-toleration: {enforce: true}\n"],
+    [
+        "",
+        DEDICATED,
+        "plugins:\n  extended-resource-toleration:\n"
+        "    enforce: {guarded: [{taintKey: nvidia.com/gpu}]}\n",
+    ],
     ids=[
         "under the defaults",
         "with dedicated-nodes on",

@@ -190,7 +190,7 @@ def test_the_role_reads_what_the_audit_scans_and_writes_only_reports(
     ("settings", "reads"),
     [
         ({"deviceClaims": True}, True),
-        ({"enforce": True}, True),
+        ({"enforce": {"guarded": [{"taintKey": "nvidia.com/gpu"}]}}, True),
         ({"deviceClaims": True, "enabled": False}, False),
         ({}, False),
     ],

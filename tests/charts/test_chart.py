@@ -843,6 +843,11 @@ BAD_VALUES = [
     ({"networkPolicy": {"enabled": True, "webhook": {"from": [{"cidr": "10.0.0.0/8"}]}}}, "cidr"),
     ({"metrics": {"serviceMonitor": {"interval": "30 seconds"}}}, "interval"),
     ({"autoscaling": {"targetCPUUtilizationPercentage": 150}}, "targetCPUUtilizationPercentage"),
+    ({"plugins": {"extended-resource-toleration": {"enforce": True}}}, "enforce"),
+    (
+        {"plugins": {"extended-resource-toleration": {"enforce": {"guarded": [{"earnedBy": {}}]}}}},
+        "enforce",
+    ),
 ]
 
 
@@ -862,6 +867,8 @@ BAD_VALUES = [
         "a network policy peer that is not a NetworkPolicyPeer is refused",
         "a scrape interval that is not a duration is refused",
         "a CPU target above 100 percent is refused",
+        "enforce: true, which names no taint key, is refused",
+        "a guarded entry without its taintKey is refused",
     ],
 )
 def test_bad_values_are_refused_naming_the_key(values: dict[str, Any], named: str) -> None:
@@ -1052,7 +1059,7 @@ def test_an_incomplete_existing_secret_is_replaced_by_a_new_chain(tmp_path: Path
     [
         ({}, False),
         ({"deviceClaims": True}, True),
-        ({"enforce": True}, True),
+        ({"enforce": {"guarded": [{"taintKey": "nvidia.com/gpu"}]}}, True),
         ({"enabled": False, "deviceClaims": True}, False),
     ],
     ids=[

@@ -379,7 +379,10 @@ GPU_SKIPS: list[tuple[str, str, dict[str, Any], list[str], str]] = [
     (
         "with enforcement on, the same exception skips the validation as well",
         "monitoring",
-        {"plugins": {ERT: {"enforce": True}}, "exceptions": [EXCEPTION]},
+        {
+            "plugins": {ERT: {"enforce": {"guarded": [{"taintKey": "nvidia.com/gpu"}]}}},
+            "exceptions": [EXCEPTION],
+        },
         [
             "skipped drift: exception dcgm covers this object",
             "skipped violation: exception dcgm covers this object",

@@ -60,7 +60,13 @@ NODE_SELECTOR = "scheduler.alpha.kubernetes.io/node-selector"
             id="a mutation that is only monitored",
         ),
         pytest.param(
-            {"plugins": {"extended-resource-toleration": {"enforce": True}}},
+            {
+                "plugins": {
+                    "extended-resource-toleration": {
+                        "enforce": {"guarded": [{"taintKey": "nvidia.com/gpu"}]}
+                    }
+                }
+            },
             "plugins.extended-resource-toleration.enforce",
             id="ExtendedResourceToleration never denies in tree",
         ),

@@ -180,6 +180,61 @@ def test_a_pod_with_a_device_claim_is_judged_only_by_the_webhook(both: Pair) -> 
     assert native.allowed
 
 
+def _tolerating(name: str, key: str, resources: dict[str, str]) -> dict[str, Any]:
+    pod = _pod(name, tolerations=[{"key": key, "operator": "Exists", "effect": "NoSchedule"}])
+    pod["spec"]["containers"][0]["resources"] = {"limits": resources}
+    return pod
+
+
+#: native-all.yaml guards example.com/gpu, earned by its own name, example.com/gpu-shared
+#: and any example.com/mig-* resource; a pod, whether the config should admit it.
+EARNED: list[Any] = [
+    pytest.param(
+        _tolerating("mig", "example.com/gpu", {"example.com/mig-1g": "1"}),
+        True,
+        id="a MIG-style request earns the guarded taint through its prefix alike",
+    ),
+    pytest.param(
+        _tolerating("shared", "example.com/gpu", {"example.com/gpu-shared": "1"}),
+        True,
+        id="an exact earning name earns it alike",
+    ),
+    pytest.param(
+        _tolerating("mesh", "mesh.example.io/not-ready", {"cpu": "100m"}),
+        True,
+        id="a key nobody guards is admitted alike",
+    ),
+    pytest.param(
+        _tolerating("squatter", "example.com/gpu", {"example.com/gpu-sharedx": "1"}),
+        False,
+        id="a name that only starts with an exact earning name is refused alike",
+    ),
+    pytest.param(
+        _tolerating("cpu", "example.com/gpu", {"cpu": "100m"}),
+        False,
+        id="a pod requesting nothing that earns the guarded taint is refused alike",
+    ),
+]
+
+
+@pytest.mark.parametrize(("pod", "allowed"), EARNED)
+def test_what_earns_a_guarded_taint_is_judged_alike(
+    both: Pair, pod: dict[str, Any], allowed: bool
+) -> None:
+    if "placement-webhooks-extended-resource-toleration" not in both.policy_names:
+        pytest.skip("extended-resource-toleration's enforce is off in this config")
+    name = pod["metadata"]["name"]
+    case = Case(name, {}, pod)
+    webhook, native = (
+        run(both.webhooks, case, f"earn-{name}"),
+        run(both.native, case, f"earn-{name}"),
+    )
+    assert differences(webhook, native) == []
+    assert webhook.allowed is allowed
+    earners = "earns it (example.com/gpu, example.com/gpu-shared, any example.com/mig-* resource)"
+    assert all(earners in o.reason for o in (webhook, native) if not allowed)
+
+
 @pytest.mark.parametrize(
     ("count", "alike"),
     [

@@ -146,7 +146,7 @@ SKIPS: list[tuple[str, dict[str, Any], str | None, str]] = [
     ),
     (
         "with enforcement on, the validation it skips is reported as validation",
-        {"plugins": {ERT: {"enforce": True}}},
+        {"plugins": {ERT: {"enforce": {"guarded": [{"taintKey": "nvidia.com/gpu"}]}}}},
         f"{ERT}.exemptNamespaces: Pod kube-system/dcgm: {ERT} validation skipped: exception "
         f"{ERT}.exemptNamespaces covers this object",
         "0 violations, 2 mutations, 1 skipped by exceptions",

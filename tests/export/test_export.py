@@ -90,7 +90,13 @@ def _named(objects: Any, kind: str) -> dict[str, dict[str, Any]]:
             id="dedicated-nodes cannot warn natively",
         ),
         pytest.param(
-            {"plugins": {"extended-resource-toleration": {"enforce": True}}},
+            {
+                "plugins": {
+                    "extended-resource-toleration": {
+                        "enforce": {"guarded": [{"taintKey": "nvidia.com/gpu"}]}
+                    }
+                }
+            },
             "plugins.extended-resource-toleration.enforce",
             EXCEPT,
             id="enforce does not judge pods with claims",

@@ -102,7 +102,7 @@ EXAMPLES: dict[str, tuple[dict[str, Any], ClusterView]] = {
 
 #: Settings a plugin needs for its example to make every half act (others use defaults).
 SETTINGS: dict[str, dict[str, Any]] = {
-    "extended-resource-toleration": {"enforce": True},
+    "extended-resource-toleration": {"enforce": {"guarded": [{"taintKey": "example.com/fpga"}]}},
     "pod-node-selector": {"nodeSelectorWhitelist": {"team": "pool=team"}},
 }
 

@@ -629,7 +629,7 @@ def test_the_chain_on_its_own_output_gives_no_patch(
 def _review_cli(tmp_path: Path, obj: dict[str, Any], objects: str) -> dict[str, Any]:
     (tmp_path / "config.yaml").write_text(
         f"plugins:\n  {NAME}: {{enabled: true}}\n"
-        "  extended-resource-toleration: {enforce: true}\n"
+        "  extended-resource-toleration: {enforce: {guarded: [{taintKey: nvidia.com/gpu}]}}\n"
         "  pod-toleration-restriction: {enabled: true}\n"
     )
     (tmp_path / "objects.yaml").write_text(objects)
@@ -716,7 +716,10 @@ def test_done_when_an_unrequested_gpu_toleration_is_denied(tmp_path: Path) -> No
     obj = pod(namespace="ml", tolerations=[tol("nvidia.com/gpu", "Exists", effect="NoSchedule")])
     out = _review_cli(tmp_path, obj, OBJECTS)
     assert not out["response"]["allowed"]
-    assert "no container requests nvidia.com/gpu" in out["response"]["status"]["message"]
+    assert (
+        "nothing the pod requests or claims earns it (nvidia.com/gpu)"
+        in (out["response"]["status"]["message"])
+    )
 
 
 def test_done_when_namespace_defaults_are_given_and_the_whitelist_enforced(tmp_path: Path) -> None:

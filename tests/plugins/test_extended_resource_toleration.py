@@ -7,12 +7,17 @@ from typing import Any
 import pytest
 
 from tests import reviews
-from tests.counting import Comparisons, CountedDict
+from tests.counting import TARGET, Comparisons, CountedDict, growth
 from tests.reviews import container, pod, request, tol
-from webhooks.core.config import load_config
+from webhooks.core.config import ConfigError, load_config
 from webhooks.core.plugin import Context
 from webhooks.plugins import REGISTRY
-from webhooks.plugins.extended_resource_toleration import Settings, mutate, validate
+from webhooks.plugins.extended_resource_toleration import (
+    EARNERS_SHOWN,
+    Settings,
+    mutate,
+    validate,
+)
 
 EK, DO = "example.com/device-ek", "example.com/device-do"
 
@@ -164,13 +169,52 @@ def test_many_extended_resources_are_tolerated_with_linear_comparisons() -> None
 # --- enforce: the validating half (beyond upstream, off by default) ----------------------------
 
 GPU = "nvidia.com/gpu"
-ENFORCED = Settings(enforce=True)
+MIG = "nvidia.com/mig-1g.12gb"
+FPGA_NODES = "example.com/fpga-nodes"
+MESH = "mesh.example.io/not-ready"
+
+#: The GPU taint earned by any nvidia.com/ resource or a GPU claim, the device EK guarded by
+#: its own name only, and a node taint earned by one exact resource name.
+GUARDS = {
+    "guarded": [
+        {
+            "taintKey": GPU,
+            "earnedBy": {"resourcePrefixes": ["nvidia.com/"], "deviceClasses": ["gpu.nvidia.com"]},
+        },
+        {"taintKey": EK},
+        {"taintKey": FPGA_NODES, "earnedBy": {"resources": ["example.com/fpga"]}},
+    ]
+}
+
+
+def settings_of(section: dict[str, Any]) -> Settings:
+    config = load_config({"plugins": {NAME: section}}, REGISTRY)
+    settings: Settings = config.settings(NAME)
+    return settings
+
+
+ENFORCED = settings_of({"enforce": GUARDS})
 
 ENFORCE: list[tuple[str, dict[str, Any], bool]] = [
-    ("a GPU toleration without a GPU request", pod(tolerations=[T(GPU)]), False),
+    ("a non-GPU pod tolerating the GPU taint is refused", pod(tolerations=[T(GPU)]), False),
     (
-        "a GPU toleration with a GPU request",
+        "a GPU toleration with a GPU request is admitted",
         pod(tolerations=[T(GPU)], containers=[container(requests={GPU: "1"})]),
+        True,
+    ),
+    (
+        "a MIG pod tolerating the GPU taint is admitted: nvidia.com/ earns it",
+        pod(tolerations=[T(GPU)], containers=[container(resources={"limits": {MIG: "1"}})]),
+        True,
+    ),
+    (
+        "a mesh pod tolerating its vendor's not-ready taint is admitted: nobody guards it",
+        pod(tolerations=[T(MESH)], containers=[container(requests={"cpu": "100m"})]),
+        True,
+    ),
+    (
+        "an unguarded extended-resource key is admitted without its request",
+        pod(tolerations=[T(DO)]),
         True,
     ),
     (
@@ -184,26 +228,49 @@ ENFORCE: list[tuple[str, dict[str, Any], bool]] = [
         True,
     ),
     (
-        "an Equal toleration on the resource key with another effect is still denied",
+        "an Equal toleration on a guarded key with another effect is still refused",
         pod(tolerations=[tol(GPU, "Equal", "present", "NoExecute")]),
         False,
     ),
     (
-        "a request for another device does not cover the GPU",
+        "another vendor's device does not earn the GPU taint",
         pod(tolerations=[T(GPU)], containers=[container(requests={EK: "1"})]),
         False,
     ),
+    (
+        "a prefix matches only at the start of the name",
+        pod(tolerations=[T(GPU)], containers=[container(requests={"example.nvidia.com/gpu": "1"})]),
+        False,
+    ),
+    (
+        "a key guarded without earnedBy is earned by its own name",
+        pod(tolerations=[T(EK)], containers=[container(requests={EK: "1"})]),
+        True,
+    ),
+    (
+        "a key guarded without earnedBy is not earned by a name it prefixes",
+        pod(tolerations=[T(EK)], containers=[container(requests={EK + "-2": "1"})]),
+        False,
+    ),
+    (
+        "an exact name in earnedBy.resources earns its key",
+        pod(tolerations=[T(FPGA_NODES)], containers=[container(requests={"example.com/fpga": 1})]),
+        True,
+    ),
+    (
+        "a longer name does not earn a key earned by an exact name",
+        pod(
+            tolerations=[T(FPGA_NODES)],
+            containers=[container(requests={"example.com/fpga-big": 1})],
+        ),
+        False,
+    ),
+    (
+        "a device class earns only through a claim, not as a resource name",
+        pod(tolerations=[T(GPU)], containers=[container(requests={"gpu.nvidia.com/x": "1"})]),
+        False,
+    ),
     ("a toleration on a native resource key is not judged", pod(tolerations=[T("cpu")]), True),
-    (
-        "a toleration whose key is not a resource name passes",
-        pod(tolerations=[T("dedicated")]),
-        True,
-    ),
-    (
-        "a key under kubernetes.io/ is native and passes",
-        pod(tolerations=[T("example.kubernetes.io/widget")]),
-        True,
-    ),
     ("a wildcard is left to dedicated-nodes", pod(tolerations=[tol(operator="Exists")]), True),
     ("a pod without tolerations passes", pod(), True),
 ]
@@ -212,38 +279,159 @@ ENFORCE: list[tuple[str, dict[str, Any], bool]] = [
 @pytest.mark.parametrize(
     ("obj", "allowed"), [(o, a) for _, o, a in ENFORCE], ids=[i for i, _, _ in ENFORCE]
 )
-def test_enforce_denies_unrequested_extended_resource_tolerations(
+def test_enforce_refuses_only_unearned_tolerations_of_guarded_keys(
     obj: dict[str, Any], allowed: bool
 ) -> None:
     violations = validate(request(obj), obj, Context(ENFORCED))
     assert (not violations) is allowed
 
 
-def test_enforce_message_names_the_toleration_and_the_missing_request() -> None:
-    obj = pod(tolerations=[tol("spot", "Exists"), T(GPU)])
+def test_enforce_message_names_the_toleration_and_what_earns_it() -> None:
+    obj = pod(tolerations=[tol("spot", "Exists"), T(MESH), T(GPU)])
     (violation,) = validate(request(obj), obj, Context(ENFORCED))
     assert violation.message == (
         "toleration nvidia.com/gpu:NoSchedule (Exists) lets this pod onto nodes reserved for "
-        "nvidia.com/gpu, but no container requests nvidia.com/gpu and no claim of the pod is "
-        "for a device class of nvidia.com/gpu: request it in resources.requests or limits, "
-        "claim such a device, or remove the toleration"
+        "nvidia.com/gpu, but nothing the pod requests or claims earns it (nvidia.com/gpu, "
+        "any nvidia.com/* resource, a claim of device class gpu.nvidia.com): request or claim "
+        "one of those, or remove the toleration"
     )
-    assert violation.field == "spec.tolerations[1].key"
+    assert violation.field == "spec.tolerations[2].key"
+
+
+def test_a_long_list_of_earners_is_quoted_bounded() -> None:
+    names = [f"example.com/r{i:04}" for i in range(500)]
+    settings = settings_of(
+        {"enforce": {"guarded": [{"taintKey": GPU, "earnedBy": {"resources": names}}]}}
+    )
+    obj = pod(tolerations=[T(GPU)])
+    (violation,) = validate(request(obj), obj, Context(settings))
+    earners = violation.message.partition("earns it (")[2].partition("):")[0]
+    assert earners.startswith("nvidia.com/gpu, example.com/r0000, example.com/r0001")
+    shown = earners.count(", ") + 1
+    assert earners.endswith(f" and {501 - shown} more")
+    assert len(earners) <= EARNERS_SHOWN + len(" and 500 more")
+
+
+CONFIG_ERRORS: list[tuple[str, Any, str]] = [
+    (
+        "enforce: true is refused with the way to name keys",
+        True,
+        "plugins.extended-resource-toleration.enforce: true names no taint key to guard: name "
+        "each one and what earns it, e.g. enforce: {guarded: [{taintKey: nvidia.com/gpu",
+    ),
+    ("an empty enforce names no key", {}, f"plugins.{NAME}.enforce.guarded: is required"),
+    ("an empty guarded list names no key", {"guarded": []}, "enforce.guarded: is required"),
+    (
+        "a guard without a taint key",
+        {"guarded": [{"earnedBy": {"resources": [GPU]}}]},
+        "enforce.guarded[0].taintKey: is required",
+    ),
+    (
+        "a taint key that is not a qualified name",
+        {"guarded": [{"taintKey": "bad key"}]},
+        'enforce.guarded[0].taintKey: "bad key": name part must consist of',
+    ),
+    (
+        "a taint key guarded twice",
+        {"guarded": [{"taintKey": GPU}, {"taintKey": EK}, {"taintKey": GPU}]},
+        'enforce.guarded[2].taintKey: "nvidia.com/gpu" is already guarded by guarded[0]',
+    ),
+    (
+        "a native resource among the earning names",
+        {"guarded": [{"taintKey": GPU, "earnedBy": {"resources": [GPU, "memory"]}}]},
+        'enforce.guarded[0].earnedBy.resources[1]: "memory" is not an extended resource name',
+    ),
+    (
+        "a prefix without its whole domain",
+        {"guarded": [{"taintKey": GPU, "earnedBy": {"resourcePrefixes": ["nvidia"]}}]},
+        'enforce.guarded[0].earnedBy.resourcePrefixes[0]: "nvidia" must start with a whole '
+        "domain and a slash",
+    ),
+    (
+        "a device class that is not a class name",
+        {"guarded": [{"taintKey": GPU, "earnedBy": {"deviceClasses": ["GPU"]}}]},
+        'enforce.guarded[0].earnedBy.deviceClasses[0]: "GPU" is not a device class name',
+    ),
+    (
+        "an unknown key under earnedBy",
+        {"guarded": [{"taintKey": GPU, "earnedBy": {"prefixes": ["nvidia.com/"]}}]},
+        "enforce.guarded[0].earnedBy.prefixes: unknown key (known keys: deviceClasses, "
+        "resourcePrefixes, resources)",
+    ),
+    (
+        "the compiled index is no key an operator can set",
+        {"guarded": [{"taintKey": GPU}], "earners": {}},
+        "enforce.earners: unknown key (known keys: guarded)",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"), [c[1:] for c in CONFIG_ERRORS], ids=[c[0] for c in CONFIG_ERRORS]
+)
+def test_unusable_enforce_settings_are_startup_errors_naming_the_key(
+    value: Any, message: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config({"plugins": {NAME: {"enforce": value}}}, REGISTRY)
+    assert message in str(caught.value)
+
+
+def test_enforce_false_checks_nothing() -> None:
+    obj = pod(tolerations=[T(GPU)])
+    assert validate(request(obj), obj, Context(settings_of({"enforce": False}))) == []
+
+
+def _guarded_pod(n: int) -> tuple[Settings, dict[str, Any]]:
+    """``n`` guarded keys, each earned by a prefix and an exact name, and a pod tolerating
+    every key and requesting ``n`` names: half earn their key by prefix, half earn none."""
+    guards = [
+        {
+            "taintKey": f"example.com/k{i}",
+            "earnedBy": {
+                "resources": [f"example.com/exact{i}"],
+                "resourcePrefixes": [f"vendor{i}.example.com/"],
+            },
+        }
+        for i in range(n)
+    ]
+    settings = settings_of({"enforce": {"guarded": guards}})
+    names = {f"vendor{i}.example.com/mig-{i}": "1" for i in range(0, n, 2)}
+    names |= {f"other{i}.example.com/x": "1" for i in range(1, n, 2)}
+    obj = pod(
+        tolerations=[T(f"example.com/k{i}") for i in range(n)],
+        containers=[container(requests=names)],
+    )
+    return settings, obj
+
+
+def test_enforce_refuses_exactly_the_unearned_keys_of_many() -> None:
+    settings, obj = _guarded_pod(40)
+    violations = validate(request(obj), obj, Context(settings))
+    assert [v.field for v in violations] == [f"spec.tolerations[{i}].key" for i in range(1, 40, 2)]
+
+
+def test_enforce_work_grows_linearly_with_keys_tolerations_and_names() -> None:
+    def work(n: int) -> Any:
+        settings, obj = _guarded_pod(n)
+        return lambda: validate(request(obj), obj, Context(settings))
+
+    assert growth(work, 200) <= TARGET
 
 
 EXEMPTIONS: list[tuple[str, dict[str, Any], str, bool]] = [
     ("enforcement is off by default", {}, "default", True),
     ("with enforcement off, kube-system needs no exemption", {}, "kube-system", True),
-    ("kube-system is exempt by default", {"enforce": True}, "kube-system", True),
+    ("kube-system is exempt by default", {"enforce": GUARDS}, "kube-system", True),
     (
         "exemptNamespaces can name others",
-        {"enforce": True, "exemptNamespaces": ["gpu-ops"]},
+        {"enforce": GUARDS, "exemptNamespaces": ["gpu-ops"]},
         "gpu-ops",
         True,
     ),
     (
         "an empty exemption list exempts nobody",
-        {"enforce": True, "exemptNamespaces": []},
+        {"enforce": GUARDS, "exemptNamespaces": []},
         "kube-system",
         False,
     ),
@@ -282,8 +470,10 @@ def test_enforce_on_update_judges_only_new_tolerations() -> None:
 
 
 def test_enforce_is_read_from_config_and_runs_in_the_validating_chain() -> None:
-    config = load_config({"plugins": {"extended-resource-toleration": {"enforce": True}}}, REGISTRY)
-    assert config.settings("extended-resource-toleration") == Settings(enforce=True)
+    config = load_config(
+        {"plugins": {"extended-resource-toleration": {"enforce": GUARDS}}}, REGISTRY
+    )
+    assert config.settings("extended-resource-toleration") == ENFORCED
     obj = pod(tolerations=[T(GPU)])
     outcome = reviews.decide(obj, config=config)
     assert not outcome.allowed and outcome.denied_by == ("extended-resource-toleration",)

@@ -56,6 +56,22 @@ def tolerations_after(outcome: Any, obj: dict[str, Any]) -> list[dict[str, Any]]
 
 ON = {"deviceClaims": True}
 
+PLAIN_NODES = "dedicated.example.com/plain"
+ACCEL = "example.com/accelerator"
+#: ``enforce`` guarding the GPU's own key, the key deviceClassTaints names, and a key earned
+#: only through earnedBy: a class's claim, or any example.com/ resource.
+GUARDED = {
+    "guarded": [
+        {"taintKey": GPU},
+        {"taintKey": PLAIN_NODES},
+        {
+            "taintKey": "example.com/plain-pool",
+            "earnedBy": {"deviceClasses": ["plain.example.com"]},
+        },
+        {"taintKey": ACCEL, "earnedBy": {"resourcePrefixes": ["example.com/fp"]}},
+    ]
+}
+
 ADDED: list[tuple[str, dict[str, Any], dict[str, Any], list[dict[str, Any]]]] = [
     (
         "a claim template of a class with an extended resource name tolerates that name",
@@ -183,7 +199,9 @@ def test_a_lookup_that_fails_warns_and_never_refuses() -> None:
         def resource_claim_template(self, namespace: str, name: str) -> None:
             raise LookupFailure("get resourceclaimtemplates/default/gpu-claim: no answer")
 
-    outcome = decide(gpu_pod(("gpu", "template", "gpu-claim")), {**ON, "enforce": True}, Broken())
+    outcome = decide(
+        gpu_pod(("gpu", "template", "gpu-claim")), {**ON, "enforce": GUARDED}, Broken()
+    )
     assert outcome.allowed
     assert "cannot be looked up (get resourceclaimtemplates" in outcome.warnings[0]
 
@@ -194,25 +212,25 @@ ENFORCED: list[tuple[str, dict[str, Any], dict[str, Any], bool]] = [
     (
         "a DRA GPU pod tolerating its resource is admitted with deviceClaims off",
         gpu_pod(("gpu", "template", "gpu-claim"), tolerations=TOLERATING),
-        {"enforce": True},
+        {"enforce": GUARDED},
         True,
     ),
     (
         "a DRA GPU pod tolerating its resource is admitted with deviceClaims on",
         gpu_pod(("gpu", "template", "gpu-claim"), tolerations=TOLERATING),
-        {"enforce": True, **ON},
+        {"enforce": GUARDED, **ON},
         True,
     ),
     (
         "a pod with the toleration, no claim and no request is still refused",
         pod(tolerations=TOLERATING),
-        {"enforce": True},
+        {"enforce": GUARDED},
         False,
     ),
     (
         "a claim for another resource does not justify the toleration",
         gpu_pod(("dev", "template", "plain-claim"), tolerations=TOLERATING),
-        {"enforce": True},
+        {"enforce": GUARDED},
         False,
     ),
     (
@@ -222,7 +240,7 @@ ENFORCED: list[tuple[str, dict[str, Any], dict[str, Any], bool]] = [
             tolerations=[T("dedicated.example.com/plain")],
         ),
         {
-            "enforce": True,
+            "enforce": GUARDED,
             "deviceClassTaints": {"plain.example.com": "dedicated.example.com/plain"},
         },
         True,
@@ -230,13 +248,37 @@ ENFORCED: list[tuple[str, dict[str, Any], dict[str, Any], bool]] = [
     (
         "an unresolved claim refuses nothing",
         gpu_pod(("gpu", "template", "nope"), tolerations=TOLERATING),
-        {"enforce": True},
+        {"enforce": GUARDED},
+        True,
+    ),
+    (
+        "a claim of a class listed in earnedBy.deviceClasses earns its key",
+        gpu_pod(("dev", "template", "plain-claim"), tolerations=[T("example.com/plain-pool")]),
+        {"enforce": GUARDED},
+        True,
+    ),
+    (
+        "a claim of another class does not earn a key earned by a class",
+        gpu_pod(("gpu", "template", "gpu-claim"), tolerations=[T("example.com/plain-pool")]),
+        {"enforce": GUARDED},
+        False,
+    ),
+    (
+        "the name a claim's class declares is matched against earnedBy.resourcePrefixes",
+        gpu_pod(("accel", "template", "either"), tolerations=[T(ACCEL)]),
+        {"enforce": GUARDED},
+        True,
+    ),
+    (
+        "a claim's toleration of a key nobody guards is never judged",
+        gpu_pod(("dev", "template", "plain-claim"), tolerations=[T("example.com/unguarded")]),
+        {"enforce": GUARDED},
         True,
     ),
     (
         "an implicit class request justifies its class's resource",
         pod(containers=[container(requests={IMPLICIT: "1"})], tolerations=TOLERATING),
-        {"enforce": True},
+        {"enforce": GUARDED},
         True,
     ),
 ]
@@ -264,7 +306,7 @@ def test_the_default_settings_consult_no_device_objects() -> None:
     [
         ({}, set()),
         ({"deviceClaims": True}, {"deviceclasses", "resourceclaims", "resourceclaimtemplates"}),
-        ({"enforce": True}, {"deviceclasses", "resourceclaims", "resourceclaimtemplates"}),
+        ({"enforce": GUARDED}, {"deviceclasses", "resourceclaims", "resourceclaimtemplates"}),
         ({"enabled": False, "deviceClaims": True}, set()),
     ],
     ids=[

@@ -739,6 +739,19 @@ def big_clusters() -> st.SearchStrategy[StaticCluster]:
     return cluster_objects().map(lambda objects: ShownCluster([*objects, *dra_cluster()]))
 
 
+#: ``enforce`` settings for the claim configs: the GPU of the DRA cluster guarded by its own
+#: name, and also by a prefix and a device class (earned by either alternative of ``either``).
+GUARDED_SETTINGS = (
+    {"guarded": [{"taintKey": dra.GPU}]},
+    {
+        "guarded": [
+            {"taintKey": dra.GPU, "earnedBy": {"resourcePrefixes": ["example.com/fp"]}},
+            {"taintKey": "example.com/plain", "earnedBy": {"deviceClasses": ["plain.example.com"]}},
+        ]
+    },
+)
+
+
 @st.composite
 def claim_configs(draw: st.DrawFn) -> Config:
     """Every plugin enabled, policy varied, and extended-resource-toleration resolving
@@ -746,7 +759,7 @@ def claim_configs(draw: st.DrawFn) -> Config:
     plugins = {name: {"enabled": True, **draw(policy(name))} for name in REGISTRY.names}
     plugins["extended-resource-toleration"].update(
         deviceClaims=draw(st.booleans()),
-        enforce=draw(st.booleans()),
+        enforce=draw(st.sampled_from([False, *GUARDED_SETTINGS])),
         deviceClassTaints=draw(st.sampled_from([{}, {"plain.example.com": "example.com/plain"}])),
     )
     return load_config({"plugins": plugins}, REGISTRY)

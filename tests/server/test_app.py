@@ -144,7 +144,10 @@ def test_policy_decisions_and_exceptions_are_counted_and_logged() -> None:
     config = load_config(
         {
             "plugins": {
-                "extended-resource-toleration": {"enforce": True, "action": "warn"},
+                "extended-resource-toleration": {
+                    "enforce": {"guarded": [{"taintKey": "nvidia.com/gpu"}]},
+                    "action": "warn",
+                },
                 "default-toleration-seconds": {"mutation": "monitor"},
                 "runtime-class": {"enabled": False},
             },

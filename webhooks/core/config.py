@@ -200,7 +200,8 @@ def build_settings(cls: type[Any], data: Any, key: str, also: tuple[str, ...] = 
     if not isinstance(data, dict):
         raise ConfigError(f"{key}: must be a mapping, got {show(data)}")
     hints = typing.get_type_hints(cls)
-    fields = {camel(f.name): f for f in dataclasses.fields(cls)}
+    # A field the constructor does not take is derived from the others, not a setting.
+    fields = {camel(f.name): f for f in dataclasses.fields(cls) if f.init}
     kwargs = {}
     for name, value in data.items():
         if name not in fields:
@@ -213,9 +214,11 @@ def build_settings(cls: type[Any], data: Any, key: str, also: tuple[str, ...] = 
     except ValueError as exc:
         # The settings' own checks word their messages; a bound keeps a value they quote
         # whole (upstream's wordings do) from flooding the one line.
+        # A check naming an item or a nested key (``guarded[2].taintKey``) is placed under
+        # its field too.
         text = clip(str(exc))
         sub, _, rest = text.partition(": ")
-        if rest and sub in fields:
+        if rest and sub.partition("[")[0].partition(".")[0] in fields:
             raise ConfigError(f"{key}.{sub}: {rest}") from None
         raise ConfigError(f"{key}: {text}") from None
 

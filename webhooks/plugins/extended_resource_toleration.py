@@ -5,12 +5,20 @@ only pods requesting that resource land there; this plugin gives exactly those p
 matching toleration, so users never have to write it by hand.
 
 The taint only keeps pods off if nobody else tolerates it, so ``enforce`` (off by default,
-beyond upstream) adds a validating half: on CREATE and UPDATE it denies a pod with a
-toleration whose key is an extended resource name that none of its containers or init
-containers requests, outside ``exemptNamespaces`` (default ``kube-system``). GPU nodes then
-stay free for GPU pods. Wildcard tolerations have an empty key and are left to
-dedicated-nodes' enforcement. On UPDATE only tolerations the old pod lacked are judged, so
-existing pods can still be relabelled or finalised; mirror pods of static pods are skipped.
+beyond upstream) adds a validating half. It guards only the taint keys the operator names
+(``enforce: {guarded: [{taintKey, earnedBy}]}``): on CREATE and UPDATE it denies a pod
+with a toleration of a guarded key that nothing the pod requests or claims earns, outside
+``exemptNamespaces`` (default ``kube-system``). A key is earned by a request of its own
+name, and by what ``earnedBy`` lists: exact resource names (``resources``), name prefixes
+(``resourcePrefixes``: ``nvidia.com/`` lets a MIG pod requesting
+``nvidia.com/mig-1g.12gb`` tolerate ``nvidia.com/gpu``) and DeviceClasses a claim of the
+pod names (``deviceClasses``). A key nobody named is never judged: a mesh's
+``<vendor>.io/not-ready`` toleration keeps nobody's GPU. ``enforce: true``, which used to
+judge every domain-prefixed key, is a configuration error that says how to name the keys.
+GPU nodes then stay free for GPU pods. Wildcard tolerations have an empty key and are
+left to dedicated-nodes' enforcement. On UPDATE only tolerations the old pod lacked are
+judged, so existing pods can still be relabelled or finalised; mirror pods of static pods
+are skipped.
 
 Pods that get their devices through Dynamic Resource Allocation (``spec.resourceClaims``)
 request no extended resource, so upstream gives them nothing. Two settings, beyond
@@ -30,16 +38,17 @@ stand for:
   no extended resource name (the taint the nodes with those devices carry).
 
 With ``enforce`` on, the names the pod's claims resolve to count as requested whether or
-not ``deviceClaims`` adds tolerations, so a DRA GPU pod that tolerates its nodes' taint by
-hand is never refused for it. A claim, template or class that cannot be found (or looked
-up) gives no toleration, a warning and the notice ``unresolved_claim``; it never refuses
-a pod, and while some claim of the pod is unresolved, ``enforce`` refuses none of its
-extended-resource tolerations: it cannot tell which of them the claim would justify.
+not ``deviceClaims`` adds tolerations, and the classes they name count for
+``earnedBy.deviceClasses``, so a DRA GPU pod that tolerates its nodes' taint by hand is
+never refused for it. A claim, template or class that cannot be found (or looked up) gives
+no toleration, a warning and the notice ``unresolved_claim``; it never refuses a pod, and
+while some claim of the pod is unresolved, ``enforce`` refuses none of its guarded
+tolerations: it cannot tell which of them the claim would earn.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -80,6 +89,172 @@ from webhooks.k8s.tolerations import (
 UNRESOLVED: Final = "unresolved_claim"
 
 
+#: What ``enforce: true`` is told at startup: it named no taint key, and what it used to
+#: guard (every domain-prefixed key) refused valid pods (a mesh's ``<vendor>.io/not-ready``
+#: key, a MIG pod tolerating ``nvidia.com/gpu``), so no reading of it is safe to guess.
+ENFORCE_TRUE = (
+    "enforce: true names no taint key to guard: name each one and what earns it, e.g. "
+    "enforce: {guarded: [{taintKey: nvidia.com/gpu, earnedBy: {resourcePrefixes: "
+    "[nvidia.com/], deviceClasses: [gpu.nvidia.com]}}]} (docs/configuration.md, "
+    "'Migrating from enforce: true'), or false for no check"
+)
+
+#: About the longest list of earners a denial quotes (whole names, then how many more): a
+#: guard with hundreds of names still gives a message of one bounded line.
+EARNERS_SHOWN = 200
+
+
+@dataclass(frozen=True, slots=True)
+class EarnedBy:
+    """What earns a guarded taint key besides a request of the key's own name: exact
+    resource names, resource-name prefixes (``nvidia.com/`` earns for
+    ``nvidia.com/mig-1g.12gb``), and DeviceClasses a claim of the pod names."""
+
+    resources: tuple[str, ...] = ()
+    resource_prefixes: tuple[str, ...] = ()
+    device_classes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for index, name in enumerate(self.resources):
+            if not is_extended_resource_name(name):
+                raise ValueError(
+                    f"resources[{index}]: {show(name)} is not an extended resource name "
+                    "(a domain-prefixed name outside kubernetes.io, e.g. nvidia.com/gpu)"
+                )
+        for index, prefix in enumerate(self.resource_prefixes):
+            domain, slash, _ = prefix.partition("/")
+            if not slash or not is_dns_subdomain(domain):
+                raise ValueError(
+                    f"resourcePrefixes[{index}]: {show(prefix)} must start with a whole "
+                    "domain and a slash (e.g. nvidia.com/ or nvidia.com/mig-), so that it "
+                    "cannot match another vendor's names"
+                )
+        for index, name in enumerate(self.device_classes):
+            if not is_dns_subdomain(name):
+                raise ValueError(
+                    f"deviceClasses[{index}]: {show(name)} is not a device class name (a "
+                    "lowercase RFC 1123 subdomain)"
+                )
+
+    def describe(self, key: str) -> str:
+        """What earns ``key``, in words, for a denial (bounded by :data:`EARNERS_SHOWN`)."""
+        parts = [key, *(n for n in self.resources if n != key)]
+        parts += [f"any {p}* resource" for p in self.resource_prefixes]
+        parts += [f"a claim of device class {c}" for c in self.device_classes]
+        shown: list[str] = []
+        length = 0
+        for part in parts:
+            length += len(part) + 2
+            if length > EARNERS_SHOWN and shown:
+                return ", ".join(shown) + f" and {len(parts) - len(shown)} more"
+            shown.append(part)
+        return ", ".join(shown)
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """One guarded taint key and what earns a pod the right to tolerate it."""
+
+    taint_key: str = ""
+    earned_by: EarnedBy = field(default_factory=EarnedBy)
+
+    def __post_init__(self) -> None:
+        if not self.taint_key:
+            raise ValueError("taintKey: is required (the key of the taint to guard)")
+        errors = qualified_name_errors(self.taint_key)
+        if errors:
+            raise ValueError(f"taintKey: {show(self.taint_key)}: {errors[0]}")
+
+
+@dataclass(frozen=True, slots=True)
+class Earners:
+    """An :class:`Enforce` compiled once for lookups whose cost per pod is linear: names
+    and classes to the keys they earn, and the prefixes as a trie walked once per name.
+
+    Why a trie: matching every name against every prefix is names × prefixes per pod; a
+    walk down the trie visits each character of the name once, whatever the prefixes.
+    """
+
+    keys: frozenset[str]
+    by_name: Mapping[str, tuple[str, ...]]
+    by_class: Mapping[str, tuple[str, ...]]
+    trie: Mapping[str, Any]
+    described: Mapping[str, str]
+
+    def earned(self, names: Iterable[str], classes: Iterable[str]) -> set[str]:
+        """The guarded keys that ``names`` (resources requested, or claimed through a
+        class's resource name) and ``classes`` (DeviceClasses claimed) earn."""
+        out: set[str] = set()
+        for name in names:
+            out.update(self.by_name.get(name, ()))
+            node = self.trie
+            for char in name:
+                out.update(node.get(_END, ()))
+                child = node.get(char)
+                if child is None:
+                    break
+                node = child
+            else:
+                out.update(node.get(_END, ()))
+        for name in classes:
+            out.update(self.by_class.get(name, ()))
+        return out
+
+
+#: The trie's marker for "a prefix ends here": no character is the empty string.
+_END: Final = ""
+
+
+def _compile(guards: tuple[Guard, ...]) -> Earners:
+    by_name: dict[str, list[str]] = {}
+    by_class: dict[str, list[str]] = {}
+    trie: dict[str, Any] = {}
+    for guard in guards:
+        key, earned_by = guard.taint_key, guard.earned_by
+        for name in dict.fromkeys((key, *earned_by.resources)):
+            by_name.setdefault(name, []).append(key)
+        for name in dict.fromkeys(earned_by.device_classes):
+            by_class.setdefault(name, []).append(key)
+        for prefix in dict.fromkeys(earned_by.resource_prefixes):
+            node = trie
+            for char in prefix:
+                node = node.setdefault(char, {})
+            node.setdefault(_END, []).append(key)
+    return Earners(
+        keys=frozenset(g.taint_key for g in guards),
+        by_name={n: tuple(k) for n, k in by_name.items()},
+        by_class={n: tuple(k) for n, k in by_class.items()},
+        trie=trie,
+        described={g.taint_key: g.earned_by.describe(g.taint_key) for g in guards},
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Enforce:
+    """``enforce``'s guarded taint keys. A key not listed is never refused: only the
+    operator knows which taints keep nodes for a resource (a mesh's ``not-ready`` taint
+    does not)."""
+
+    guarded: tuple[Guard, ...] = ()
+    earners: Earners = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.guarded:
+            raise ValueError(
+                "guarded: is required: at least one {taintKey, earnedBy} (or enforce: false "
+                "for no check)"
+            )
+        seen: dict[str, int] = {}
+        for index, guard in enumerate(self.guarded):
+            if guard.taint_key in seen:
+                raise ValueError(
+                    f"guarded[{index}].taintKey: {show(guard.taint_key)} is already guarded "
+                    f"by guarded[{seen[guard.taint_key]}]: put all its earners there"
+                )
+            seen[guard.taint_key] = index
+        object.__setattr__(self, "earners", _compile(self.guarded))
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Upstream has no settings; ``enforce`` switches the validating half's check on, and
@@ -89,11 +264,13 @@ class Settings:
     half, handled by the chain like every exception.
     """
 
-    enforce: bool = False
+    enforce: Enforce | bool = False
     device_claims: bool = False
     device_class_taints: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.enforce is True:
+            raise ValueError(ENFORCE_TRUE)
         for name, key in self.device_class_taints.items():
             if not is_dns_subdomain(name):
                 raise ValueError(
@@ -109,7 +286,12 @@ class Settings:
     @property
     def resolves_claims(self) -> bool:
         """Whether a pod's claims are resolved at all: to add tolerations, or to judge them."""
-        return self.device_claims or self.enforce
+        return self.device_claims or self.guards is not None
+
+    @property
+    def guards(self) -> Earners | None:
+        """The guarded keys compiled, or ``None`` when ``enforce`` is off."""
+        return self.enforce.earners if isinstance(self.enforce, Enforce) else None
 
 
 def lookups(settings: Settings) -> frozenset[str]:
@@ -122,11 +304,13 @@ def lookups(settings: Settings) -> frozenset[str]:
 
 @dataclass(frozen=True, slots=True)
 class Claimed:
-    """What a pod's claims (and implicit class requests) stand for: resource names, and a
-    one-line problem for each claim, template or class that could not be resolved."""
+    """What a pod's claims (and implicit class requests) stand for: resource names, the
+    DeviceClasses named (for ``earnedBy.deviceClasses``), and a one-line problem for each
+    claim, template or class that could not be resolved."""
 
     names: frozenset[str] = frozenset()
     problems: tuple[str, ...] = ()
+    classes: frozenset[str] = frozenset()
 
 
 NOTHING_CLAIMED = Claimed()
@@ -191,7 +375,7 @@ def claimed(
             names.add(declared)
         elif name in settings.device_class_taints:
             names.add(settings.device_class_taints[name])
-    return Claimed(frozenset(names), tuple(problems))
+    return Claimed(frozenset(names), tuple(problems), frozenset(classes))
 
 
 def _unresolved_warning(problem: str) -> str:
@@ -267,44 +451,47 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
 
 
 def validate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> list[Violation]:
-    """With ``enforce``: deny tolerations of extended-resource taints the pod does not request.
+    """With ``enforce``: deny tolerations of a guarded taint key that nothing the pod
+    requests or claims earns.
 
     Why: a device taint keeps other pods off only while nobody tolerates it by hand; a pod
-    that tolerates ``nvidia.com/gpu`` without requesting it can take a GPU node's CPU and
-    memory and leave a GPU pod Pending.
+    that tolerates ``nvidia.com/gpu`` without requesting a GPU can take a GPU node's CPU
+    and memory and leave a GPU pod Pending. Only guarded keys are judged, so the claims
+    are resolved only for a pod that tolerates one.
     """
     settings: Settings = ctx.settings
-    if not settings.enforce:
+    guards = settings.guards
+    if guards is None:
         return []
     spec = pod.get("spec")
     if not isinstance(spec, dict) or is_mirror_pod(pod):
         return []
-    tolerations = tolerations_of(spec) or []
-    names = resource_names(spec)  # read once for both uses below
-    found = claimed(request, pod, settings, ctx, names)
-    if found.problems:
-        return []  # warned by the mutating half: what the claims justify is unknown
-    requested = names | found.names if found.names else names
     old = previous_identities(request.operation, request.old_object)
-    violations = []
-    for index, toleration in enumerate(tolerations):
+    judged = []
+    for index, toleration in enumerate(tolerations_of(spec) or []):
         if not isinstance(toleration, dict) or (old and identity(toleration) in old):
             continue
         # The key as identity() reads it; the whole identity only matters on UPDATE.
         key = toleration.get("key")
-        if not isinstance(key, str):
-            key = ""
-        if key and key not in requested and is_extended_resource_name(key):
-            violations.append(
-                Violation(
-                    f"toleration {describe(toleration)} lets this pod onto nodes reserved for "
-                    f"{key}, but no container requests {key} and no claim of the pod is for "
-                    f"a device class of {key}: request it in resources.requests or limits, "
-                    "claim such a device, or remove the toleration",
-                    f"spec.tolerations[{index}].key",
-                )
-            )
-    return violations
+        if isinstance(key, str) and key in guards.keys:
+            judged.append((index, toleration, key))
+    if not judged:
+        return []
+    names = resource_names(spec)  # read once for both uses below
+    found = claimed(request, pod, settings, ctx, names)
+    if found.problems:
+        return []  # warned by the mutating half: what the claims justify is unknown
+    earned = guards.earned(names | found.names if found.names else names, found.classes)
+    return [
+        Violation(
+            f"toleration {describe(toleration)} lets this pod onto nodes reserved for {key}, "
+            f"but nothing the pod requests or claims earns it ({guards.described[key]}): "
+            "request or claim one of those, or remove the toleration",
+            f"spec.tolerations[{index}].key",
+        )
+        for index, toleration, key in judged
+        if key not in earned
+    ]
 
 
 def enforcing(settings: Settings) -> bool:
@@ -313,7 +500,7 @@ def enforcing(settings: Settings) -> bool:
     Why the chain asks: with enforcement off there is nothing for ``exemptNamespaces`` to
     exempt, so no exception may be reported as skipping this plugin.
     """
-    return settings.enforce
+    return settings.guards is not None
 
 
 PLUGIN = Plugin(

@@ -8,7 +8,9 @@ the same identity loses its ``tolerationSeconds`` in place, a missing one is app
 
 What a policy cannot do: look up ResourceClaims, ResourceClaimTemplates or DeviceClasses.
 So ``deviceClaims`` is not exported, and ``enforce`` judges only pods that name no claim
-and request no implicit device-class resource (the webhook resolves their claims first).
+and request no implicit device-class resource (the webhook resolves their claims first);
+for the pods it judges, the guarded keys, earning names and prefixes are the webhook's
+(``earnedBy.deviceClasses`` only ever earns through a claim).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from webhooks.export.model import (
     Verdict,
 )
 from webhooks.k8s.claims import DEVICE_CLASS_PREFIX
-from webhooks.plugins.extended_resource_toleration import PLUGIN, Settings
+from webhooks.plugins.extended_resource_toleration import PLUGIN, Enforce, Settings
 
 NAME = PLUGIN.name
 _TOLERATIONS = "variables.ertTolerations"
@@ -85,26 +87,52 @@ def _mutation() -> Mutation:
     return Mutation("pods", frozenset({"CREATE", "UPDATE"}), expression, variables)
 
 
-def _enforcement() -> Validating:
-    """Deny tolerating an extended resource the pod does not request (new tolerations only)."""
+def _earned(guards: Enforce) -> tuple[tuple[str, str], ...]:
+    """The variables for the guarded keys the pod's requests earn: ``Earners.earned``
+    without claims.
+
+    Why a map from name to keys and a list of (prefix, key) pairs: each requested name is
+    looked up once and tried against each prefix once, so the cost is names × prefixes
+    (the prefixes are few, and fixed by the config), never names × keys × earners.
+    """
+    by_name: dict[str, list[str]] = {}
+    prefixes: list[tuple[str, str]] = []
+    for guard in guards.guarded:
+        for name in dict.fromkeys((guard.taint_key, *guard.earned_by.resources)):
+            by_name.setdefault(name, []).append(guard.taint_key)
+        prefixes += [(p, guard.taint_key) for p in dict.fromkeys(guard.earned_by.resource_prefixes)]
+    names = "{" + ", ".join(f"{cel.quote(n)}: {cel.strings(k)}" for n, k in by_name.items()) + "}"
+    each = "(n in variables.ertByName ? variables.ertByName[n] : [])"
+    if prefixes:
+        pairs = "[" + ", ".join(cel.strings(pair) for pair in prefixes) + "]"
+        each += f" + {pairs}.filter(e, n.startsWith(e[0])).map(e, e[1])"
+    return (
+        ("ertByName", names),
+        ("ertEarned", f"variables.ertRequested.map(n, {each}).flatten()"),
+    )
+
+
+def _enforcement(guards: Enforce) -> Validating:
+    """Deny tolerating a guarded taint key that nothing requested earns (new tolerations
+    only); a key nobody named is never judged."""
     old = "(request.operation == 'UPDATE' ? oldObject.spec.?tolerations.orValue([]) : [])"
     variables = (
         ("ertRequested", _NAMES),
+        ("ertGuarded", cel.string_map(guards.earners.described)),
+        *_earned(guards),
         (
             "ertForeign",
             "object.spec.?tolerations.orValue([]).filter(t, "
             f"!{old}.exists(o, {cel.identity_equal('o', 't')})"
-            f" && {cel.text('t', 'key')} != ''"
-            f" && !({cel.text('t', 'key')} in variables.ertRequested)"
-            f" && {_extended(cel.text('t', 'key'))})",
+            f" && {cel.text('t', 'key')} in variables.ertGuarded"
+            f" && !({cel.text('t', 'key')} in variables.ertEarned))",
         ),
     )
     key = cel.text("t", "key")
     message = (
         f"'toleration ' + {cel.describe('t')} + ' lets this pod onto nodes reserved for ' + {key}"
-        f" + ', but no container requests ' + {key} + ' and no claim of the pod is for a device"
-        f" class of ' + {key} + ': request it in resources.requests or limits, claim such a"
-        " device, or remove the toleration'"
+        f" + ', but nothing the pod requests or claims earns it (' + variables.ertGuarded[{key}]"
+        " + '): request or claim one of those, or remove the toleration'"
     )
     messages = f"variables.ertForeign.map(t, {message})"
     check = Check(
@@ -145,14 +173,15 @@ def translate(settings: Settings) -> Translation:
     lines.append(Line(f"plugins.{NAME}.deviceClassTaints", EXACT))
     validate: Verdict | None = None
     validating: tuple[Validating, ...] = ()
-    if settings.enforce:
-        validate, validating = EXCEPT, (_enforcement(),)
+    if isinstance(settings.enforce, Enforce):
+        validate, validating = EXCEPT, (_enforcement(settings.enforce),)
         lines[0] = Line(
             f"plugins.{NAME}.enforce",
             EXCEPT,
             "a pod that names resource claims (or requests a device class by its implicit "
-            "resource name) is not judged: a policy cannot look its claims up, and the "
-            "webhook refuses its unjustified tolerations",
+            "resource name) is not judged, so earnedBy.deviceClasses is not needed there: a "
+            "policy cannot look its claims up, and the webhook refuses its unearned "
+            "tolerations",
         )
     return Translation(
         NAME,
