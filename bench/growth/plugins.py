@@ -208,6 +208,21 @@ def distinct_tolerations(n: int, run: int) -> Pod:
     return _pod({"tolerations": items})
 
 
+def guarded_tolerations(n: int, run: int) -> Pod:
+    """``n`` tolerations of the GPU taint the full config guards (distinct values), and no
+    request that earns it: one refusal each."""
+    items = [
+        {
+            "key": "nvidia.com/gpu",
+            "operator": "Equal",
+            "value": f"v{run}-{i}",
+            "effect": "NoSchedule",
+        }
+        for i in range(n)
+    ]
+    return _pod({"tolerations": items})
+
+
 def invalid_tolerations(n: int, run: int) -> Pod:
     """``n`` tolerations, each with an invalid key (one error each)."""
     items = [{"key": f"bad key {run} {i}!", "operator": "Exists"} for i in range(n)]
@@ -403,7 +418,7 @@ CASES: list[Case] = [
     ),
     Case(f"plugin {ERT}: containers and init containers", "each", 2000, gpu_containers, ERT),
     Case(f"plugin {ERT}: unresolved resource claims", "claims", 8000, claims, ERT),
-    Case(f"plugin {ERT}: tolerations (enforce)", "tolerations", 8000, distinct_tolerations, ERT),
+    Case(f"plugin {ERT}: tolerations (enforce)", "tolerations", 8000, guarded_tolerations, ERT),
     Case(f"plugin {ERT}: length of a resource name", "chars", 1_000_000, long_resource_name, ERT),
     Case(f"plugin {DTS}: tolerations", "tolerations", 16000, distinct_tolerations, DTS),
     Case(f"plugin {PNS}: nodeSelector pairs", "pairs", 16000, node_selector, PNS),

@@ -383,3 +383,54 @@ def test_hybrid_export_holds_only_what_runs_natively() -> None:
         "placement-webhooks-taint-toleration-rules",
         "placement-webhooks-runtime-class-scheduling",
     }
+
+
+def _variables(document: Any, policy: str) -> dict[str, str]:
+    found = _named(_export(document).objects, "ValidatingAdmissionPolicy")
+    return {v["name"]: v["expression"] for v in found[policy]["spec"]["variables"]}
+
+
+GUARDED_GPU = {
+    "guarded": [
+        {
+            "taintKey": "nvidia.com/gpu",
+            "earnedBy": {"resources": ["example.com/gpu"], "resourcePrefixes": ["nvidia.com/"]},
+        },
+        {"taintKey": "example.com/fpga"},
+    ]
+}
+
+
+@pytest.mark.parametrize(
+    ("guarded", "literals", "absent"),
+    [
+        pytest.param(
+            GUARDED_GPU,
+            [
+                "{'nvidia.com/gpu': 'nvidia.com/gpu, example.com/gpu, any nvidia.com/* resource',"
+                " 'example.com/fpga': 'example.com/fpga'}",
+                "{'nvidia.com/gpu': ['nvidia.com/gpu'], 'example.com/gpu': ['nvidia.com/gpu'],"
+                " 'example.com/fpga': ['example.com/fpga']}",
+                "[['nvidia.com/', 'nvidia.com/gpu']].filter(e, n.startsWith(e[0]))",
+            ],
+            [],
+            id="the guarded keys, earning names and prefixes become the policy's literals",
+        ),
+        pytest.param(
+            {"guarded": [{"taintKey": "example.com/fpga"}]},
+            ["{'example.com/fpga': ['example.com/fpga']}"],
+            ["startsWith(e[0])"],
+            id="a guard without prefixes tries no prefix",
+        ),
+    ],
+)
+def test_enforce_exports_only_the_guarded_keys_and_their_earners(
+    guarded: dict[str, Any], literals: list[str], absent: list[str]
+) -> None:
+    document = {"plugins": {"extended-resource-toleration": {"enforce": guarded}}}
+    text = "\n".join(
+        _variables(document, "placement-webhooks-extended-resource-toleration").values()
+    )
+    assert all(literal in text for literal in literals)
+    assert not any(part in text for part in absent)
+    assert "kubernetes.io/" not in text.replace("'kubernetes.io/config.mirror'", "")

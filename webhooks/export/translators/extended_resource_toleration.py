@@ -179,9 +179,9 @@ def translate(settings: Settings) -> Translation:
             f"plugins.{NAME}.enforce",
             EXCEPT,
             "a pod that names resource claims (or requests a device class by its implicit "
-            "resource name) is not judged, so earnedBy.deviceClasses is not needed there: a "
-            "policy cannot look its claims up, and the webhook refuses its unearned "
-            "tolerations",
+            "resource name) is not judged, so earnedBy.deviceClasses never applies "
+            "natively: a policy cannot look its claims up, and the webhook refuses its "
+            "unearned tolerations",
         )
     return Translation(
         NAME,
