@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -411,9 +412,50 @@ def test_enforce_refuses_exactly_the_unearned_keys_of_many() -> None:
     assert [v.field for v in violations] == [f"spec.tolerations[{i}].key" for i in range(1, 40, 2)]
 
 
-def test_enforce_work_grows_linearly_with_keys_tolerations_and_names() -> None:
+def _shared_prefix_pod(n: int) -> tuple[Settings, dict[str, Any]]:
+    """``n`` guarded keys all earned by one prefix, and a pod tolerating every key and
+    requesting ``n`` names under that prefix: every name earns every key."""
+    guards = [
+        {"taintKey": f"example.com/k{i}", "earnedBy": {"resourcePrefixes": ["shared.example.com/"]}}
+        for i in range(n)
+    ]
+    settings = settings_of({"enforce": {"guarded": guards}})
+    obj = pod(
+        tolerations=[T(f"example.com/k{i}") for i in range(n)],
+        containers=[container(requests={f"shared.example.com/r{i}": "1" for i in range(n)})],
+    )
+    return settings, obj
+
+
+def test_a_prefix_that_many_names_reach_adds_its_keys_once() -> None:
+    """Adding a prefix's keys once per name reaching it is names × keys set insertions,
+    which no count of calls shows (one ``set.update`` call each): the keys are counted as
+    they are read instead."""
+    read = Comparisons()
+
+    class Keys(tuple[str, ...]):
+        def __iter__(self) -> Iterator[str]:
+            read.count += len(self)
+            return super().__iter__()
+
+    settings, obj = _shared_prefix_pod(50)
+    guards = settings.guards
+    assert guards is not None
+    object.__setattr__(guards, "ends", tuple(Keys(keys) for keys in guards.ends))
+    assert validate(request(obj), obj, Context(settings)) == []
+    assert read.count == 50
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        pytest.param(_guarded_pod, id="keys each earned by a prefix of their own"),
+        pytest.param(_shared_prefix_pod, id="one prefix that every name reaches earns every key"),
+    ],
+)
+def test_enforce_work_grows_linearly_with_keys_tolerations_and_names(build: Any) -> None:
     def work(n: int) -> Any:
-        settings, obj = _guarded_pod(n)
+        settings, obj = build(n)
         return lambda: validate(request(obj), obj, Context(settings))
 
     assert growth(work, 200) <= TARGET

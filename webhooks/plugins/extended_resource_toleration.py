@@ -48,7 +48,8 @@ tolerations: it cannot tell which of them the claim would earn.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -173,29 +174,38 @@ class Earners:
 
     Why a trie: matching every name against every prefix is names × prefixes per pod; a
     walk down the trie visits each character of the name once, whatever the prefixes.
+    Where a prefix ends, the trie holds an index into ``ends`` (the keys it earns), and
+    each index reached is expanded once however many names reach it, so the keys added
+    are bounded by the config, not by names × keys.
     """
 
     keys: frozenset[str]
     by_name: Mapping[str, tuple[str, ...]]
     by_class: Mapping[str, tuple[str, ...]]
     trie: Mapping[str, Any]
+    ends: tuple[tuple[str, ...], ...]
     described: Mapping[str, str]
 
-    def earned(self, names: Iterable[str], classes: Iterable[str]) -> set[str]:
+    def earned(self, names: AbstractSet[str], classes: AbstractSet[str]) -> set[str]:
         """The guarded keys that ``names`` (resources requested, or claimed through a
         class's resource name) and ``classes`` (DeviceClasses claimed) earn."""
         out: set[str] = set()
+        reached: set[int] = set()
         for name in names:
             out.update(self.by_name.get(name, ()))
             node = self.trie
             for char in name:
-                out.update(node.get(_END, ()))
+                if _END in node:
+                    reached.add(node[_END])
                 child = node.get(char)
                 if child is None:
                     break
                 node = child
             else:
-                out.update(node.get(_END, ()))
+                if _END in node:
+                    reached.add(node[_END])
+        for index in reached:
+            out.update(self.ends[index])
         for name in classes:
             out.update(self.by_class.get(name, ()))
         return out
@@ -209,6 +219,7 @@ def _compile(guards: tuple[Guard, ...]) -> Earners:
     by_name: dict[str, list[str]] = {}
     by_class: dict[str, list[str]] = {}
     trie: dict[str, Any] = {}
+    ends: list[list[str]] = []
     for guard in guards:
         key, earned_by = guard.taint_key, guard.earned_by
         for name in dict.fromkeys((key, *earned_by.resources)):
@@ -219,12 +230,16 @@ def _compile(guards: tuple[Guard, ...]) -> Earners:
             node = trie
             for char in prefix:
                 node = node.setdefault(char, {})
-            node.setdefault(_END, []).append(key)
+            if _END not in node:
+                node[_END] = len(ends)
+                ends.append([])
+            ends[node[_END]].append(key)
     return Earners(
         keys=frozenset(g.taint_key for g in guards),
         by_name={n: tuple(k) for n, k in by_name.items()},
         by_class={n: tuple(k) for n, k in by_class.items()},
         trie=trie,
+        ends=tuple(tuple(k) for k in ends),
         described={g.taint_key: g.earned_by.describe(g.taint_key) for g in guards},
     )
 
