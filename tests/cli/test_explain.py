@@ -257,8 +257,18 @@ def test_the_help_states_what_the_model_simplifies() -> None:
         "--node-monitor-grace-period",
         "in inventory order",
         "stays Terminating",
+        "Kueue's quota, cohorts and which resource group covers which resource",
     ):
         assert phrase in text
+
+
+def test_the_help_lists_kueue_objects_where_it_lists_the_other_templates() -> None:
+    text = " ".join(invoke("--help").stdout.split())
+    option = text[text.index("--node-templates FILE") :]
+    option = option[: option.index("--fail ")]
+    for kind in ("NodePools", "ResourceFlavors", "LocalQueues", "ClusterQueues"):
+        assert kind in option
+    assert "--kueue-manage-jobs-without-queue-name" in text
 
 
 # --- failover time and node templates (issue 16) ---------------------------------------------

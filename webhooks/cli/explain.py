@@ -121,7 +121,11 @@ failures change the zone's state; a kubelet that reports Ready False is noticed 
 nodes are tainted in inventory order, the k-th (from 0) k/rate seconds after the first;
 "evicted" means deleted, and on an unreachable node the pod stays Terminating until the
 kubelet returns or the Node is deleted. A NodePool's instance types are not known
-offline: CPU and memory are checked against its limits only.
+offline: CPU and memory are checked against its limits only. Kueue's quota, cohorts and
+which resource group covers which resource are Kueue's to decide at run time and are not
+checked; its managedJobsNamespaceSelector is taken as its default (every namespace but
+kube-system and kueue-system), and a workload it manages is placed on existing nodes as if
+already admitted.
 
 Exit codes: 0 every pod fits a node or a template; 1 a pod fits neither, or admission
 denies it; 2 unusable input.
