@@ -278,8 +278,8 @@ LABEL_CASES = [
     pytest.param(
         "Deployment",
         {"spec": {"template": {"metadata": {"labels": {QUEUE_LABEL: "q"}}}}},
-        None,
-        id="a Deployment's pod template label is not where Kueue reads it",
+        "q",
+        id="a Deployment's pod template label: its pods carry it to Kueue's pod integration",
     ),
     pytest.param(
         "CronJob",
@@ -292,6 +292,21 @@ LABEL_CASES = [
         {"metadata": {"labels": {QUEUE_LABEL: "q"}}},
         None,
         id="a label on the CronJob itself reaches no Job",
+    ),
+    pytest.param(
+        "Job",
+        {
+            "metadata": {"labels": {QUEUE_LABEL: "own"}},
+            "spec": {"template": {"metadata": {"labels": {QUEUE_LABEL: "pods"}}}},
+        },
+        "own",
+        id="the object's own label wins over its pod template's",
+    ),
+    pytest.param(
+        "PodTemplate",
+        {"template": {"metadata": {"labels": {QUEUE_LABEL: "q"}}}},
+        "q",
+        id="a PodTemplate's template label",
     ),
     pytest.param(
         "ReplicaSet",

@@ -72,7 +72,8 @@ cluster-autoscaler node groups (scale-from-zero templates), and Kueue ResourceFl
 the LocalQueues and ClusterQueues that reach them (kueue.x-k8s.io/v1beta1 or v1beta2;
 `kubectl get resourceflavors,clusterqueues,localqueues -A -o yaml`). A pod is offered only
 the flavors of the ClusterQueue behind the LocalQueue its kueue.x-k8s.io/queue-name label
-names (on the Job, Pod, Deployment or StatefulSet; a CronJob's jobTemplate), or the
+names (on the Job, Pod, Deployment or StatefulSet, a CronJob's jobTemplate, or else the
+pod template), or the
 LocalQueue named default in its namespace; a pod without either is not Kueue's and gets
 none, nor does one whose queue is not among the inputs, is stopped, or whose ClusterQueue's
 namespaceSelector leaves its namespace out. It fits an offered flavor when its tolerations

@@ -8,10 +8,11 @@ to every pod answers "it fits" for pods Kueue never touches, and for flavors the
 never reaches. The rules followed, each Kueue's own:
 
 * **Which object carries the label** (:data:`QUEUE_LABEL_PATHS`): the Job, Pod,
-  Deployment or StatefulSet itself; a CronJob's ``spec.jobTemplate`` (the Jobs it creates
-  are what Kueue sees); the pod template of a ReplicaSet, ReplicationController or
-  PodTemplate (their pods are plain pods to Kueue's pod integration). A DaemonSet is never
-  managed. Labels only: Kueue reads no annotation for the queue.
+  Deployment, StatefulSet (or ReplicaSet, ReplicationController) itself, or else its pod
+  template, since Kueue's pod integration manages a labelled pod; a CronJob's
+  ``spec.jobTemplate`` (the Jobs it creates are what Kueue sees), or else their pod
+  template. A DaemonSet is never managed. Labels only: Kueue reads no annotation for the
+  queue.
 * **No label**: a LocalQueue named ``default`` in the namespace is the queue (Kueue's
   LocalQueueDefaulting, always on in current releases). Without one the workload is not
   Kueue's unless the configuration sets ``manageJobsWithoutQueueName``; then Kueue
@@ -46,18 +47,33 @@ QUEUE_APIS: Final = ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1")
 QUEUE_KINDS: Final = ("LocalQueue", "ClusterQueue")
 NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
 
-#: Workload kind → where the object that carries Kueue's queue label keeps its labels.
-#: Kinds not listed (DaemonSet) are never managed by Kueue.
-QUEUE_LABEL_PATHS: Final[Mapping[str, tuple[str, ...]]] = {
-    "Pod": ("metadata", "labels"),
-    "Job": ("metadata", "labels"),
-    "Deployment": ("metadata", "labels"),
-    "StatefulSet": ("metadata", "labels"),
-    "CronJob": ("spec", "jobTemplate", "metadata", "labels"),
-    "ReplicaSet": ("spec", "template", "metadata", "labels"),
-    "ReplicationController": ("spec", "template", "metadata", "labels"),
-    "PodTemplate": ("template", "metadata", "labels"),
+_OWN: Final = ("metadata", "labels")
+_TEMPLATE: Final = ("spec", "template", "metadata", "labels")
+#: Workload kind → where Kueue looks for its queue label, first match wins: the object it
+#: turns into a workload, then the pod template (its pods carry the label, and Kueue's
+#: pod integration manages a labelled pod whose owner it does not manage). Kinds not
+#: listed (DaemonSet) are never managed by Kueue.
+QUEUE_LABEL_PATHS: Final[Mapping[str, tuple[tuple[str, ...], ...]]] = {
+    "Pod": (_OWN,),
+    "Job": (_OWN, _TEMPLATE),
+    "Deployment": (_OWN, _TEMPLATE),
+    "StatefulSet": (_OWN, _TEMPLATE),
+    "ReplicaSet": (_OWN, _TEMPLATE),
+    "ReplicationController": (_OWN, _TEMPLATE),
+    "CronJob": (
+        ("spec", "jobTemplate", "metadata", "labels"),
+        ("spec", "jobTemplate", "spec", "template", "metadata", "labels"),
+    ),
+    "PodTemplate": (("template", "metadata", "labels"),),
 }
+
+
+def _label_at(obj: Any, path: tuple[str, ...]) -> str | None:
+    node: Any = obj
+    for part in path:
+        node = node.get(part) if isinstance(node, Mapping) else None
+    value = node.get(QUEUE_LABEL) if isinstance(node, Mapping) else None
+    return value if isinstance(value, str) and value else None
 
 
 def queue_label(kind: str, obj: Any) -> str | None:
@@ -65,16 +81,13 @@ def queue_label(kind: str, obj: Any) -> str | None:
     ``None`` when it has none (or ``kind`` is one Kueue never manages).
 
     Why a table: Kueue reads the label from the object it turns into a workload, which is
-    not always the one written (a CronJob's Jobs).
+    not always the one written (a CronJob's Jobs), or from the pods themselves.
     """
-    path = QUEUE_LABEL_PATHS.get(kind)
-    node: Any = obj
-    for part in path or ():
-        node = node.get(part) if isinstance(node, Mapping) else None
-    if path is None or not isinstance(node, Mapping):
-        return None
-    value = node.get(QUEUE_LABEL)
-    return value if isinstance(value, str) and value else None
+    for path in QUEUE_LABEL_PATHS.get(kind, ()):
+        found = _label_at(obj, path)
+        if found is not None:
+            return found
+    return None
 
 
 @dataclass(frozen=True, slots=True)
