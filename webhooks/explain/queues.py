@@ -44,7 +44,6 @@ DEFAULT_QUEUE: Final = "default"
 #: Kueue's default ``managedJobsNamespaceSelector`` excludes these namespaces.
 UNMANAGED_NAMESPACES: Final = frozenset({"kube-system", "kueue-system"})
 QUEUE_APIS: Final = ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1")
-QUEUE_KINDS: Final = ("LocalQueue", "ClusterQueue")
 NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
 
 _OWN: Final = ("metadata", "labels")
