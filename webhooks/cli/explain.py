@@ -73,10 +73,9 @@ the LocalQueues and ClusterQueues that reach them (kueue.x-k8s.io/v1beta1 or v1b
 `kubectl get resourceflavors,clusterqueues,localqueues -A -o yaml`). A pod is offered only
 the flavors of the ClusterQueue behind the LocalQueue its kueue.x-k8s.io/queue-name label
 names (on the Job, Pod, Deployment or StatefulSet, a CronJob's jobTemplate, or else the
-pod template), or the
-LocalQueue named default in its namespace; a pod without either is not Kueue's and gets
-none, nor does one whose queue is not among the inputs, is stopped, or whose ClusterQueue's
-namespaceSelector leaves its namespace out. It fits an offered flavor when its tolerations
+pod template), or the LocalQueue named default in its namespace; a pod without either is
+not Kueue's and gets none, nor does one whose queue is not among the inputs, is stopped,
+or whose ClusterQueue's namespaceSelector leaves its namespace out. It fits an offered flavor when its tolerations
 and the flavor's tolerate the flavor's nodeTaints and its selectors, reduced to the
 flavor's label keys, match nodeLabels; the nodes it then fits, with the flavor's selector
 and tolerations, are listed. Documents of other kinds (the EC2NodeClass beside a NodePool)
