@@ -257,8 +257,18 @@ def test_the_help_states_what_the_model_simplifies() -> None:
         "--node-monitor-grace-period",
         "in inventory order",
         "stays Terminating",
+        "Kueue's quota, cohorts and which resource group covers which resource",
     ):
         assert phrase in text
+
+
+def test_the_help_lists_kueue_objects_where_it_lists_the_other_templates() -> None:
+    text = " ".join(invoke("--help").stdout.split())
+    option = text[text.index("--node-templates FILE") :]
+    option = option[: option.index("--fail ")]
+    for kind in ("NodePools", "ResourceFlavors", "LocalQueues", "ClusterQueues"):
+        assert kind in option
+    assert "--kueue-manage-jobs-without-queue-name" in text
 
 
 # --- failover time and node templates (issue 16) ---------------------------------------------
@@ -435,7 +445,8 @@ TEMPLATE_USAGE: list[tuple[str, str, str]] = [
     (
         "only kinds that are not templates: each skipped, and nothing left to read",
         "kind: Pod\nmetadata: {name: p}\n",
-        "<stdin>:1: skipped kind Pod\nplacement-webhooks: --node-templates -: no NodePool or Node",
+        "<stdin>:1: skipped kind Pod\nplacement-webhooks: --node-templates -: no NodePool, Node "
+        "or ResourceFlavor",
     ),
     (
         "a document without a kind",
@@ -448,6 +459,35 @@ TEMPLATE_USAGE: list[tuple[str, str, str]] = [
         "<stdin>:4: node group a is listed twice",
     ),
     ("no templates at all", "", "<stdin>: no manifests found"),
+    (
+        "queues without a ResourceFlavor: nothing to offer",
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: q}\n"
+        "spec: {clusterQueue: c}\n",
+        "placement-webhooks: --node-templates -: no NodePool, Node or ResourceFlavor",
+    ),
+    (
+        "a LocalQueue without spec.clusterQueue, which the API refuses",
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\nmetadata: {name: q}\n",
+        "<stdin>:1: a LocalQueue needs spec.clusterQueue",
+    ),
+    (
+        "a LocalQueue listed twice in one namespace",
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: q}\n"
+        "spec: {clusterQueue: c}\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\n"
+        "metadata: {name: q, namespace: default}\nspec: {clusterQueue: d}\n",
+        "<stdin>:6: LocalQueue default/q is listed twice",
+    ),
+    (
+        "a ClusterQueue whose namespaceSelector the API refuses",
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: c}\n"
+        "spec: {namespaceSelector: {matchExpressions: [{key: team, operator: Within}]}}\n",
+        "<stdin>:1: spec.namespaceSelector: matchExpressions[0].operator",
+    ),
+    (
+        "a ClusterQueue of an API version Kueue never served",
+        "apiVersion: kueue.x-k8s.io/v1alpha1\nkind: ClusterQueue\nmetadata: {name: c}\n",
+        '<stdin>:1: ClusterQueue apiVersion "kueue.x-k8s.io/v1alpha1"',
+    ),
 ]
 
 

@@ -98,7 +98,8 @@ def test_kueue_flavors_and_a_nodepool_are_read_in_one_run() -> None:
     flavors = {t["template"]: t for t in up["templates"]}
     assert flavors["ResourceFlavor gpu-a100"]["fits"]
     assert flavors["ResourceFlavor gpu-a100"]["admittedFitsNodes"] == ["gpu-1"]
-    assert not flavors["ResourceFlavor spot"]["fits"]
+    assert [u["rule"] for u in flavors["ResourceFlavor spot"]["unmet"]] == ["kueue"]
+    assert up["kueue"]["flavors"] == ["gpu-a100"]
 
 
 def test_a_claimed_gpu_pod_fits_once_device_claims_add_its_toleration() -> None:

@@ -36,6 +36,7 @@ from webhooks.explain.failure import Rates, parse_duration
 from webhooks.explain.inventory import devices_from, nodes_from, templates_from, with_devices
 from webhooks.explain.nodes import FailAs, Node
 from webhooks.explain.pods import PodView
+from webhooks.explain.queues import QUEUE_LABEL, Queues
 from webhooks.explain.templates import Template
 from webhooks.k8s import cel
 from webhooks.manifests.reader import STDIN, Document, load
@@ -67,12 +68,18 @@ devices when their allocatable does not list it. A NoExecute device taint on a d
 pod holds (an allocated claim) or would hold shows as an eviction in the failover view.
 
 --node-templates takes Karpenter karpenter.sh/v1 NodePools, Node objects standing for
-cluster-autoscaler node groups (scale-from-zero templates) and Kueue ResourceFlavors
-(kueue.x-k8s.io/v1beta1 or v1beta2: a pod fits one when its tolerations and the flavor's
-tolerate the flavor's nodeTaints and its selectors, reduced to the flavor's label keys,
-match nodeLabels; the nodes it then fits, with the flavor's selector and tolerations, are
-listed); documents of other kinds (the EC2NodeClass beside a NodePool) are skipped with a
-note. For a pod that fits no node it
+cluster-autoscaler node groups (scale-from-zero templates), and Kueue ResourceFlavors with
+the LocalQueues and ClusterQueues that reach them (kueue.x-k8s.io/v1beta1 or v1beta2;
+`kubectl get resourceflavors,clusterqueues,localqueues -A -o yaml`). A pod is offered only
+the flavors of the ClusterQueue behind the LocalQueue its kueue.x-k8s.io/queue-name label
+names (on the Job, Pod, Deployment or StatefulSet, a CronJob's jobTemplate, or else the
+pod template), or the LocalQueue named default in its namespace; a pod without either is
+not Kueue's and gets none, nor does one whose queue is not among the inputs, is stopped,
+or whose ClusterQueue's namespaceSelector leaves its namespace out. It fits an offered flavor when its tolerations
+and the flavor's tolerate the flavor's nodeTaints and its selectors, reduced to the
+flavor's label keys, match nodeLabels; the nodes it then fits, with the flavor's selector
+and tolerations, are listed. Documents of other kinds (the EC2NodeClass beside a NodePool)
+are skipped with a note. For a pod that fits no node it
 says which templates can add a node for it and why the others cannot: a taint it does not
 tolerate (startup taints are ignored, as the autoscalers do), a nodeSelector or node
 affinity term that conflicts with a NodePool requirement (named), a resource above the
@@ -114,7 +121,11 @@ failures change the zone's state; a kubelet that reports Ready False is noticed 
 nodes are tainted in inventory order, the k-th (from 0) k/rate seconds after the first;
 "evicted" means deleted, and on an unreachable node the pod stays Terminating until the
 kubelet returns or the Node is deleted. A NodePool's instance types are not known
-offline: CPU and memory are checked against its limits only.
+offline: CPU and memory are checked against its limits only. Kueue's quota, cohorts and
+which resource group covers which resource are Kueue's to decide at run time and are not
+checked; its managedJobsNamespaceSelector is taken as its default (every namespace but
+kube-system and kueue-system), and a workload it manages is placed on existing nodes as if
+already admitted.
 
 Exit codes: 0 every pod fits a node or a template; 1 a pod fits neither, or admission
 denies it; 2 unusable input.
@@ -147,11 +158,14 @@ def _nodes(
     return inventory.nodes
 
 
-def _templates(paths: Sequence[str], stdin_name: str) -> list[Template]:
+def _templates(
+    paths: Sequence[str], stdin_name: str, namespace: str | None, found_docs: list[Document]
+) -> tuple[list[Template], Queues]:
     if not paths:
-        return []
+        return [], Queues()
     manifests = read_manifests(paths, stdin_name, what="--node-templates")
-    found = templates_from(manifests.documents)
+    found_docs.extend(manifests.documents)
+    found = templates_from(manifests.documents, namespace or "default")
     for note in found.skipped:
         click.echo(note, err=True)
     problems = [*manifests.problems, *found.problems]
@@ -159,8 +173,10 @@ def _templates(paths: Sequence[str], stdin_name: str) -> list[Template]:
         report_problems(problems)
         sys.exit(USAGE_ERROR)
     if not found.templates:
-        fail(f"--node-templates {' '.join(paths)}: no NodePool or Node objects found")
-    return found.templates
+        fail(
+            f"--node-templates {' '.join(paths)}: no NodePool, Node or ResourceFlavor objects found"
+        )
+    return found.templates, found.queues
 
 
 def _pods(
@@ -181,14 +197,13 @@ def _pods(
 
 
 def _devices(
-    documents: Sequence[Document], objects: Sequence[str], more: Sequence[Any]
+    documents: Sequence[Document], extra: Sequence[Document], more: Sequence[Any]
 ) -> DeviceInventory:
-    """The DRA objects of every input: --nodes, PATH, --objects and a cluster.
+    """The DRA objects of every input: --nodes, PATH, --objects (``extra``) and a cluster.
 
     Exits 2 when a selector needs the CEL library and it is missing: no answer that
     depends on a selector could be given.
     """
-    extra = load([o for o in objects if o != STDIN]).documents if objects else []
     devices = devices_from([*(d.obj for d in (*documents, *extra)), *more])
     if devices.selectors() and not cel.available():
         fail(
@@ -223,9 +238,10 @@ _DEFAULT_RATES = Rates()
     "template_paths",
     multiple=True,
     metavar="FILE",
-    help="Nodes that do not exist yet: Karpenter karpenter.sh/v1 NodePools, and Node objects "
-    "standing for cluster-autoscaler node groups (other kinds are skipped with a note); "
-    "repeatable, - for stdin.",
+    help="Nodes that do not exist yet: Karpenter karpenter.sh/v1 NodePools, Node objects "
+    "standing for cluster-autoscaler node groups, and Kueue ResourceFlavors with the "
+    "LocalQueues and ClusterQueues that decide which pods may have them (other kinds are "
+    "skipped with a note); repeatable, - for stdin.",
 )
 @click.option(
     "--fail",
@@ -295,6 +311,14 @@ _DEFAULT_RATES = Rates()
     help="The most pods × (nodes + node templates) to place; more exits 2 before any work, "
     "as time grows with each pair (memory does not).",
 )
+@click.option(
+    "--kueue-manage-jobs-without-queue-name",
+    "manage_without_queue_name",
+    is_flag=True,
+    help="Kueue runs with manageJobsWithoutQueueName: true, so it suspends a workload "
+    f"without a {QUEUE_LABEL} label (and no LocalQueue named default in its namespace) "
+    "instead of leaving it alone; either way such a workload gets no ResourceFlavor.",
+)
 @feature_gates_option
 @manifest_inputs
 def explain(
@@ -312,6 +336,7 @@ def explain(
     grace_period: str,
     output: str,
     max_pairs: int,
+    manage_without_queue_name: bool,
     feature_gates: tuple[str, ...],
     config_path: str | None,
     objects: tuple[str, ...],
@@ -351,9 +376,14 @@ def explain(
     else:
         nodes = _nodes(node_paths, stdin_name, _fail_names(fail_nodes), fail_as, documents)
         pods = _pods(paths, config_path, objects, namespace, stdin_name, gates, documents)
-    devices = _devices(documents, objects, cluster.devices if cluster is not None else ())
+    extra = load([o for o in objects if o != STDIN]).documents if objects else []
+    devices = _devices(documents, extra, cluster.devices if cluster is not None else ())
     nodes, pods = with_devices(nodes, pods, devices, gates.get(COMPARISON_OPERATORS, False))
-    templates = _templates(template_paths, stdin_name)
+    template_docs: list[Document] = []
+    templates, queues = _templates(template_paths, stdin_name, namespace, template_docs)
+    queues.manage_without_queue_name = manage_without_queue_name
+    queues.add_namespaces(d.obj for d in (*documents, *extra, *template_docs))
+    queues.add_namespaces(cluster.context if cluster is not None else ())
     rates = Rates(
         node_eviction_rate=node_eviction_rate,
         secondary_node_eviction_rate=secondary_node_eviction_rate,
@@ -365,7 +395,7 @@ def explain(
         check_pairs(len(pods), len(nodes) + len(templates), max_pairs)
     except TooManyPairs as exc:
         fail(str(exc))
-    explanation = explain_all(nodes, pods, rates, templates)
+    explanation = explain_all(nodes, pods, rates, templates, queues)
     write = explain_format.write_json if output == "json" else explain_format.write_text
     sys.exit(write(explanation, _echo))
 

@@ -11,7 +11,8 @@ zones. One module per concern, all on plain dicts, after each pod has gone throu
 admission chain exactly as ``check`` admits it:
 
 * :mod:`.nodes` — the node inventory; :mod:`.templates` — nodes that do not exist yet
-  (NodePools, node groups); :mod:`.pods` — the admitted pod;
+  (NodePools, node groups, Kueue ResourceFlavors); :mod:`.queues` — which flavors Kueue
+  may give a pod; :mod:`.pods` — the admitted pod;
 * :mod:`.fit` — a pod against a node (:mod:`.reasons` is what it answers with;
   :mod:`.requirements` the label algebra for NodePools);
 * :mod:`.failure` — what the node lifecycle controller does when nodes fail;

@@ -10,7 +10,7 @@ no node are tried on templates).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from webhooks.explain.coverage import (
@@ -24,6 +24,7 @@ from webhooks.explain.failure import Failover, Rates, Simulation, failover, simu
 from webhooks.explain.fit import Placement, ScaleUp, place, scale_up
 from webhooks.explain.nodes import Node
 from webhooks.explain.pods import PodView
+from webhooks.explain.queues import Queues
 from webhooks.explain.templates import Template
 
 
@@ -33,11 +34,13 @@ class PodAnswer:
 
     ``scale_up`` is ``None`` unless the pod fits no existing node and templates were given
     (DaemonSet pods and denied pods are never tried: neither makes a node scale up).
+    ``suspended`` says why Kueue holds the workload for good, when it does.
     """
 
     placement: Placement
     failover: tuple[Failover, ...]
     scale_up: ScaleUp | None = None
+    suspended: str = ""
 
     @property
     def pod(self) -> PodView:
@@ -51,7 +54,7 @@ class PodAnswer:
         Why a template counts: with an autoscaler, a node made for the pod is as good as one
         that is already there, which is what "will this run?" asks.
         """
-        if self.pod.denied:
+        if self.pod.denied or self.suspended:
             return False
         return bool(self.placement.nodes) or bool(self.scale_up and self.scale_up.hosts)
 
@@ -92,7 +95,8 @@ class Explanation:
     Why each pod's answer is computed when asked for (:meth:`answers`) and not kept: it
     holds a fit per node, so keeping them all costs memory in proportion to pods × nodes
     (about 2 KB a pair), while a renderer needs one at a time. ``admitted`` are the pods as
-    admission left them, the input of every answer.
+    admission left them, the input of every answer. ``queues`` are Kueue's queues, and
+    ``queue_warnings`` what could not be told about them.
     """
 
     nodes: tuple[Node, ...]
@@ -103,6 +107,8 @@ class Explanation:
     template_coverage: tuple[Coverage, ...] = ()
     warnings: tuple[str, ...] = ()
     overheads: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)
+    queues: Queues = field(default_factory=Queues)
+    queue_warnings: tuple[str, ...] = ()
 
     def answers(self) -> Iterator[PodAnswer]:
         """Each pod's answer in input order, computed as it is asked for and not kept.
@@ -112,7 +118,7 @@ class Explanation:
         their product.
         """
         for pod in self.admitted:
-            yield answer(pod, self.nodes, self.templates, self.overheads, self.rates)
+            yield answer(pod, self.nodes, self.templates, self.overheads, self.rates, self.queues)
 
     def coverage_entries(self) -> Iterator[Coverage]:
         """DaemonSet coverage: each tainted node's entry, computed as asked for, then each
@@ -173,16 +179,23 @@ def answer(
     templates: Sequence[Template],
     overheads: Mapping[str, Mapping[str, Decimal]],
     rates: Rates,
+    queues: Queues | None = None,
 ) -> PodAnswer:
-    """One pod against every node, then (fitting none) every template; and its failover.
+    """One pod against every node, then (fitting none) every template, ResourceFlavors as
+    its Kueue ``queues`` allow; and its failover.
 
     Why DaemonSet and denied pods get no templates: neither makes a node scale up.
     """
     placement = place(pod, nodes)
     up = None
     if templates and not placement.nodes and not pod.daemon and not pod.denied:
-        up = scale_up(pod, templates, overheads, nodes)
-    return PodAnswer(placement, failover(pod, rates.node_monitor_grace_period), up)
+        up = scale_up(pod, templates, overheads, nodes, queues)
+    held = ""
+    if queues is not None and queues.manage_without_queue_name and not pod.daemon:
+        kueue = up.kueue if up is not None and up.kueue is not None else None
+        kueue = kueue or queues.assign(pod.kind, pod.queue, pod.namespace)
+        held = kueue.reason if kueue.suspended else ""
+    return PodAnswer(placement, failover(pod, rates.node_monitor_grace_period), up, held)
 
 
 def explain(
@@ -190,14 +203,25 @@ def explain(
     pods: Sequence[PodView],
     rates: Rates,
     templates: Sequence[Template] = (),
+    queues: Queues | None = None,
 ) -> Explanation:
     """Check DaemonSet coverage of the templates and simulate the failed nodes; each pod's
     placement and templates, and each tainted node's coverage, are computed when a
     renderer asks (:meth:`Explanation.answers`, :meth:`Explanation.coverage_entries`).
+    ``queues`` are the Kueue queues that decide which ResourceFlavors a pod is offered.
 
     Why DaemonSets first: what they request on a template's nodes is room the pod cannot
     have, as both autoscalers count it.
     """
+    flavors = frozenset(t.name for t in templates if t.kind == "ResourceFlavor")
+    queues = replace(queues or Queues(), flavors=flavors)
+    notes = []
+    if flavors and not queues.given:
+        notes.append(
+            "ResourceFlavors are among --node-templates but no LocalQueue or ClusterQueue: "
+            "which flavors a pod's queue reaches cannot be known, so no pod is offered one "
+            "(add `kubectl get clusterqueues,localqueues -A -o yaml`)"
+        )
     daemons = [p for p in pods if p.daemon and not p.denied]
     overheads = {
         t.title: daemon_overhead(daemons, t) for t in templates if t.kind != "ResourceFlavor"
@@ -211,5 +235,7 @@ def explain(
         templates=tuple(templates),
         template_coverage=found,
         warnings=coverage_warnings(found),
+        queue_warnings=tuple(notes),
         overheads=overheads,
+        queues=queues,
     )

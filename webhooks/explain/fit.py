@@ -64,6 +64,7 @@ from webhooks.explain.allocation import (
 )
 from webhooks.explain.nodes import Node, Taint
 from webhooks.explain.pods import PodView, pod_requests, show_quantity, toleration_seconds
+from webhooks.explain.queues import Assignment, Queues
 from webhooks.explain.reasons import Unmet
 from webhooks.explain.requirements import conflicts, constraints, contradicts, pod_alternatives
 from webhooks.explain.templates import Template
@@ -591,10 +592,15 @@ def place(pod: PodView, nodes: Sequence[Node]) -> Placement:
 
 @dataclass(frozen=True, slots=True)
 class ScaleUp:
-    """A pod that fits no existing node, against every template, in input order."""
+    """A pod that fits no existing node, against every template, in input order.
+
+    ``kueue`` is what Kueue may give the pod (its queue's flavors, or why none), when
+    ResourceFlavors are among the templates.
+    """
 
     pod: PodView
     fits: tuple[Fit, ...]
+    kueue: Assignment | None = None
 
     @property
     def hosts(self) -> list[Fit]:
@@ -616,17 +622,29 @@ def scale_up(
     templates: Sequence[Template],
     overheads: Mapping[str, Mapping[str, Decimal]],
     nodes: Sequence[Node] = (),
+    queues: Queues | None = None,
 ) -> ScaleUp:
     """Check ``pod`` against every template; ``overheads`` maps a template title to the
     DaemonSet requests on its nodes. Why input order: ties and reports stay predictable.
 
-    A ResourceFlavor Kueue would give the pod is also tried on ``nodes``, with what Kueue
-    adds: when there are nodes and the admitted pod fits none of them, it cannot host it.
+    A ResourceFlavor is offered only when Kueue may give it to the pod: a flavor of the
+    ClusterQueue behind the pod's LocalQueue (``queues``, :mod:`.queues`); any other is
+    refused with the reason alone, as nothing else about it matters to this pod. One
+    Kueue would give is also tried on ``nodes``, with what Kueue adds: when there are
+    nodes and the admitted pod fits none of them, it cannot host it.
     """
+    assignment = None
+    if any(t.kind == "ResourceFlavor" for t in templates):
+        assignment = (queues or Queues()).assign(pod.kind, pod.queue, pod.namespace)
     found = []
     for template in templates:
+        flavor = template.kind == "ResourceFlavor"
+        refusal = assignment.refusal(template.name) if flavor and assignment else ""
+        if refusal:
+            found.append(Fit(template, (Unmet("kueue", refusal),)))
+            continue
         result = fit(pod, template, overheads.get(template.title))
-        if template.kind == "ResourceFlavor" and result.fits and nodes:
+        if flavor and result.fits and nodes:
             placed = place(admitted(pod, template), nodes).nodes
             result = replace(result, admitted_nodes=tuple(placed))
             if not placed:
@@ -637,4 +655,4 @@ def scale_up(
                 )
                 result = replace(result, unmet=(why,))
         found.append(result)
-    return ScaleUp(pod, tuple(found))
+    return ScaleUp(pod, tuple(found), assignment)

@@ -14,6 +14,13 @@ from webhooks.dryrun.report import Report
 from webhooks.explain.devices import DeviceInventory, is_device_object
 from webhooks.explain.nodes import FailAs, InventoryError, Node, parse_node
 from webhooks.explain.pods import PodView, pod_view
+from webhooks.explain.queues import (
+    ClusterQueue,
+    LocalQueue,
+    Queues,
+    parse_cluster_queue,
+    parse_local_queue,
+)
 from webhooks.explain.templates import TEMPLATE_KINDS, Template, parse_template
 from webhooks.manifests.errors import ManifestError
 from webhooks.manifests.reader import Document
@@ -84,17 +91,21 @@ def nodes_from(documents: Iterable[Document], failed: set[str], fail_as: FailAs)
 
 @dataclass(slots=True)
 class Templates:
-    """Node templates in input order, every document that could not be used as one, and a
-    note (``file:line: skipped kind X``) for each document of another kind."""
+    """Node templates in input order, Kueue's queues, every document that could not be
+    used as either, and a note (``file:line: skipped kind X``) for each document of
+    another kind."""
 
     templates: list[Template] = field(default_factory=list)
     problems: list[ManifestError] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    queues: Queues = field(default_factory=Queues)
 
 
-def templates_from(documents: Iterable[Document]) -> Templates:
-    """Parse NodePools and node-group Nodes from ``--node-templates`` documents, skipping
-    documents of other kinds with a note.
+def templates_from(documents: Iterable[Document], namespace: str = "default") -> Templates:
+    """Parse NodePools, node-group Nodes and ResourceFlavors from ``--node-templates``
+    documents, and the LocalQueues (those without a namespace in ``namespace``) and
+    ClusterQueues that decide which flavors a pod may have; skip documents of other
+    kinds with a note.
 
     Why skip rather than refuse: Karpenter's examples, and most clusters' manifests, keep a
     NodePool and its EC2NodeClass (or another node class) in one file, and that file is what
@@ -105,13 +116,31 @@ def templates_from(documents: Iterable[Document]) -> Templates:
     """
     found = Templates()
     wanted: list[Document] = []
+    local: list[Document] = []
+    cluster: list[Document] = []
     for doc in documents:
         kind = doc.obj.get("kind") if isinstance(doc.obj, Mapping) else None
-        if isinstance(kind, str) and kind and kind not in TEMPLATE_KINDS:
+        if kind == "LocalQueue":
+            local.append(doc)
+        elif kind == "ClusterQueue":
+            cluster.append(doc)
+        elif isinstance(kind, str) and kind and kind not in TEMPLATE_KINDS:
             found.skipped.append(f"{doc.path}:{doc.line}: skipped kind {kind}")
         else:
             wanted.append(doc)
     _parse_unique(wanted, parse_template, lambda t: t.title, found.templates, found.problems)
+    locals_: list[LocalQueue] = []
+    _parse_unique(
+        local,
+        lambda obj, where: parse_local_queue(obj, where, namespace),
+        lambda q: q.title,
+        locals_,
+        found.problems,
+    )
+    clusters: list[ClusterQueue] = []
+    _parse_unique(cluster, parse_cluster_queue, lambda q: q.title, clusters, found.problems)
+    found.queues.local = {(q.namespace, q.name): q for q in locals_}
+    found.queues.cluster = {q.name: q for q in clusters}
     return found
 
 

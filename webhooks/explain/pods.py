@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from webhooks.dryrun.report import Checked
 from webhooks.explain.devices import ExtendedDevices, ResolvedClaim
+from webhooks.explain.queues import queue_label
 from webhooks.k8s.podspec import POD_SPEC_PATHS, get_path
 from webhooks.k8s.quantity import QuantityError, parse_resource_list
 from webhooks.k8s.tolerations import identity, tolerates
@@ -43,6 +44,8 @@ class PodView:
     (``Gt``/``Lt`` tolerations match only with it). ``claims`` are the pod's DRA claims
     resolved, ``extended`` the extended resources a DeviceClass can serve, and ``classes``
     the DeviceClasses by name (:mod:`.devices`); all empty for a pod without DRA.
+    ``kind`` is the kind of the object written, and ``queue`` the Kueue LocalQueue its
+    ``kueue.x-k8s.io/queue-name`` label names where Kueue reads it (:mod:`.queues`).
     """
 
     subject: str
@@ -57,6 +60,8 @@ class PodView:
     claims: tuple[ResolvedClaim, ...] = ()
     extended: tuple[ExtendedDevices, ...] = ()
     classes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    kind: str = ""
+    queue: str | None = None
 
     def tolerating(
         self, taint: Mapping[str, Any], extra: Sequence[Mapping[str, Any]] = ()
@@ -145,6 +150,8 @@ def pod_view(checked: Checked) -> PodView | None:
         denied=tuple(dict.fromkeys(denied)),
         daemon=kind == "DaemonSet",
         namespace=checked.namespace,
+        kind=kind,
+        queue=queue_label(kind, checked.stored.get("object") or checked.document.obj),
     )
 
 

@@ -21,6 +21,7 @@ from webhooks.explain.failure import Failover, Simulation, Zone
 from webhooks.explain.fit import Fit, NoExecuteVerdict, ScaleUp
 from webhooks.explain.nodes import Node
 from webhooks.explain.pods import show_quantity
+from webhooks.explain.queues import Assignment, ClusterQueue, Queues
 from webhooks.explain.templates import Template
 from webhooks.k8s.tolerations import describe
 
@@ -168,7 +169,17 @@ def _failover_text(answer: PodAnswer) -> Iterator[str]:
             yield f"    device taint on {fit.name}: {eviction}"
 
 
+def _kueue_text(assignment: Assignment) -> str:
+    if assignment.flavors is None:
+        return f"  Kueue: {assignment.reason}"
+    return f"  Kueue: {assignment.queue} -> {assignment.cluster_queue}, flavors " + (
+        ", ".join(assignment.order) or "none"
+    )
+
+
 def _scale_up_text(up: ScaleUp) -> Iterator[str]:
+    if up.kueue is not None:
+        yield _kueue_text(up.kueue)
     hosts = up.hosts
     if hosts:
         first = hosts[0].target
@@ -193,6 +204,8 @@ def _placement_text(answer: PodAnswer, total: int) -> Iterator[str]:
         yield f"  admission: {line}"
     for line in pod.denied:
         yield f"  DENIED by admission: {line}"
+    if answer.suspended:
+        yield f"  SUSPENDED: {answer.suspended}"
     fitting = placement.nodes
     if fitting:
         each = " (one pod on each)" if pod.daemon else ""
@@ -307,6 +320,30 @@ def _template_text(template: Template) -> Iterator[str]:
         yield f"    not Ready ({template.not_ready}): Karpenter ignores it"
 
 
+def _namespaces(queue: ClusterQueue) -> str:
+    if queue.namespaces is None:
+        return "no namespaceSelector: serves no namespace"
+    if not queue.namespaces.labels and not queue.namespaces.expressions:
+        return "every namespace"
+    return "namespaces its namespaceSelector selects"
+
+
+def _queues_text(queues: Queues) -> Iterator[str]:
+    if not queues.given:
+        return
+    yield f"Kueue queues: {len(queues.cluster)} ClusterQueue(s), {len(queues.local)} LocalQueue(s)"
+    for cluster in queues.cluster.values():
+        stopped = f", stopped ({cluster.stopped})" if cluster.stopped else ""
+        flavors = ", ".join(cluster.flavors) or "none"
+        yield (
+            f"  {cluster.title} ({cluster.where}): flavors {flavors}; "
+            f"{_namespaces(cluster)}{stopped}"
+        )
+    for local in queues.local.values():
+        stopped = f", stopped ({local.stopped})" if local.stopped else ""
+        yield f"  {local.title} ({local.where}) -> ClusterQueue {local.cluster_queue}{stopped}"
+
+
 _COVERAGE_TITLE = "DaemonSet coverage (tainted nodes and node templates)"
 
 
@@ -344,6 +381,8 @@ def write_text(explanation: Explanation, write: Callable[[str], object]) -> int:
         head.append(f"Node templates: {count} (nodes that do not exist yet)")
         for template in explanation.templates:
             head.extend(_template_text(template))
+    head.extend(_queues_text(explanation.queues))
+    head.extend(f"  WARNING: {warning}" for warning in explanation.queue_warnings)
     write("\n".join(head) + "\n")
     placeable = True
     for answer in explanation.answers():
@@ -510,12 +549,47 @@ def _template(template: Template) -> dict[str, Any]:
     }
 
 
+def _queues(queues: Queues) -> dict[str, Any]:
+    return {
+        "clusterQueues": [
+            {
+                "name": q.name,
+                "source": q.where,
+                "flavors": list(q.flavors),
+                "namespaces": _namespaces(q),
+                "stopPolicy": q.stopped or None,
+            }
+            for q in queues.cluster.values()
+        ],
+        "localQueues": [
+            {
+                "namespace": q.namespace,
+                "name": q.name,
+                "source": q.where,
+                "clusterQueue": q.cluster_queue,
+                "stopPolicy": q.stopped or None,
+            }
+            for q in queues.local.values()
+        ],
+    }
+
+
 def _scale_up(up: ScaleUp | None) -> dict[str, Any] | None:
     if up is None:
         return None
     return {
         "hosts": [f.name for f in up.hosts],
+        "kueue": None if up.kueue is None else _assignment(up.kueue),
         "templates": [_fit(f) for f in up.fits],
+    }
+
+
+def _assignment(assignment: Assignment) -> dict[str, Any]:
+    return {
+        "localQueue": assignment.queue or None,
+        "clusterQueue": assignment.cluster_queue or None,
+        "flavors": None if assignment.flavors is None else list(assignment.order),
+        "reason": assignment.reason or None,
     }
 
 
@@ -534,6 +608,7 @@ def _placement(answer: PodAnswer) -> dict[str, Any]:
         "nodes": [_fit(f) for f in placement.fits],
         "failover": [_failover(f) for f in answer.failover],
         "scaleUp": _scale_up(answer.scale_up),
+        "kueueSuspended": answer.suspended or None,
         "placeable": answer.placeable,
     }
 
@@ -643,9 +718,10 @@ def write_json(explanation: Explanation, write: Callable[[str], object]) -> int:
         "nodeMonitorGracePeriod": explanation.rates.node_monitor_grace_period,
         "nodes": [_node(n) for n in explanation.nodes],
         "templates": [_template(t) for t in explanation.templates],
+        "kueueQueues": _queues(explanation.queues),
         "pods": _PODS,
         "daemonSetCoverage": _COVERAGE,
-        "warnings": list(explanation.warnings),
+        "warnings": [*explanation.queue_warnings, *explanation.warnings],
         "failure": None if explanation.simulation is None else _simulation(explanation.simulation),
         "exitCode": _EXIT,
     }

@@ -26,7 +26,9 @@ Two kinds of template:
   flavor's ``nodeLabels``, match those labels (``flavorassigner``). The admitted pods then
   carry the flavor's ``nodeLabels`` in their nodeSelector (keys they do not set already)
   and its ``tolerations``; which existing nodes they fit is answered with those added.
-  Quota (the ClusterQueue's) is not read: whether there is room is Kueue's to say.
+  Quota (the ClusterQueue's) is not read: whether there is room is Kueue's to say. Which
+  pods may have a flavor at all (those whose LocalQueue's ClusterQueue lists it) is
+  :mod:`.queues`'s question.
 * **cluster-autoscaler node groups**: a Node object standing for the group's nodes (a
   scale-from-zero template): its labels, taints and ``status.allocatable``. Taints whose
   keys start with the autoscaler's ``startup-taint``, ``status-taint`` and
