@@ -75,11 +75,11 @@ the flavors of the ClusterQueue behind the LocalQueue its kueue.x-k8s.io/queue-n
 names (on the Job, Pod, Deployment or StatefulSet, a CronJob's jobTemplate, or else the
 pod template), or the LocalQueue named default in its namespace; a pod without either is
 not Kueue's and gets none, nor does one whose queue is not among the inputs, is stopped,
-or whose ClusterQueue's namespaceSelector leaves its namespace out. It fits an offered flavor when its tolerations
-and the flavor's tolerate the flavor's nodeTaints and its selectors, reduced to the
-flavor's label keys, match nodeLabels; the nodes it then fits, with the flavor's selector
-and tolerations, are listed. Documents of other kinds (the EC2NodeClass beside a NodePool)
-are skipped with a note. For a pod that fits no node it
+or whose ClusterQueue's namespaceSelector leaves its namespace out. It fits an offered
+flavor when its tolerations and the flavor's tolerate the flavor's nodeTaints and its
+selectors, reduced to the flavor's label keys, match nodeLabels; the nodes it then fits,
+with the flavor's selector and tolerations, are listed. Documents of other kinds (the
+EC2NodeClass beside a NodePool) are skipped with a note. For a pod that fits no node it
 says which templates can add a node for it and why the others cannot: a taint it does not
 tolerate (startup taints are ignored, as the autoscalers do), a nodeSelector or node
 affinity term that conflicts with a NodePool requirement (named), a resource above the
