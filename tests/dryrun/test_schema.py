@@ -84,7 +84,7 @@ MESSAGES = [
 def test_messages_show_values_as_json(schema: KubernetesSchema, obj: Any, message: str) -> None:
     errors = schema.errors(obj)
     assert errors is not None
-    assert message in [found for _, found in errors]
+    assert message in [error.message for error in errors]
 
 
 def test_a_huge_or_deep_value_is_cut_in_the_message(schema: KubernetesSchema) -> None:
@@ -93,7 +93,7 @@ def test_a_huge_or_deep_value_is_cut_in_the_message(schema: KubernetesSchema) ->
         deep = [deep]
     errors = schema.errors(_pod(tolerations=[{"key": "k", "value": deep}]))
     assert errors is not None
-    ((path, message),) = errors
+    ((path, message, _),) = errors
     assert path == "spec.tolerations[0].value"
     assert message.endswith("… is not of type string or null")
     assert len(message) < 150
@@ -140,7 +140,7 @@ def test_an_error_deep_inside_is_found_at_its_path(schema: KubernetesSchema) -> 
     node["type"] = 7
     errors = schema.errors(crd)
     assert errors is not None and len(errors) >= 1
-    path, _ = errors[0]
+    path = errors[0].path
     assert path.endswith(".properties.a.type")
 
 
