@@ -124,9 +124,10 @@ def test_a_bad_schema_file_stops_the_run_naming_it(tmp_path: Path) -> None:
     bad = tmp_path / "example.com" / "gadget_v1.json"
     bad.parent.mkdir()
     bad.write_text('{"type": "object", "properties": {"size": {"type": 5}}}')
-    code, _, err = _check(*SCHEMA, "--schema-location", str(tmp_path), "-", stdin=WIDGET)
+    code, out, err = _check(*SCHEMA, "--schema-location", str(bad), "-", stdin=WIDGET)
     assert code == 2
     assert f"--schema-location {bad}:1: not a valid JSON schema at properties/size/type" in err
+    assert out == ""
 
 
 def test_a_schema_location_checks_a_custom_resource(tmp_path: Path) -> None:
@@ -190,3 +191,13 @@ def test_sarif_carries_the_new_findings_as_results(missing: str, level: str) -> 
     }
     assert ("error", 1) in found, "the removal, at its apiVersion line"
     assert (level, 13) in found, "the missing schema, at the Gadget's apiVersion line"
+
+
+def test_a_catalog_file_found_unusable_mid_run_exits_2_with_no_report(tmp_path: Path) -> None:
+    bad = tmp_path / "example.com" / "gadget_v1.json"
+    bad.parent.mkdir()
+    bad.write_text("[1, 2]\n")
+    code, out, err = _check(*SCHEMA, "--schema-location", str(tmp_path), "-", stdin=WIDGET)
+    assert code == 2
+    assert f"--schema-location {bad}: not one JSON schema" in err
+    assert out == ""

@@ -167,13 +167,7 @@ def test_a_v1beta1_crd_still_defines_its_kind() -> None:
     assert [e.path for e in errors] == ["spec.sise"]
 
 
-def test_a_malformed_supplied_schema_is_a_finding_naming_its_source(tmp_path: Path) -> None:
-    (tmp_path / "example.com").mkdir()
-    (tmp_path / "example.com" / "widget_v1.json").write_text(
-        json.dumps({"type": "object", "properties": {"spec": {"type": "object", "required": 5}}})
-    )
-    with pytest.raises(SchemaLocationError, match="not a valid JSON schema"):
-        load_locations([str(tmp_path)])
+def test_a_malformed_crd_schema_among_the_inputs_is_a_finding_naming_its_source() -> None:
     crd = _crd(("v1", True))
     crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = {
         "type": "object",
@@ -227,6 +221,16 @@ LOCATIONS = [
         id="the CRDs catalog layout GROUP/KIND_VERSION.json",
     ),
     pytest.param(
+        {"schemas/example.com/widget_v1.json": CATALOG},
+        "schemas/example.com",
+        id="one group of the catalog",
+    ),
+    pytest.param(
+        {"schemas/example.com/widget_v1.json": CATALOG},
+        "schemas/example.com/widget_v1.json",
+        id="one file of the catalog",
+    ),
+    pytest.param(
         {"schemas/widget.json": NAMED},
         "schemas",
         id="a JSON schema naming its apiVersion and kind",
@@ -246,34 +250,51 @@ def test_a_location_supplies_the_schema_of_a_custom_kind(
     assert [e.path for e in errors] == ["spec.sise"]
 
 
+def _unusable_crd() -> dict[str, Any]:
+    crd = _crd(("v1", True), group="example.org")
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = {"required": "x"}
+    return crd
+
+
 UNUSABLE = [
-    pytest.param({"s/a.yaml": "kind: [\n"}, "s", "s/a.yaml:2: ", id="invalid YAML"),
-    pytest.param({"s/a.json": ["a list"]}, "s", "not a JSON schema or a CRD", id="a list"),
+    pytest.param({"s/a.yaml": "kind: [\n"}, "s/a.yaml", "s/a.yaml:2: ", id="invalid YAML"),
+    pytest.param({"s/a.json": ["a list"]}, "s/a.json", "not a JSON schema or a CRD", id="a list"),
     pytest.param(
         {"s/widget_v1.json": CATALOG},
-        "s",
+        "s/widget_v1.json",
         "s/widget_v1.json:1: cannot tell which apiVersion and kind",
         id="a JSON schema whose kind cannot be told",
     ),
     pytest.param(
         {"s/example.com/widget_v1.json": {"type": 5}},
-        "s",
-        "s/example.com/widget_v1.json:1: not a valid JSON schema at type",
+        "s/example.com/widget_v1.json",
+        "s/example.com/widget_v1.json:1: not a valid JSON schema at type: 5 is not a type name",
         id="an invalid JSON schema",
     ),
     pytest.param(
         {"s/crd.yaml": [{**_crd(), "spec": {"group": "example.com"}}]},
         "s",
-        "a CustomResourceDefinition with no served version",
-        id="a CRD that defines nothing",
+        "s/crd.yaml:1: a CustomResourceDefinition with no served version",
+        id="a CRD that defines nothing, even in a directory",
+    ),
+    pytest.param(
+        {"s/good.yaml": [_crd(("v1", True))], "s/bad/crd.yaml": [_unusable_crd()]},
+        "s",
+        's/bad/crd.yaml:1: not a valid JSON schema at required: "x" is not a list',
+        id="a CRD whose schema cannot be used, even in a directory",
     ),
     pytest.param(
         {"s/only.yaml": [{"apiVersion": "v1", "kind": "ConfigMap"}]},
+        "s/only.yaml",
+        "s/only.yaml: no CustomResourceDefinition or JSON schema found",
+        id="a file with no schema",
+    ),
+    pytest.param(
+        {"s/a.yaml": "kind: [\n", "s/b.json": ["a list"], "s/widget_v1.json": CATALOG},
         "s",
         "s: no CustomResourceDefinition or JSON schema found",
-        id="a location with no schema",
+        id="a directory of nothing recognisable",
     ),
-    pytest.param({"s/empty.txt": ""}, "s", "no manifests found", id="a location with no files"),
     pytest.param({}, "nowhere", "nowhere: cannot read: No such file", id="a missing path"),
 ]
 
@@ -292,6 +313,54 @@ def test_an_unusable_location_names_the_file(
         load_locations([location])
     assert str(raised.value).startswith("--schema-location ")
     assert reason in str(raised.value)
+
+
+def test_a_directory_passes_over_what_is_not_a_schema(tmp_path: Path) -> None:
+    # A catalog clone or a CRD directory also holds CI workflows, templates and the like.
+    _write(
+        tmp_path,
+        {
+            ".krew.yaml": "spec: {{ .Version }}\n",
+            ".github/workflows/ci.yaml": [{"on": "push", "jobs": {}}],
+            "index.json": {"groups": ["example.com"]},
+            "config/crd/widget.yaml": [_crd(("v1", True))],
+            "config/crd/kustomization.yaml": [{"kind": "Kustomization", "resources": []}],
+        },
+    )
+    checker = KubernetesSchema("1.30", user=load_locations([str(tmp_path)]))
+    errors = checker.errors(_widget(sise=1))
+    assert errors is not None
+    assert [e.path for e in errors] == ["spec.sise"]
+
+
+def test_a_catalog_file_is_read_only_when_a_kind_needs_it(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "example.com/widget_v1.json": CATALOG,
+            "example.org/broken_v1.json": "{not json",
+        },
+    )
+    checker = KubernetesSchema("1.30", user=load_locations([str(tmp_path)]))
+    assert checker.errors(_widget()) == []
+    broken = {"apiVersion": "example.org/v1", "kind": "Broken"}
+    with pytest.raises(SchemaLocationError, match=r"example.org/broken_v1.json:\d+: invalid"):
+        checker.errors(broken)
+
+
+def test_the_first_location_to_cover_a_kind_wins(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "one/example.com/widget_v1.json": {"type": "object"},
+            "two/crd.yaml": [_crd(("v1", True))],
+        },
+    )
+    first = load_locations([str(tmp_path / "one"), str(tmp_path / "two")])
+    assert KubernetesSchema("1.30", user=first).errors(_widget(sise=1)) == []
+    second = load_locations([str(tmp_path / "two"), str(tmp_path / "one")])
+    errors = KubernetesSchema("1.30", user=second).errors(_widget(sise=1))
+    assert errors is not None and [e.path for e in errors] == ["spec.sise"]
 
 
 def test_a_fifo_location_is_refused_not_read(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from webhooks.cli.common import (
 )
 from webhooks.dryrun import render
 from webhooks.dryrun.engine import SchemaCheck
+from webhooks.dryrun.userschemas import SchemaLocationError
 from webhooks.plugins import REGISTRY
 
 
@@ -100,7 +101,7 @@ def _schema(
                 fail(f"{option} needs --schema")
         return None
     from webhooks.dryrun.schema import MISSING_LEVELS, KubernetesSchema, SchemaUnavailable
-    from webhooks.dryrun.userschemas import SchemaLocationError, load_locations
+    from webhooks.dryrun.userschemas import load_locations
 
     refuse_empty(locations, "--schema-location", stdin=False)
     if "-" in locations:
@@ -190,7 +191,10 @@ def check(
     config = with_gates(read_config_or_exit(config_path), gates)
     if enforce_all:
         config = config.enforcing()
-    report, _ = dry_run_inputs(paths, config, objects, namespace, stdin_name, schema=schema)
+    try:
+        report, _ = dry_run_inputs(paths, config, objects, namespace, stdin_name, schema=schema)
+    except SchemaLocationError as exc:  # a catalog file read when an object first needed it
+        fail(str(exc))
     report_problems(report.problems)
     tool_version = version()
     for name, target in targets:

@@ -10,19 +10,20 @@ it is, for the kind its file name or its own ``apiVersion``/``kind`` enums name:
 catalog layout ``GROUP/KIND_VERSION.json``, or the ``x-kubernetes-group-version-kind`` of
 a schema made from the Kubernetes OpenAPI document.
 
-Every file is read once per run, through the one manifest reader (so with its bounds),
-and a file that cannot be used stops the run naming it: a schema that silently fails to
-load would pass every object it was meant to check.
+Every file is read at most once per run, through the one manifest reader (so with its
+bounds), and a schema file that cannot be used stops the run naming it: a schema that
+silently fails to load would pass every object it was meant to check.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Any
 
-from webhooks.manifests.reader import Document, load
+from webhooks.manifests.errors import show
+from webhooks.manifests.reader import Document, load, walk
 
 CRD_KIND = "CustomResourceDefinition"
 _CRD_GROUP = "apiextensions.k8s.io/"
@@ -48,18 +49,30 @@ class UserSchemas:
     """The user's schemas by ``(apiVersion, lower-case kind)``; the first one given wins.
 
     Why lower case: the CRDs catalog names files by lower-case kind, and no API group
-    defines two kinds that differ only in case.
+    defines two kinds that differ only in case. An entry is a schema, or the path of a
+    catalog file not read yet.
     """
 
-    by_key: dict[tuple[str, str], UserSchema] = field(default_factory=dict)
+    by_key: dict[tuple[str, str], UserSchema | Path] = field(default_factory=dict)
 
     def get(self, api_version: str, kind: str) -> UserSchema | None:
-        """The schema for ``apiVersion``/``kind``, or ``None``."""
-        return self.by_key.get((api_version, kind.lower()))
+        """The schema for ``apiVersion``/``kind``, or ``None``; a catalog file is read once.
+
+        Raises :class:`SchemaLocationError` naming a catalog file that cannot be used.
+        """
+        key = (api_version, kind.lower())
+        entry = self.by_key.get(key)
+        if isinstance(entry, Path):
+            entry = self.by_key[key] = read_catalog_file(entry)
+        return entry
 
     def add(self, api_version: str, kind: str, schema: UserSchema) -> None:
         """Keep ``schema`` unless an earlier source already covers this kind."""
         self.by_key.setdefault((api_version, kind.lower()), schema)
+
+    def index(self, api_version: str, kind: str, path: Path) -> None:
+        """Note the catalog file ``path`` for this kind, to be read when first needed."""
+        self.by_key.setdefault((api_version, kind.lower()), path)
 
     def learn(self, objects: Iterable[Any], source: str = "the inputs") -> int:
         """Add the schemas of every CustomResourceDefinition in ``objects``; how many."""
@@ -143,21 +156,22 @@ def root_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def load_locations(paths: Iterable[str]) -> UserSchemas:
-    """Every schema under ``paths`` (files or directories of YAML or JSON), read once.
+    """The schemas under ``paths`` (files, or directories of YAML and JSON files).
 
-    Raises :class:`SchemaLocationError` naming the first file that cannot be used: one
-    that cannot be read or parsed, a JSON schema whose kind cannot be told, a location
-    that holds no schema at all. Other Kubernetes objects in the files are passed over,
-    because a directory of CRDs commonly holds a ``kustomization.yaml`` too.
+    A file given by name must be usable as a whole: CRDs (other objects beside them are
+    passed over, as a ``kustomization.yaml`` often is) or a JSON schema whose kind is told
+    by its ``GROUP/KIND_VERSION.json`` name or by itself. In a directory, the JSON files
+    in the CRDs catalog layout are indexed by name and read the first time an object needs
+    one (a whole catalog clone holds thousands); of the other files, the CRDs and the JSON
+    schemas that name their kind are taken, and what is neither is passed over (a catalog
+    clone also holds its CI workflows and templates). A schema file that is recognised
+    but cannot be used raises :class:`SchemaLocationError` naming it, and so does a
+    location that holds no schema at all.
     """
     found = UserSchemas()
     for path in paths:
-        manifests = load([path])
-        if manifests.problems:
-            raise SchemaLocationError(f"--schema-location {manifests.problems[0]}")
-        added = 0
-        for doc in manifests.documents:
-            added += _add_document(found, doc, path)
+        target = Path(path)
+        added = _directory(found, target) if target.is_dir() else _file(found, path)
         if not added:
             raise SchemaLocationError(
                 f"--schema-location {path}: no CustomResourceDefinition or JSON schema found"
@@ -165,14 +179,75 @@ def load_locations(paths: Iterable[str]) -> UserSchemas:
     return found
 
 
-def _add_document(found: UserSchemas, doc: Document, location: str) -> int:
+def _file(found: UserSchemas, path: str) -> int:
+    manifests = load([path])
+    if manifests.problems:
+        raise SchemaLocationError(f"--schema-location {manifests.problems[0]}")
+    return sum(_add_document(found, doc, strict=True) for doc in manifests.documents)
+
+
+def _directory(found: UserSchemas, root: Path) -> int:
+    try:
+        files = list(walk(root))
+    except OSError as exc:
+        raise SchemaLocationError(
+            f"--schema-location {root}: cannot read: {exc.strerror}"
+        ) from None
+    added = 0
+    for file in files:
+        key = catalog_key(file)
+        if key is not None:
+            found.index(*key, file)
+            added += 1
+            continue
+        manifests = load([str(file)])
+        if not manifests.problems:
+            added += sum(_add_document(found, doc, strict=False) for doc in manifests.documents)
+    return added
+
+
+def catalog_key(path: PurePath) -> tuple[str, str] | None:
+    """``(apiVersion, kind)`` of a ``GROUP/KIND_VERSION.json`` path, else ``None``.
+
+    The CRDs catalog layout kubeconform users point ``-schema-location`` at, read from the
+    file's own name and its directory's, so a location may be the catalog or one group
+    of it. A custom resource's group always holds a dot, which tells it from other
+    directories.
+    """
+    group, name = path.parent.name, path.name
+    if "." not in group or not name.endswith(".json"):
+        return None
+    kind, sep, version = name[: -len(".json")].rpartition("_")
+    if not sep or not kind or not version:
+        return None
+    return f"{group}/{version}", kind
+
+
+def read_catalog_file(path: Path) -> UserSchema:
+    """The JSON schema of one catalog file; :class:`SchemaLocationError` names it if unusable."""
+    manifests = load([str(path)])
+    if manifests.problems:
+        raise SchemaLocationError(f"--schema-location {manifests.problems[0]}")
+    docs = [doc for doc in manifests.documents if doc.obj is not None]
+    if len(docs) != 1 or not isinstance(docs[0].obj, dict):
+        raise SchemaLocationError(f"--schema-location {path}: not one JSON schema")
+    _check_schema(docs[0].obj, f"{path}:{docs[0].line}")
+    return UserSchema(docs[0].obj, False, str(path))
+
+
+def _add_document(found: UserSchemas, doc: Document, *, strict: bool) -> int:
+    """Add what ``doc`` defines; ``strict`` (a file named by the user) refuses the rest."""
     obj = doc.obj
     if obj is None:
         return 0
     where = f"{doc.path}:{doc.line}" if doc.line > 0 else doc.path
     if not isinstance(obj, dict):
-        raise SchemaLocationError(f"--schema-location {where}: not a JSON schema or a CRD")
+        if strict:
+            raise SchemaLocationError(f"--schema-location {where}: not a JSON schema or a CRD")
+        return 0
     if is_crd(obj):
+        for _, _, schema in crd_schemas(obj):
+            _check_schema(schema, where)
         added = found.learn([obj], doc.path)
         if not added:
             raise SchemaLocationError(
@@ -182,37 +257,87 @@ def _add_document(found: UserSchemas, doc: Document, location: str) -> int:
         return added
     if isinstance(obj.get("kind"), str):
         return 0  # another Kubernetes object beside the CRDs
-    _check_schema(obj, where)
-    keys = list(_schema_keys(obj, doc.path, location))
+    keys = list(_schema_keys(obj))
+    if not keys and strict:
+        named = catalog_key(PurePath(doc.path))
+        keys = [named] if named is not None else []
     if not keys:
-        raise SchemaLocationError(
-            f"--schema-location {where}: cannot tell which apiVersion and kind this JSON "
-            "schema is for: name the file GROUP/KIND_VERSION.json under the location, or "
-            "give the CustomResourceDefinition itself"
-        )
+        if strict:
+            raise SchemaLocationError(
+                f"--schema-location {where}: cannot tell which apiVersion and kind this JSON "
+                "schema is for: name the file GROUP/KIND_VERSION.json, or give the "
+                "CustomResourceDefinition itself"
+            )
+        return 0
+    _check_schema(obj, where)
     for api_version, kind in keys:
         found.add(api_version, kind, UserSchema(obj, False, doc.path))
     return len(keys)
 
 
-def _check_schema(schema: dict[str, Any], where: str) -> None:
-    import jsonschema
+#: JSON Schema's type names, OpenAPI's among them.
+_TYPES = frozenset(("array", "boolean", "integer", "null", "number", "object", "string"))
+#: Keywords whose value is a schema, a list of schemas, or a map of names to schemas.
+_ONE = ("additionalProperties", "items", "not", "additionalItems", "contains", "if", "then", "else")
+_LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
+_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 
-    try:
-        jsonschema.Draft202012Validator.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        at = "/".join(map(str, exc.absolute_path)) or "<root>"
+
+def schema_problem(schema: Any) -> tuple[str, str] | None:
+    """The first place ``schema`` cannot be used as a JSON schema, as ``(path, reason)``.
+
+    Why not the meta-schema: validating a 700 KB CRD schema against it takes seconds, and
+    its ``regex`` format refuses RE2 syntax the API server accepts. This walks the tree
+    once, without recursion, and checks the shapes validation depends on: each schema an
+    object or a boolean, ``type`` known names, ``required`` and ``enum`` lists, and the
+    keywords that hold schemas holding schemas.
+    """
+    todo: list[tuple[Any, str]] = [(schema, "")]
+    while todo:
+        node, at = todo.pop()
+        if isinstance(node, bool):
+            continue
+        if not isinstance(node, dict):
+            return at or "<root>", f"{show(node, 60)} is not a schema (an object or a boolean)"
+        kind = node.get("type")
+        names = kind if isinstance(kind, list) else [kind]
+        if kind is not None and not all(isinstance(n, str) and n in _TYPES for n in names):
+            return f"{at}/type".lstrip("/"), f"{show(kind, 60)} is not a type name"
+        for key, shape in (("required", str), ("enum", object)):
+            value = node.get(key)
+            if value is not None and (
+                not isinstance(value, list) or not all(isinstance(v, shape) for v in value)
+            ):
+                return f"{at}/{key}".lstrip("/"), f"{show(value, 60)} is not a list"
+        for key in _ONE:
+            if key in node and not (key == "items" and isinstance(node[key], list)):
+                todo.append((node[key], f"{at}/{key}"))
+            elif key == "items" and key in node:
+                todo.extend((item, f"{at}/items/{i}") for i, item in enumerate(node[key]))
+        for key in _LIST:
+            value = node.get(key)
+            if value is not None and not isinstance(value, list):
+                return f"{at}/{key}".lstrip("/"), f"{show(value, 60)} is not a list of schemas"
+            todo.extend((item, f"{at}/{key}/{i}") for i, item in enumerate(value or ()))
+        for key in _MAP:
+            value = node.get(key)
+            if value is not None and not isinstance(value, dict):
+                return f"{at}/{key}".lstrip("/"), f"{show(value, 60)} is not a map of schemas"
+            todo.extend((item, f"{at}/{key}/{name}") for name, item in (value or {}).items())
+    return None
+
+
+def _check_schema(schema: Any, where: str) -> None:
+    problem = schema_problem(schema)
+    if problem is not None:
+        at, reason = problem
         raise SchemaLocationError(
-            f"--schema-location {where}: not a valid JSON schema at {at}: {exc.message}"
-        ) from None
-    except RecursionError:
-        raise SchemaLocationError(
-            f"--schema-location {where}: a JSON schema nested too deeply to check"
-        ) from None
+            f"--schema-location {where}: not a valid JSON schema at {at}: {reason}"
+        )
 
 
-def _schema_keys(schema: dict[str, Any], path: str, location: str) -> Iterator[tuple[str, str]]:
-    """The ``(apiVersion, kind)`` pairs a JSON schema is for, from itself or its file name."""
+def _schema_keys(schema: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """The ``(apiVersion, kind)`` pairs a JSON schema names itself, if any."""
     gvks = schema.get("x-kubernetes-group-version-kind")
     if isinstance(gvks, list):
         for gvk in gvks:
@@ -225,16 +350,7 @@ def _schema_keys(schema: dict[str, Any], path: str, location: str) -> Iterator[t
     if isinstance(properties, dict):
         apis = _enum(properties.get("apiVersion"))
         kinds = _enum(properties.get("kind"))
-        if apis and kinds:
-            yield from ((api, kind) for api in apis for kind in kinds)
-            return
-    # The CRDs catalog layout: GROUP/KIND_VERSION.json, below the location given.
-    parts = PurePath(path).parts
-    if len(parts) >= 2 and path != location:
-        group, name = parts[-2], PurePath(parts[-1]).stem
-        kind, sep, version = name.rpartition("_")
-        if sep and kind and version and "." in group:
-            yield f"{group}/{version}", kind
+        yield from ((api, kind) for api in apis for kind in kinds)
 
 
 def _enum(schema: Any) -> list[str]:
