@@ -211,6 +211,12 @@ FINDINGS = [
         {"apiVersion": "example.com/v1", "kind": "Widget"}, "skip", None, id="skip checks nothing"
     ),
     pytest.param({"kind": "Widget"}, "error", None, id="no apiVersion: not a schema question"),
+    pytest.param(
+        {"apiVersion": "v1", "kind": "List", "items": []},
+        "error",
+        None,
+        id="kubectl's List is read by kubectl, not the API server",
+    ),
 ]
 
 

@@ -44,6 +44,10 @@ MISSING_LEVELS: tuple[Missing, ...] = ("error", "warn", "skip")
 MISSING = "--schema needs the kubernetes-validate package: pip install 'placement-webhooks[schema]'"
 
 
+#: kubectl's own List: read client-side (its items are checked one by one), never sent.
+_LIST = ("v1", "List")
+
+
 class SchemaUnavailable(Exception):
     """``--schema`` cannot run: the package is missing or the version is not covered."""
 
@@ -162,6 +166,8 @@ class KubernetesSchema:
         """
         api_version, kind = obj.get("apiVersion"), obj.get("kind")
         if not isinstance(api_version, str) or not isinstance(kind, str):
+            return None
+        if (api_version, kind) == _LIST:
             return None
         gone = removal(api_version, kind, self.release)
         if gone is not None:
