@@ -23,7 +23,7 @@ from webhooks.plugins import REGISTRY
 
 
 def engine_for(
-    documents: Iterable[Document],
+    documents: Sequence[Document],
     config: Config,
     cluster: StaticCluster | None = None,
     *,

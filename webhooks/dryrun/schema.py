@@ -12,6 +12,10 @@ the whole value: megabytes, or a ``RecursionError`` on a value nested a thousand
 And an object deeper than Python's default recursion allows is validated on a thread with
 a stack and recursion limit sized for it, since kubectl accepts objects 10,000 levels deep
 (a CustomResourceDefinition whose schema nests, say) and ``jsonschema`` recurses per level.
+
+An object the release cannot take is a finding, not a pass: an ``apiVersion`` it stopped
+serving (:mod:`webhooks.k8s.removedapis`), or a kind no schema covers, built in or
+supplied (:mod:`.userschemas`).
 """
 
 from __future__ import annotations
@@ -61,7 +65,9 @@ class KubernetesSchema:
 
     ``version`` is ``MAJOR.MINOR[.PATCH]`` (a leading ``v`` is accepted); ``None`` picks
     the newest version the installed package knows. A version newer than that is refused
-    rather than silently checked against older schemas.
+    rather than silently checked against older schemas. ``user`` holds the schemas of
+    kinds the release does not build in (``--schema-location``, and the CRDs among the
+    inputs through :meth:`learn`); ``missing`` says what an object none covers is.
     """
 
     def __init__(
