@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("kubernetes_validate")
 
-from webhooks.dryrun.schema import KubernetesSchema
+from webhooks.dryrun.schema import KubernetesSchema, Missing
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +84,7 @@ MESSAGES = [
 def test_messages_show_values_as_json(schema: KubernetesSchema, obj: Any, message: str) -> None:
     errors = schema.errors(obj)
     assert errors is not None
-    assert message in [found for _, found in errors]
+    assert message in [error.message for error in errors]
 
 
 def test_a_huge_or_deep_value_is_cut_in_the_message(schema: KubernetesSchema) -> None:
@@ -93,7 +93,7 @@ def test_a_huge_or_deep_value_is_cut_in_the_message(schema: KubernetesSchema) ->
         deep = [deep]
     errors = schema.errors(_pod(tolerations=[{"key": "k", "value": deep}]))
     assert errors is not None
-    ((path, message),) = errors
+    ((path, message, _),) = errors
     assert path == "spec.tolerations[0].value"
     assert message.endswith("… is not of type string or null")
     assert len(message) < 150
@@ -140,7 +140,7 @@ def test_an_error_deep_inside_is_found_at_its_path(schema: KubernetesSchema) -> 
     node["type"] = 7
     errors = schema.errors(crd)
     assert errors is not None and len(errors) >= 1
-    path, _ = errors[0]
+    path = errors[0].path
     assert path.endswith(".properties.a.type")
 
 
@@ -169,3 +169,92 @@ def test_enum_compares_as_json_and_shows_json(
     validator = _json_messages(jsonschema)({"enum": allowed})
     found = [error.message for error in validator.iter_errors(value)]
     assert found == ([message] if message else [])
+
+
+FINDINGS = [
+    pytest.param(
+        {"apiVersion": "extensions/v1beta1", "kind": "Deployment", "spec": {"bogus": 1}},
+        "error",
+        [
+            (
+                "apiVersion",
+                "extensions/v1beta1 Deployment was removed in Kubernetes 1.16; use apps/v1",
+            )
+        ],
+        id="a removed version is one error naming the release and the replacement",
+    ),
+    pytest.param(
+        {"apiVersion": "example.com/v1", "kind": "Widget"},
+        "error",
+        [
+            (
+                "apiVersion",
+                "no schema for example.com/v1 Widget: Kubernetes 1.30 has no such kind; give its"
+                " CustomResourceDefinition as an input or with --schema-location",
+            )
+        ],
+        id="a kind no schema covers is a finding by default",
+    ),
+    pytest.param(
+        {"apiVersion": "apps.example.com/v1", "kind": "Deployment", "spec": {"x": 1}},
+        "error",
+        [
+            (
+                "apiVersion",
+                "no schema for apps.example.com/v1 Deployment: Kubernetes 1.30 has no such kind;"
+                " give its CustomResourceDefinition as an input or with --schema-location",
+            )
+        ],
+        id="a custom resource named like a built-in kind is not checked as the built-in",
+    ),
+    pytest.param(
+        {"apiVersion": "example.com/v1", "kind": "Widget"}, "skip", None, id="skip checks nothing"
+    ),
+    pytest.param({"kind": "Widget"}, "error", None, id="no apiVersion: not a schema question"),
+    pytest.param(
+        {"apiVersion": "v1", "kind": "List", "items": []},
+        "error",
+        None,
+        id="kubectl's List is read by kubectl, not the API server",
+    ),
+]
+
+
+@pytest.mark.parametrize(("obj", "missing", "expected"), FINDINGS)
+def test_removed_and_unknown_kinds(
+    obj: dict[str, Any], missing: Missing, expected: list[tuple[str, str]] | None
+) -> None:
+    errors = KubernetesSchema("1.30", missing=missing).errors(obj)
+    if expected is None:
+        assert errors is None
+    else:
+        assert errors is not None
+        assert [(e.path, e.message) for e in errors] == expected
+        assert {e.action for e in errors} == {"enforce"}
+
+
+def test_warn_reports_a_missing_schema_as_a_warning() -> None:
+    errors = KubernetesSchema("1.30", missing="warn").errors(
+        {"apiVersion": "example.com/v1", "kind": "Widget"}
+    )
+    assert errors is not None
+    assert [e.action for e in errors] == ["warn"]
+
+
+def test_a_removal_later_than_the_chosen_release_is_still_checked_by_its_schema() -> None:
+    # flowcontrol v1beta2 went away in 1.29; a 1.28 cluster serves it, so its schema applies.
+    obj = {
+        "apiVersion": "flowcontrol.apiserver.k8s.io/v1beta2",
+        "kind": "FlowSchema",
+        "metadata": {"name": "f"},
+        "spec": {"priorityLevelConfiguration": {"name": "p"}, "bogus": 1},
+    }
+    earlier = KubernetesSchema("1.28").errors(obj)
+    assert earlier is not None
+    assert [e.path for e in earlier] == ["spec.bogus"]
+    later = KubernetesSchema("1.29").errors(obj)
+    assert later is not None
+    assert [e.message for e in later] == [
+        "flowcontrol.apiserver.k8s.io/v1beta2 FlowSchema was removed in Kubernetes 1.29; use"
+        " flowcontrol.apiserver.k8s.io/v1"
+    ]

@@ -23,11 +23,13 @@ from webhooks.cli.common import (
     manifest_inputs,
     parse_feature_gates,
     read_config_or_exit,
+    refuse_empty,
     report_problems,
     with_gates,
 )
 from webhooks.dryrun import render
 from webhooks.dryrun.engine import SchemaCheck
+from webhooks.dryrun.userschemas import SchemaLocationError
 from webhooks.plugins import REGISTRY
 
 
@@ -85,6 +87,33 @@ def output_option(formats_help: str) -> Callable[[Any], Any]:
     )
 
 
+def _schema(
+    use_schema: bool, version: str | None, locations: Sequence[str], missing: str
+) -> SchemaCheck | None:
+    """The ``--schema`` check the options ask for, its schemas loaded once; exits 2 if unusable."""
+    if not use_schema:
+        for given, option in (
+            (version, "--kubernetes-version"),
+            (locations, "--schema-location"),
+            (missing != "error", "--missing-schemas"),
+        ):
+            if given:
+                fail(f"{option} needs --schema")
+        return None
+    from webhooks.dryrun.schema import MISSING_LEVELS, KubernetesSchema, SchemaUnavailable
+    from webhooks.dryrun.userschemas import load_locations
+
+    refuse_empty(locations, "--schema-location", stdin=False)
+    if "-" in locations:
+        fail("--schema-location -: schemas are read from files; stdin holds the manifests")
+    level = next(m for m in MISSING_LEVELS if m == missing)
+    try:
+        user = load_locations(locations)
+        return KubernetesSchema(version, user=user, missing=level)
+    except (SchemaUnavailable, SchemaLocationError) as exc:
+        fail(str(exc))
+
+
 @click.command()
 @click.argument("paths", nargs=-1, metavar="PATH... | -")
 @manifest_inputs
@@ -109,6 +138,22 @@ def output_option(formats_help: str) -> Callable[[Any], Any]:
     metavar="MAJOR.MINOR",
     help="Kubernetes version of the --schema schemas [default: the newest known].",
 )
+@click.option(
+    "--schema-location",
+    "schema_locations",
+    multiple=True,
+    metavar="PATH",
+    help="With --schema: a file or directory of CustomResourceDefinitions or JSON schemas "
+    "for the kinds Kubernetes does not build in; repeatable, the first to cover a kind wins.",
+)
+@click.option(
+    "--missing-schemas",
+    type=click.Choice(["error", "warn", "skip"]),
+    default="error",
+    show_default=True,
+    help="With --schema: what an object no schema covers is (not built in, no CRD or schema "
+    "given): a failing finding, a warning, or not checked.",
+)
 @feature_gates_option
 @click.option(
     "--color",
@@ -128,6 +173,8 @@ def check(
     enforce_all: bool,
     use_schema: bool,
     kubernetes_version: str | None,
+    schema_locations: tuple[str, ...],
+    missing_schemas: str,
     feature_gates: tuple[str, ...],
     color: str,
 ) -> None:
@@ -139,21 +186,15 @@ def check(
     action is warn or audit are reported as warnings and do not fail the run.
     """
     targets = parse_outputs(outputs, list(render.FORMATS))
-    if kubernetes_version and not use_schema:
-        fail("--kubernetes-version needs --schema")
-    schema: SchemaCheck | None = None
-    if use_schema:
-        from webhooks.dryrun.schema import KubernetesSchema, SchemaUnavailable
-
-        try:
-            schema = KubernetesSchema(kubernetes_version)
-        except SchemaUnavailable as exc:
-            fail(str(exc))
+    schema = _schema(use_schema, kubernetes_version, schema_locations, missing_schemas)
     gates = parse_feature_gates(feature_gates)
     config = with_gates(read_config_or_exit(config_path), gates)
     if enforce_all:
         config = config.enforcing()
-    report, _ = dry_run_inputs(paths, config, objects, namespace, stdin_name, schema=schema)
+    try:
+        report, _ = dry_run_inputs(paths, config, objects, namespace, stdin_name, schema=schema)
+    except SchemaLocationError as exc:  # a catalog file read when an object first needed it
+        fail(str(exc))
     report_problems(report.problems)
     tool_version = version()
     for name, target in targets:

@@ -34,7 +34,15 @@ from webhooks.dryrun.expand import (
     template_field,
     template_pointer,
 )
-from webhooks.dryrun.report import CONVERGENCE, SCHEMA, Checked, Finding, FindingType, Report
+from webhooks.dryrun.report import (
+    CONVERGENCE,
+    SCHEMA,
+    Checked,
+    Finding,
+    FindingType,
+    Report,
+    SchemaError,
+)
 from webhooks.k8s.podspec import POD_SPEC_PATHS, dotted
 from webhooks.k8s.tolerations import describe
 from webhooks.manifests.reader import Document
@@ -51,8 +59,11 @@ FIELD_ALIASES: Mapping[str, tuple[tuple[str, str], ...]] = {
 class SchemaCheck(Protocol):
     """Validates objects against the Kubernetes OpenAPI schema (see :mod:`.schema`)."""
 
-    def errors(self, obj: Mapping[str, Any]) -> list[tuple[str, str]] | None:
-        """``(field path, message)`` pairs, or ``None`` when no schema covers the object."""
+    def errors(self, obj: Mapping[str, Any]) -> list[SchemaError] | None:
+        """The object's schema findings, or ``None`` when it is not checked at all."""
+
+    def learn(self, objects: Iterable[Any]) -> None:
+        """Take the schemas of the CustomResourceDefinitions among ``objects`` (the inputs)."""
 
 
 def context_cluster(documents: Iterable[Document], base: StaticCluster) -> StaticCluster:
@@ -219,11 +230,12 @@ class Engine:
         if errors is None:
             return False
         before = {f.message for f in checked.findings if f.type == SCHEMA}
-        for path, message in errors:
+        for path, message, action in errors:
             if prefix and message in before:
                 continue  # already reported on the manifest as written
+            line = self._line(checked, path)
             checked.findings.append(
-                Finding(SCHEMA, SCHEMA, prefix + message, self._line(checked, path), path)
+                Finding(SCHEMA, SCHEMA, prefix + message, line, path, action=action)
             )
         return True
 

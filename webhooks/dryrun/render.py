@@ -106,8 +106,8 @@ def summary(report: Report) -> str:
         parts.append(f"{report.count('monitored')} monitored")
     if report.count(CONVERGENCE):
         parts.append(_plural(report.count(CONVERGENCE), "convergence failure"))
-    if report.count(SCHEMA):
-        parts.append(_plural(report.count(SCHEMA), "schema error"))
+    if report.count(SCHEMA, "error"):
+        parts.append(_plural(report.count(SCHEMA, "error"), "schema error"))
     text = (
         f"{_plural(len(report.checked), 'object')} checked in {_plural(report.files, 'file')}: "
         + ", ".join(parts)
@@ -208,7 +208,7 @@ def json(report: Report, options: Options) -> str:
             "excepted": report.count("excepted"),
             "monitored": report.count("monitored"),
             "convergence": report.count(CONVERGENCE),
-            "schema": report.count(SCHEMA),
+            "schema": report.count(SCHEMA, "error"),
             "context": dict(sorted(report.context.items())),
             "skipped": dict(sorted(report.skipped.items())),
             "exitCode": report.exit_code(options.fail_on_mutation),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from dataclasses import field as _field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 from webhooks.core.result import JsonPatch, Outcome
 from webhooks.dryrun.expand import Role
@@ -24,6 +24,18 @@ FindingType = Literal[
 INFORMATION: Final = ("excepted", "monitored")
 CONVERGENCE: Final = "convergence"
 SCHEMA: Final = "schema"
+
+
+class SchemaError(NamedTuple):
+    """One schema finding about an object: where, what, and whether it fails the run.
+
+    ``action`` is ``enforce`` for an error, ``warn`` for a finding that is reported and does
+    not fail (an object no schema covers, under ``--missing-schemas warn``).
+    """
+
+    path: str
+    message: str
+    action: str = "enforce"
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from webhooks.plugins import REGISTRY
 
 
 def engine_for(
-    documents: Iterable[Document],
+    documents: Sequence[Document],
     config: Config,
     cluster: StaticCluster | None = None,
     *,
@@ -33,10 +33,13 @@ def engine_for(
 ) -> Engine:
     """An :class:`Engine` for ``documents``: the config, and the cluster objects among them.
 
-    Why the documents' own Namespaces and RuntimeClasses join ``cluster``: a chart that
-    ships them must be checked against them, as the cluster would see it once applied.
+    Why the documents' own Namespaces and RuntimeClasses join ``cluster``, and their
+    CustomResourceDefinitions the ``schema``: a chart that ships them must be checked
+    against them, as the cluster would see it once applied.
     """
     context = context_cluster(documents, cluster if cluster is not None else StaticCluster())
+    if schema is not None:
+        schema.learn(doc.obj for doc in documents)
     return Engine(Admission(REGISTRY, config, context, now), namespace, schema)
 
 
