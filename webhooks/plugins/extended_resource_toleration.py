@@ -35,6 +35,13 @@ hand is never refused for it. A claim, template or class that cannot be found (o
 up) gives no toleration, a warning and the notice ``unresolved_claim``; it never refuses
 a pod, and while some claim of the pod is unresolved, ``enforce`` refuses none of its
 extended-resource tolerations: it cannot tell which of them the claim would justify.
+
+Claims are resolved only where the answer depends on them: always with ``deviceClaims``
+(they decide which tolerations are added), and with ``enforce`` alone only for a pod with
+a toleration that its containers' requests do not justify (its own, or one its
+RuntimeClass's scheduling adds later in the chain). A pod with no such toleration is
+admitted the same whatever its claims stand for, so it costs no lookup and gets no
+warning about a class or claim nobody needs.
 """
 
 from __future__ import annotations
@@ -58,11 +65,13 @@ from webhooks.core.plugin import (
 from webhooks.core.result import UNCHANGED, Result, Violation
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.claims import (
+    DEVICE_CLASS,
     claim_spec,
     class_names,
     extended_resource_name,
     implicit_class,
     pod_claims,
+    unresolved,
 )
 from webhooks.k8s.excerpt import show, show_key
 from webhooks.k8s.names import is_dns_subdomain, is_extended_resource_name, qualified_name_errors
@@ -176,7 +185,7 @@ def claimed(
         else:
             found, why = _lookup(ctx.cluster.resource_claim_template, namespace, reference.template)
         if found is None:
-            problems.append(f"{reference} in namespace {namespace} {why or 'not found'}")
+            problems.append(unresolved(f"{reference} in namespace {namespace}", why))
             continue
         classes.extend(class_names(claim_spec(found)))
     classes.extend(implicit)
@@ -184,7 +193,7 @@ def claimed(
     for name in dict.fromkeys(classes):
         device_class, why = _lookup(ctx.cluster.device_class, name)
         if device_class is None:
-            problems.append(f"DeviceClass {name} {why or 'not found'}")
+            problems.append(unresolved(f"{DEVICE_CLASS} {name}", why))
             continue
         declared = extended_resource_name(device_class)
         if is_extended_resource_name(declared):
@@ -234,11 +243,71 @@ def _spelling(toleration: dict[str, Any]) -> tuple[str, ...]:
 _WANTED_FIELDS = frozenset({"key", "operator", "effect"})
 
 
+def _unrequested(
+    request: AdmissionRequest, tolerations: list[Any], requested: set[str] | frozenset[str]
+) -> list[tuple[int, dict[str, Any], str]]:
+    """(index, toleration, key) of each toleration ``enforce`` judges whose key is an
+    extended resource name outside ``requested``: what it refuses unless a claim justifies
+    it. On UPDATE only tolerations the old pod lacked are judged."""
+    old = previous_identities(request.operation, request.old_object)
+    found = []
+    for index, toleration in enumerate(tolerations):
+        if not isinstance(toleration, dict) or (old and identity(toleration) in old):
+            continue
+        # The key as identity() reads it; the whole identity only matters on UPDATE.
+        key = toleration.get("key")
+        if isinstance(key, str) and key and key not in requested and is_extended_resource_name(key):
+            found.append((index, toleration, key))
+    return found
+
+
+def _runtime_class_tolerations(spec: Mapping[str, Any], ctx: Context) -> list[Any] | None:
+    """The tolerations the pod's RuntimeClass adds later in the chain (``[]`` for none),
+    or ``None`` when the class cannot be looked up."""
+    name = spec.get("runtimeClassName")
+    if not isinstance(name, str) or not name:
+        return []
+    try:
+        found = ctx.cluster.runtime_class(name)
+    except LookupFailure:
+        return None
+    scheduling = found.get("scheduling") if isinstance(found, dict) else None
+    tolerations = scheduling.get("tolerations") if isinstance(scheduling, dict) else None
+    return tolerations if isinstance(tolerations, list) else []
+
+
+def claims_matter(
+    request: AdmissionRequest,
+    spec: Mapping[str, Any],
+    settings: Settings,
+    ctx: Context,
+    requested: set[str],
+) -> bool:
+    """Whether what the pod's claims stand for can change this plugin's answer for it.
+
+    Why ask: resolving claims costs lookups, and a class or claim that cannot be found is a
+    warning; for a pod whose answer is the same either way both are noise. With
+    ``deviceClaims`` the claims decide the tolerations added; with ``enforce`` alone only a
+    toleration the containers' requests do not justify, on the pod or from its
+    RuntimeClass, can be saved by a claim. ``requested``: :func:`resource_names` of
+    ``spec``.
+    """
+    if settings.device_claims:
+        return True
+    if not settings.enforce:
+        return False
+    if _unrequested(request, tolerations_of(spec) or [], requested):
+        return True
+    added = _runtime_class_tolerations(spec, ctx)
+    return added is None or bool(_unrequested(request, added, requested))
+
+
 def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Result:
     """Add or update each wanted toleration with AddOrUpdateTolerationInPodSpec (§1b).
 
-    With claims resolved (``deviceClaims`` or ``enforce``), a claim that cannot be resolved
-    is a warning here, once per request, whichever setting asked for it.
+    With claims resolved (``deviceClaims``, or ``enforce`` for a pod whose answer depends
+    on them: :func:`claims_matter`), a claim that cannot be resolved is a warning here,
+    once per request, whichever setting asked for it.
     """
     spec = pod.get("spec")
     if not isinstance(spec, dict):
@@ -246,7 +315,12 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
     settings: Settings = ctx.settings
     names = resource_names(spec)  # read once for both uses below
     found = NOTHING_CLAIMED
-    if settings.resolves_claims and not is_mirror_pod(pod):
+    if (
+        settings.resolves_claims
+        and not is_mirror_pod(pod)
+        and (pod_claims(spec) or any(implicit_class(n) for n in names))
+        and claims_matter(request, spec, settings, ctx, names)
+    ):
         found = claimed(request, pod, settings, ctx, names)
     warnings = tuple(_unresolved_warning(p) for p in found.problems)
     notices = (UNRESOLVED,) if found.problems else ()
@@ -281,20 +355,15 @@ def validate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> li
         return []
     tolerations = tolerations_of(spec) or []
     names = resource_names(spec)  # read once for both uses below
+    suspects = _unrequested(request, tolerations, names)
+    if not suspects:
+        return []  # nothing a claim could change: no lookups
     found = claimed(request, pod, settings, ctx, names)
     if found.problems:
         return []  # warned by the mutating half: what the claims justify is unknown
-    requested = names | found.names if found.names else names
-    old = previous_identities(request.operation, request.old_object)
     violations = []
-    for index, toleration in enumerate(tolerations):
-        if not isinstance(toleration, dict) or (old and identity(toleration) in old):
-            continue
-        # The key as identity() reads it; the whole identity only matters on UPDATE.
-        key = toleration.get("key")
-        if not isinstance(key, str):
-            key = ""
-        if key and key not in requested and is_extended_resource_name(key):
+    for index, toleration, key in suspects:
+        if key not in found.names:
             violations.append(
                 Violation(
                     f"toleration {describe(toleration)} lets this pod onto nodes reserved for "
