@@ -161,9 +161,12 @@ def best_effort_containers(n: int, run: int) -> Pod:
 
 
 def claims(n: int, run: int) -> Pod:
-    """``n`` resource claims, none of which the cluster holds (each is a warning)."""
+    """``n`` resource claims, none of which the cluster holds (each is a warning), and a
+    toleration only a claim could justify: without it ``enforce`` would resolve none of
+    them, as the answer would not depend on them."""
     entries = [{"name": f"c{i}", "resourceClaimName": f"claim-{run}-{i}"} for i in range(n)]
-    return _pod({"resourceClaims": entries})
+    toleration = {"key": "example.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    return _pod({"resourceClaims": entries, "tolerations": [toleration]})
 
 
 def long_resource_name(n: int, run: int) -> Pod:

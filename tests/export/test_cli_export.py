@@ -69,3 +69,17 @@ def test_the_same_config_file_drives_it_as_drives_the_server(tmp_path: Path) -> 
     result = _invoke("--config", str(config), "--plugin", "anti-affinity-topology")
     bindings = [d for d in yaml.safe_load_all(result.stdout) if d and d["kind"].endswith("Binding")]
     assert bindings[0]["spec"]["validationActions"] == ["Warn", "Audit"]
+
+
+@pytest.mark.parametrize("hybrid", [[], ["--hybrid"]], ids=["whole", "hybrid"])
+def test_the_yaml_head_and_stderr_carry_the_same_consistent_report(
+    tmp_path: Path, hybrid: list[str]
+) -> None:
+    config = tmp_path / "placement.yaml"
+    config.write_text("plugins:\n  pod-toleration-restriction: {enabled: true}\n")
+    result = _invoke("--config", str(config), *hybrid)
+    head = [line[2:] for line in result.stdout.splitlines() if line.startswith("# plugins.")]
+    assert head == result.stderr.splitlines()
+    mutation = next(line for line in head if line.startswith("plugins.pod-toleration-restriction."))
+    assert mutation.startswith("plugins.pod-toleration-restriction.mutation: not exported: ")
+    assert ("; hybrid: stays on the webhook" in mutation) == bool(hybrid)

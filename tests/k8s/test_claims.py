@@ -17,6 +17,8 @@ from webhooks.k8s.claims import (
     pod_claims,
     requests_of,
     serving_class,
+    unresolved,
+    unresolved_subject,
 )
 
 CLASSES = [
@@ -114,3 +116,40 @@ def test_match_attribute_constraints_are_read() -> None:
 def test_implicit_names_name_their_class() -> None:
     assert implicit_class("deviceclass.resource.kubernetes.io/gpu.example.com") == "gpu.example.com"
     assert implicit_class("example.com/gpu") == ""
+
+
+@pytest.mark.parametrize(
+    ("message", "subject"),
+    [
+        pytest.param(
+            unresolved("DeviceClass gpu.example.com") + ": no toleration is added",
+            "DeviceClass gpu.example.com",
+            id="a class that is not found",
+        ),
+        pytest.param(
+            unresolved("ResourceClaimTemplate t in namespace ns", "cannot be looked up (x: y)"),
+            "ResourceClaimTemplate t in namespace ns",
+            id="a template whose lookup failed, the reason holding a colon",
+        ),
+        pytest.param(
+            unresolved("ResourceClaim c in namespace "),
+            "ResourceClaim c in namespace ",
+            id="a claim of a pod with no namespace",
+        ),
+        pytest.param(
+            "added toleration example.com/gpu:NoSchedule (Exists)", None, id="a warning about a pod"
+        ),
+        pytest.param(
+            "RuntimeClass gvisor not found: refused",
+            None,
+            id="an object admission does not resolve",
+        ),
+        pytest.param(
+            "DeviceClass gpu.example.com not foundling",
+            None,
+            id="a spelling that only starts alike",
+        ),
+    ],
+)
+def test_a_message_about_an_unresolved_object_names_it(message: str, subject: str | None) -> None:
+    assert unresolved_subject(message) == subject

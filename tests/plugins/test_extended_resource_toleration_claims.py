@@ -345,3 +345,114 @@ def test_a_second_pass_changes_nothing() -> None:
     assert first.obj is not None
     again = decide(first.obj, ON)
     assert again.patch == []
+
+
+def runtime_class(name: str, *tolerations: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "node.k8s.io/v1",
+        "kind": "RuntimeClass",
+        "metadata": {"name": name},
+        "handler": name,
+        "scheduling": {"tolerations": list(tolerations)},
+    }
+
+
+GHOST = ("dev", "template", "ghost-class")  # a template whose DeviceClass does not exist
+ENFORCE = {"enforce": GUARDED}
+
+#: (id, pod, settings, operation/old, warned): whether the unresolved class is warned about.
+DEPENDS: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any], bool]] = [
+    (
+        "enforce alone: a pod with no toleration gets no warning about its unknown class",
+        gpu_pod(GHOST),
+        ENFORCE,
+        {},
+        False,
+    ),
+    (
+        "enforce alone: tolerations of keys nobody guards depend on no class",
+        gpu_pod(GHOST, tolerations=[T("dedicated"), T("node.kubernetes.io/not-ready")]),
+        ENFORCE,
+        {},
+        False,
+    ),
+    (
+        "enforce alone: a toleration the containers' requests justify depends on no class",
+        gpu_pod(
+            GHOST,
+            containers=[container(requests={GPU: "1"})],
+            tolerations=TOLERATING,
+        ),
+        ENFORCE,
+        {},
+        False,
+    ),
+    (
+        "enforce alone: a toleration only a claim could justify depends on the class",
+        gpu_pod(GHOST, tolerations=TOLERATING),
+        ENFORCE,
+        {},
+        True,
+    ),
+    (
+        "enforce alone: a toleration the pod's RuntimeClass adds depends on the class too",
+        gpu_pod(GHOST, runtimeClassName="gpu-runtime"),
+        ENFORCE,
+        {},
+        True,
+    ),
+    (
+        "enforce alone: a toleration the old pod had already is not judged, so no warning",
+        gpu_pod(GHOST, tolerations=TOLERATING),
+        ENFORCE,
+        {"operation": "UPDATE", "old": gpu_pod(GHOST, tolerations=TOLERATING)},
+        False,
+    ),
+    (
+        "deviceClaims: the class decides what is added, so a pod with no toleration is warned",
+        gpu_pod(GHOST),
+        ON,
+        {},
+        True,
+    ),
+    (
+        "the defaults resolve nothing and warn about nothing",
+        gpu_pod(GHOST, tolerations=TOLERATING),
+        {},
+        {},
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("obj", "settings", "request_kw", "warned"),
+    [c[1:] for c in DEPENDS],
+    ids=[c[0] for c in DEPENDS],
+)
+def test_an_unresolved_class_is_warned_about_only_where_the_answer_depends_on_it(
+    obj: dict[str, Any], settings: dict[str, Any], request_kw: dict[str, Any], warned: bool
+) -> None:
+    cluster = StaticCluster([*CLUSTER, runtime_class("gpu-runtime", T(GPU))])
+    outcome = decide_alone(NAME, obj, settings=settings, cluster=cluster, **request_kw)
+    assert outcome.allowed
+    found = [w for w in outcome.warnings if "DeviceClass missing.example.com not found" in w]
+    assert len(found) == (1 if warned else 0), outcome.warnings
+    assert ((NAME, UNRESOLVED) in outcome.decisions) is warned
+
+
+def test_enforce_makes_no_lookup_for_a_pod_no_claim_could_change() -> None:
+    """Linear in what matters: a claimed pod with nothing to judge costs no lookup."""
+    cluster = Unreachable()
+    outcome = decide(gpu_pod(("gpu", "template", "gpu-claim")), ENFORCE, cluster)
+    assert outcome.allowed and not outcome.warnings
+    assert cluster.lookups == 0
+
+
+def test_a_runtime_class_that_cannot_be_looked_up_counts_as_depending() -> None:
+    """The class's tolerations are unknown, so the claims may matter: resolve and warn."""
+    outcome = decide(
+        gpu_pod(("gpu", "template", "gpu-claim"), runtimeClassName="x"), ENFORCE, Unreachable()
+    )
+    assert outcome.allowed
+    assert any("cannot be looked up" in w for w in outcome.warnings)

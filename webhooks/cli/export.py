@@ -73,7 +73,7 @@ def write(target: str, objects: list[dict[str, Any]], report: list[str]) -> None
     "--hybrid",
     is_flag=True,
     help="Only what a hybrid installation runs natively (what `webhook-config --native` "
-    "leaves out); the report is the same.",
+    "leaves out); the report then also says, per plugin, what the webhook keeps.",
 )
 @click.option(
     "--name",

@@ -7,6 +7,7 @@ the process) to do it. Reading files, printing and exit codes belong to the CLI.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -16,6 +17,7 @@ from webhooks.core.admission import Admission
 from webhooks.core.config import Config
 from webhooks.dryrun.engine import Engine, SchemaCheck, context_cluster
 from webhooks.dryrun.report import Checked, Report
+from webhooks.k8s.claims import unresolved_subject
 from webhooks.manifests.errors import ManifestError
 from webhooks.manifests.reader import Document
 from webhooks.manifests.tree import depth
@@ -93,6 +95,37 @@ def admit_all(engine: Engine, documents: Iterable[Document], report: Report) -> 
         checked = admit(engine, doc, report)
         if checked is not None:
             report.checked.append(checked)
+    return once_per_run(report)
+
+
+def once_per_run(report: Report) -> Report:
+    """Each warning about an unresolved input object, once per run, on the first object
+    that met it, saying how many objects did.
+
+    Why: a DeviceClass or claim template missing from the inputs is one fact about the
+    input, not one per pod; repeated on every pod that names it (a hundred in one
+    repository of examples) it buried the warnings that were about the pods. One pass over
+    the findings, so the run stays linear.
+    """
+    first: dict[tuple[str, str], tuple[Checked, int]] = {}
+    count: dict[tuple[str, str], int] = {}
+    for checked in report.checked:
+        kept = []
+        for finding in checked.findings:
+            if finding.type != "warning" or unresolved_subject(finding.message) is None:
+                kept.append(finding)
+                continue
+            key = (finding.rule, finding.message)
+            count[key] = count.get(key, 0) + 1
+            if key not in first:
+                first[key] = (checked, len(kept))
+                kept.append(finding)
+        checked.findings[:] = kept
+    for key, (checked, index) in first.items():
+        if count[key] > 1:
+            finding = checked.findings[index]
+            message = f"{finding.message} ({count[key]} objects refer to it; reported here once)"
+            checked.findings[index] = dataclasses.replace(finding, message=message)
     return report
 
 

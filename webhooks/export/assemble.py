@@ -48,7 +48,8 @@ from webhooks.export.model import (
     Validating,
     Variable,
     Verdict,
-    worst,
+    exception_line,
+    plugin_lines,
 )
 from webhooks.export.translators import TRANSLATORS
 from webhooks.webhookconfig import (
@@ -244,24 +245,6 @@ def _plan(plugin: Plugin, config: Config) -> Planned:
         validate=validate,
         lines=tuple(lines),
     )
-
-
-def _plugin_line(planned: Planned) -> Line:
-    """The plugin's own line: the worst of its halves and settings, with the reasons."""
-    name = planned.plugin.name
-    halves = [v for v in (planned.mutate, planned.validate) if v is not None]
-    verdict = worst([*halves, *(line.verdict for line in planned.lines)])
-    own = [line for line in planned.lines if line.subject == f"plugins.{name}"]
-    if own:
-        return Line(own[0].subject, verdict, own[0].why)
-    if verdict == EXACT:
-        return Line(f"plugins.{name}", EXACT)
-    settings = [
-        line.subject.removeprefix(f"plugins.{name}.")
-        for line in planned.lines
-        if line.verdict != EXACT
-    ]
-    return Line(f"plugins.{name}", verdict, "see " + ", ".join(settings))
 
 
 def _chain_order(plan: Sequence[Planned]) -> list[Planned]:
@@ -585,19 +568,24 @@ def _objects(
     return objects
 
 
-def _exception_lines(config: Config, plugins: Sequence[str]) -> list[Line]:
+def _exception_lines(config: Config, plugins: Mapping[str, Verdict]) -> list[Line]:
+    """One line per exception of ``plugins`` (their verdicts, by name)."""
     lines = []
     for index, exception in enumerate(config.exceptions):
         if exception.name.endswith(".exemptNamespaces"):
             continue
-        if "*" not in exception.plugins and not set(exception.plugins) & set(plugins):
+        covered = [v for name, v in plugins.items() if name in exception.plugins]
+        if "*" in exception.plugins:
+            covered = list(plugins.values())
+        if not covered:
             continue
         subject = f"exceptions[{index}] ({exception.name})"
         if exception.expires is None:
-            lines.append(Line(subject, EXACT))
+            line = Line(subject, EXACT)
         else:
             when = exception.expires.strftime("%Y-%m-%dT%H:%M:%SZ")
-            lines.append(Line(subject, EXCEPT, EXPIRES_WHY.format(when=when)))
+            line = Line(subject, EXCEPT, EXPIRES_WHY.format(when=when))
+        lines.append(exception_line(line, covered))
     return lines
 
 
@@ -613,22 +601,26 @@ def export(
 
     ``settings`` scope the policies as the webhooks are scoped (their defaults are the
     chart's). With ``hybrid`` only the halves a hybrid installation runs natively are
-    exported (:func:`native_halves`); the report is the same.
+    exported (:func:`native_halves`), and the report says what of each plugin its webhook
+    keeps.
     """
     settings = settings or WebhookSettings()
     chosen = [p for p in registry if p.name in only] if only else config.chain(registry)
     plan = [_plan(plugin, config) for plugin in chosen]
-    lines: list[Line] = []
-    for planned in plan:
-        lines.append(_plugin_line(planned))
-        lines += [
-            line for line in planned.lines if line.subject != f"plugins.{planned.plugin.name}"
-        ]
-    names = [p.name for p in chosen]
-    lines += _exception_lines(config, names)
     native = native_halves(plan)
+    kept = _kept(plan, native)
+    lines: list[Line] = []
+    verdicts: dict[str, Verdict] = {}
+    for planned in plan:
+        name = planned.plugin.name
+        halves = {"mutate": planned.mutate, "validate": planned.validate}
+        where = frozenset(phase for plugin, phase in kept if plugin == name) if hybrid else None
+        own = plugin_lines(name, halves, planned.lines, setting_names(planned.plugin), where)
+        verdicts[name] = own[0].verdict
+        lines += own
+    lines += _exception_lines(config, verdicts)
     objects = _objects(plan, settings, native if hybrid else None)
-    return Export(tuple(objects), tuple(lines), native, _kept(plan, native), tuple(names))
+    return Export(tuple(objects), tuple(lines), native, kept, tuple(verdicts))
 
 
 def _kept(plan: Sequence[Planned], native: Halves) -> Halves:

@@ -28,6 +28,7 @@ puts an exact request's fields on the request itself):
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -49,6 +50,32 @@ RESOURCE_CLAIM: Final = "ResourceClaim"
 RESOURCE_CLAIM_TEMPLATE: Final = "ResourceClaimTemplate"
 #: The DRA kinds admission consults (explain also reads ResourceSlices and rules).
 CLAIM_KINDS: Final = (DEVICE_CLASS, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE)
+
+
+#: What an unresolved object is, in every message about it.
+NOT_FOUND: Final = "not found"
+_UNRESOLVED = re.compile(
+    rf"((?:{DEVICE_CLASS}|{RESOURCE_CLAIM}|{RESOURCE_CLAIM_TEMPLATE}) \S+"
+    rf"(?: in namespace \S*)?) (?:{NOT_FOUND}|cannot be looked up \(.*?\))(?=: |$)"
+)
+
+
+def unresolved(subject: str, why: str = "") -> str:
+    """``<subject> not found``, or ``<subject> <why>`` when the lookup failed: the one-line
+    problem for a DRA object (``DeviceClass gpu.example.com``, ``ResourceClaimTemplate t
+    in namespace ns``) that a pod's claims need and that could not be found.
+
+    Why one spelling, with :func:`unresolved_subject` beside it: the object is an input of
+    the whole run, not of one pod, so offline runs report it once with a count, and they
+    recognise it by this spelling.
+    """
+    return f"{subject} {why or NOT_FOUND}"
+
+
+def unresolved_subject(message: str) -> str | None:
+    """The object a message made with :func:`unresolved` is about (its start), or ``None``."""
+    found = _UNRESOLVED.match(message)
+    return found.group(1) if found else None
 
 
 @dataclass(frozen=True, slots=True)

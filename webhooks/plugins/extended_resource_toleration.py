@@ -44,6 +44,13 @@ never refused for it. A claim, template or class that cannot be found (or looked
 no toleration, a warning and the notice ``unresolved_claim``; it never refuses a pod, and
 while some claim of the pod is unresolved, ``enforce`` refuses none of its guarded
 tolerations: it cannot tell which of them the claim would earn.
+
+Claims are resolved only where the answer depends on them: always with ``deviceClaims``
+(they decide which tolerations are added), and with ``enforce`` alone only for a pod with
+a toleration of a guarded key that its containers' requests do not earn (its own, or one
+its RuntimeClass's scheduling adds later in the chain). A pod with no such toleration is
+admitted the same whatever its claims stand for, so it costs no lookup and gets no
+warning about a class or claim nobody needs.
 """
 
 from __future__ import annotations
@@ -68,11 +75,13 @@ from webhooks.core.plugin import (
 from webhooks.core.result import UNCHANGED, Result, Violation
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.claims import (
+    DEVICE_CLASS,
     claim_spec,
     class_names,
     extended_resource_name,
     implicit_class,
     pod_claims,
+    unresolved,
 )
 from webhooks.k8s.excerpt import show, show_key
 from webhooks.k8s.names import is_dns_subdomain, is_extended_resource_name, qualified_name_errors
@@ -375,7 +384,7 @@ def claimed(
         else:
             found, why = _lookup(ctx.cluster.resource_claim_template, namespace, reference.template)
         if found is None:
-            problems.append(f"{reference} in namespace {namespace} {why or 'not found'}")
+            problems.append(unresolved(f"{reference} in namespace {namespace}", why))
             continue
         classes.extend(class_names(claim_spec(found)))
     classes.extend(implicit)
@@ -383,7 +392,7 @@ def claimed(
     for name in dict.fromkeys(classes):
         device_class, why = _lookup(ctx.cluster.device_class, name)
         if device_class is None:
-            problems.append(f"DeviceClass {name} {why or 'not found'}")
+            problems.append(unresolved(f"{DEVICE_CLASS} {name}", why))
             continue
         declared = extended_resource_name(device_class)
         if is_extended_resource_name(declared):
@@ -433,11 +442,82 @@ def _spelling(toleration: dict[str, Any]) -> tuple[str, ...]:
 _WANTED_FIELDS = frozenset({"key", "operator", "effect"})
 
 
+def _unrequested(
+    request: AdmissionRequest,
+    tolerations: list[Any],
+    requested: AbstractSet[str],
+    guards: Earners,
+) -> list[tuple[int, dict[str, Any], str]]:
+    """(index, toleration, key) of each toleration ``enforce`` judges whose guarded key
+    nothing in ``requested`` earns: what it refuses unless a claim earns it. On UPDATE
+    only tolerations the old pod lacked are judged.
+
+    Why the requests first: a key they earn is earned whatever the claims stand for, so
+    only the rest can make the claims worth looking up.
+    """
+    old = previous_identities(request.operation, request.old_object)
+    judged = []
+    for index, toleration in enumerate(tolerations):
+        if not isinstance(toleration, dict) or (old and identity(toleration) in old):
+            continue
+        # The key as identity() reads it; the whole identity only matters on UPDATE.
+        key = toleration.get("key")
+        if isinstance(key, str) and key in guards.keys:
+            judged.append((index, toleration, key))
+    if not judged:
+        return []
+    earned = guards.earned(requested, frozenset())
+    return [entry for entry in judged if entry[2] not in earned]
+
+
+def _runtime_class_tolerations(spec: Mapping[str, Any], ctx: Context) -> list[Any] | None:
+    """The tolerations the pod's RuntimeClass adds later in the chain (``[]`` for none),
+    or ``None`` when the class cannot be looked up."""
+    name = spec.get("runtimeClassName")
+    if not isinstance(name, str) or not name:
+        return []
+    try:
+        found = ctx.cluster.runtime_class(name)
+    except LookupFailure:
+        return None
+    scheduling = found.get("scheduling") if isinstance(found, dict) else None
+    tolerations = scheduling.get("tolerations") if isinstance(scheduling, dict) else None
+    return tolerations if isinstance(tolerations, list) else []
+
+
+def claims_matter(
+    request: AdmissionRequest,
+    spec: Mapping[str, Any],
+    settings: Settings,
+    ctx: Context,
+    requested: set[str],
+) -> bool:
+    """Whether what the pod's claims stand for can change this plugin's answer for it.
+
+    Why ask: resolving claims costs lookups, and a class or claim that cannot be found is a
+    warning; for a pod whose answer is the same either way both are noise. With
+    ``deviceClaims`` the claims decide the tolerations added; with ``enforce`` alone only a
+    toleration of a guarded key the containers' requests do not earn, on the pod or from
+    its RuntimeClass, can be saved by a claim. ``requested``: :func:`resource_names` of
+    ``spec``.
+    """
+    if settings.device_claims:
+        return True
+    guards = settings.guards
+    if guards is None:
+        return False
+    if _unrequested(request, tolerations_of(spec) or [], requested, guards):
+        return True
+    added = _runtime_class_tolerations(spec, ctx)
+    return added is None or bool(_unrequested(request, added, requested, guards))
+
+
 def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Result:
     """Add or update each wanted toleration with AddOrUpdateTolerationInPodSpec (§1b).
 
-    With claims resolved (``deviceClaims`` or ``enforce``), a claim that cannot be resolved
-    is a warning here, once per request, whichever setting asked for it.
+    With claims resolved (``deviceClaims``, or ``enforce`` for a pod whose answer depends
+    on them: :func:`claims_matter`), a claim that cannot be resolved is a warning here,
+    once per request, whichever setting asked for it.
     """
     spec = pod.get("spec")
     if not isinstance(spec, dict):
@@ -445,7 +525,12 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
     settings: Settings = ctx.settings
     names = resource_names(spec)  # read once for both uses below
     found = NOTHING_CLAIMED
-    if settings.resolves_claims and not is_mirror_pod(pod):
+    if (
+        settings.resolves_claims
+        and not is_mirror_pod(pod)
+        and (pod_claims(spec) or any(implicit_class(n) for n in names))
+        and claims_matter(request, spec, settings, ctx, names)
+    ):
         found = claimed(request, pod, settings, ctx, names)
     warnings = tuple(_unresolved_warning(p) for p in found.problems)
     notices = (UNRESOLVED,) if found.problems else ()
@@ -481,22 +566,15 @@ def validate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> li
     spec = pod.get("spec")
     if not isinstance(spec, dict) or is_mirror_pod(pod):
         return []
-    old = previous_identities(request.operation, request.old_object)
-    judged = []
-    for index, toleration in enumerate(tolerations_of(spec) or []):
-        if not isinstance(toleration, dict) or (old and identity(toleration) in old):
-            continue
-        # The key as identity() reads it; the whole identity only matters on UPDATE.
-        key = toleration.get("key")
-        if isinstance(key, str) and key in guards.keys:
-            judged.append((index, toleration, key))
-    if not judged:
-        return []
+    tolerations = tolerations_of(spec) or []
     names = resource_names(spec)  # read once for both uses below
+    suspects = _unrequested(request, tolerations, names, guards)
+    if not suspects:
+        return []  # every guarded toleration is earned by a request: no lookups
     found = claimed(request, pod, settings, ctx, names)
     if found.problems:
         return []  # warned by the mutating half: what the claims justify is unknown
-    earned = guards.earned(names | found.names if found.names else names, found.classes)
+    earned = guards.earned(found.names, found.classes) if found.names or found.classes else ()
     return [
         Violation(
             f"toleration {describe(toleration)} lets this pod onto nodes reserved for {key}, "
@@ -504,7 +582,7 @@ def validate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> li
             "request or claim one of those, or remove the toleration",
             f"spec.tolerations[{index}].key",
         )
-        for index, toleration, key in judged
+        for index, toleration, key in suspects
         if key not in earned
     ]
 

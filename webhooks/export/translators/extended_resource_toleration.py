@@ -168,9 +168,16 @@ def translate(settings: Settings) -> Translation:
                 "DeviceClasses a pod's devices come from",
             )
         )
+        lines.append(
+            Line(
+                f"plugins.{NAME}.deviceClassTaints",
+                NOT_EXPORTED,
+                "it names the taints of the device classes deviceClaims resolves",
+            )
+        )
     else:
         lines.append(Line(f"plugins.{NAME}.deviceClaims", EXACT))
-    lines.append(Line(f"plugins.{NAME}.deviceClassTaints", EXACT))
+        lines.append(Line(f"plugins.{NAME}.deviceClassTaints", EXACT))
     validate: Verdict | None = None
     validating: tuple[Validating, ...] = ()
     if isinstance(settings.enforce, Enforce):
