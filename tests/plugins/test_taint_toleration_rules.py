@@ -16,12 +16,12 @@ from tests.reviews import RESOURCES, pod, request, tol
 from webhooks.core.config import load_config
 from webhooks.core.plugin import Context
 from webhooks.k8s.podspec import POD_SPEC_PATHS, dotted
-
-#: kind name → pod spec path, for the built-ins (every kind here is its group's).
-PATHS = {kind: path for (_, kind), path in POD_SPEC_PATHS.items()}
 from webhooks.k8s.validation import toleration_errors
 from webhooks.plugins import REGISTRY
 from webhooks.plugins.taint_toleration_rules import PLUGIN, Settings, validate
+
+#: kind name → pod spec path, for the built-ins (every kind here is its group's).
+PATHS = {kind: path for (_, kind), path in POD_SPEC_PATHS.items()}
 
 NAME_REGEX = (
     "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "

@@ -14,11 +14,13 @@ from typing import Any, Literal, Protocol
 from webhooks.core.derived import Derived
 from webhooks.core.result import Result, Violation
 from webhooks.core.review import AdmissionRequest
+from webhooks.k8s import podspec
 from webhooks.k8s.podspec import TEMPLATE_RESOURCES
-from webhooks.k8s.podspec import GroupResource as GroupResource
 
 Phase = Literal["mutate", "validate"]
 PHASES: tuple[Phase, ...] = ("mutate", "validate")
+
+GroupResource = podspec.GroupResource
 
 #: The kind each resource's objects must carry; why: upstream plugins reject a ``pods``
 #: request whose object is not a Pod with BadRequest rather than guess (spec §0). The

@@ -68,8 +68,8 @@ def foreign_reason(obj: Mapping[str, Any], key: GroupKind) -> str:
     builtin = next(g for g, k in KINDS if k == kind)
     name = name_of(obj) or "<unnamed>"
     return (
-        f"{kind} {name} of {obj.get('apiVersion')} is not the "
-        f"{builtin or 'core'} {kind}: skipped, not admitted"
+        f"{kind} {name} ({obj.get('apiVersion')}) is not the built-in "
+        f"{builtin or 'core'} {kind}; not admitted"
     )
 
 

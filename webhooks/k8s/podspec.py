@@ -45,14 +45,14 @@ DAEMON_SET: GroupKind = ("apps", "DaemonSet")
 #: the built-in applies to it.
 TEMPLATE_KINDS: Mapping[GroupKind, TemplateKind] = {
     POD: TemplateKind("pods", ()),
-    ("", "PodTemplate"): TemplateKind("podtemplates", ("template",)),
-    ("", "ReplicationController"): TemplateKind("replicationcontrollers", ("spec", "template")),
     ("apps", "Deployment"): TemplateKind("deployments", ("spec", "template")),
     ("apps", "ReplicaSet"): TemplateKind("replicasets", ("spec", "template")),
     ("apps", "StatefulSet"): TemplateKind("statefulsets", ("spec", "template")),
     DAEMON_SET: TemplateKind("daemonsets", ("spec", "template")),
     ("batch", "Job"): TemplateKind("jobs", ("spec", "template")),
+    ("", "ReplicationController"): TemplateKind("replicationcontrollers", ("spec", "template")),
     ("batch", "CronJob"): TemplateKind("cronjobs", ("spec", "jobTemplate", "spec", "template")),
+    ("", "PodTemplate"): TemplateKind("podtemplates", ("template",)),
 }
 
 #: (group, kind) → path of its pod spec (the Pod's own ``spec`` for a Pod).
