@@ -107,3 +107,26 @@ def test_mutate_output_of_the_kinds_passes_check_fail_on_mutation() -> None:
     again = invoke_cli(["check", "--fail-on-mutation", "-"], stdin=out)
     assert again.exit_code == 0, again.stdout
     assert "DaemonSet.apps.kruise.io 1" in again.stdout.splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    ("path", "placed"),
+    [
+        pytest.param(
+            KINDS / "other-group-daemonset.yaml",
+            False,
+            id="explain does not place another group's DaemonSet as DaemonSet pods, and says so",
+        ),
+        pytest.param(
+            KINDS / "legacy-extensions-daemonset.yaml",
+            True,
+            id="explain places an extensions DaemonSet's pods as a DaemonSet's",
+        ),
+    ],
+)
+def test_explain_places_only_built_in_kinds(tmp_path: Path, path: Path, placed: bool) -> None:
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text("apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n", encoding="utf-8")
+    result = invoke_cli(["explain", "--nodes", str(nodes), str(path)])
+    assert ("skipped: " in result.stderr) is not placed
+    assert ("pods of DaemonSet" in result.stdout) is placed
