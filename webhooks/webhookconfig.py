@@ -37,7 +37,7 @@ from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 from webhooks.core.plugin import PHASES, Phase, Registry
-from webhooks.k8s.podspec import MIRROR_POD_ANNOTATION
+from webhooks.k8s.podspec import MIRROR_POD_ANNOTATION, POD, TEMPLATE_KINDS, GroupKind
 
 FIELD_MANAGER: Final = "placement-webhooks"
 #: The field manager of failure policies set once the webhooks answer (``probe``). Its own:
@@ -80,17 +80,17 @@ NODE_CONTROLLER_USERS: Final = (
     "system:kube-controller-manager",
 )
 
-#: Workload resource → where its pod template lives; an UPDATE that leaves it equal cannot
-#: change what any plugin decides about the pods it makes.
+#: Template kinds whose UPDATE is sent when more than the pod template changes: a CronJob
+#: when anything of its job template does (the Job's own fields included).
+_WATCHED: Final[dict[GroupKind, tuple[str, ...]]] = {("batch", "CronJob"): ("spec", "jobTemplate")}
+
+#: Workload resource → where its pod template lives (from the one table of template kinds);
+#: an UPDATE that leaves it equal cannot change what any plugin decides about the pods it
+#: makes.
 TEMPLATE_FIELDS: Final[dict[str, tuple[str, ...]]] = {
-    "deployments": ("spec", "template"),
-    "replicasets": ("spec", "template"),
-    "statefulsets": ("spec", "template"),
-    "daemonsets": ("spec", "template"),
-    "jobs": ("spec", "template"),
-    "replicationcontrollers": ("spec", "template"),
-    "cronjobs": ("spec", "jobTemplate"),
-    "podtemplates": ("template",),
+    kind.resource: _WATCHED.get(key, kind.template)
+    for key, kind in TEMPLATE_KINDS.items()
+    if key != POD
 }
 
 #: Label selector operators the API server accepts in a namespace or object selector.

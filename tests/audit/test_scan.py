@@ -516,3 +516,32 @@ def test_a_namespace_scan_reads_the_claims_of_that_namespace_only() -> None:
     assert ("ResourceClaim", "ml") in source.asked
     assert ("ResourceClaim", None) not in source.asked
     assert [r.rule for r in found.ordered()] == ["drift"]
+
+
+@pytest.mark.parametrize(
+    ("owner_api", "subject", "daemon_drift"),
+    [
+        pytest.param(
+            "apps/v1",
+            "DaemonSet shop/agent",
+            True,
+            id="a pod of an apps DaemonSet that lacks the DaemonSet defaults drifts",
+        ),
+        pytest.param(
+            "apps.kruise.io/v1alpha1",
+            "DaemonSet.apps.kruise.io shop/agent",
+            False,
+            id="a pod of another group's DaemonSet is reported on it by group, no DaemonSet drift",
+        ),
+    ],
+)
+def test_a_pod_owner_is_its_group_and_kind(
+    owner_api: str, subject: str, daemon_drift: bool
+) -> None:
+    # Admitted while nothing added tolerations: some plugin has something to say.
+    pod = cluster.pod("agent-x1", "shop", controller=("DaemonSet", "agent"), tolerations=[])
+    pod["metadata"]["ownerReferences"][0]["apiVersion"] = owner_api
+    found = audit([SHOP, pod])
+    rules = {(r.ref.subject, r.policy) for r in found.results.values()}
+    assert ((subject, "daemonset-tolerations") in rules) is daemon_drift
+    assert {s for s, _ in rules} == {subject}

@@ -15,7 +15,6 @@ from webhooks.core.config import load_config
 from webhooks.core.patch import Editor
 from webhooks.core.plugin import (
     PODS,
-    RESOURCE_KINDS,
     ClusterView,
     Context,
     Mutator,
@@ -25,11 +24,18 @@ from webhooks.core.plugin import (
 )
 from webhooks.core.result import UNCHANGED, Result, Violation
 from webhooks.core.review import AdmissionRequest
-from webhooks.k8s.podspec import POD_SPEC_PATHS, dotted, get_path
+from webhooks.k8s.podspec import (
+    DAEMON_SET,
+    POD_SPEC_PATHS,
+    TEMPLATE_RESOURCES,
+    dotted,
+    get_path,
+    group_kind,
+)
 from webhooks.plugins import ORDER
 
 BOTH = frozenset({"CREATE", "UPDATE"})
-TEMPLATES = frozenset(gr for gr, kind in RESOURCE_KINDS.items() if kind in POD_SPEC_PATHS)
+TEMPLATES = frozenset(TEMPLATE_RESOURCES)
 NODES = frozenset({("", "nodes")})
 DAEMONSETS = frozenset({("apps", "daemonsets")})
 SPREAD = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
@@ -42,7 +48,7 @@ class Nothing:
 
 def lower_keys(req: AdmissionRequest, obj: dict[str, Any], ctx: Context) -> list[Violation]:
     """Toleration keys must be lower case, in Pods and every pod template."""
-    path = POD_SPEC_PATHS[str(obj.get("kind"))]
+    path = POD_SPEC_PATHS[group_kind(obj) or ("", "")]
     spec = get_path(obj, path) or {}
     return [
         Violation(
@@ -93,7 +99,7 @@ def daemon_defaults(req: AdmissionRequest, obj: dict[str, Any], ctx: Context) ->
             return UNCHANGED
         path: tuple[str, ...] = ("spec",)
     else:
-        path = POD_SPEC_PATHS["DaemonSet"]
+        path = POD_SPEC_PATHS[DAEMON_SET]
     editor = Editor(obj)
     tolerations = editor.get((*path, "tolerations"), [])
     if DS_TOLERATION in tolerations:

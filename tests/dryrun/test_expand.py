@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from webhooks.dryrun.expand import (
+    KIND_NAMES,
     default_requests,
     object_target,
     pod_from,
@@ -15,6 +16,11 @@ from webhooks.dryrun.expand import (
     template_field,
     template_pointer,
 )
+
+
+def key(kind: str) -> tuple[str, str]:
+    """The built-in (group, kind) of a kind name."""
+    return (KIND_NAMES[kind].group, kind)
 
 
 def _pod(*containers: dict[str, Any], init: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -149,25 +155,25 @@ WORKLOADS = {
     ],
 )
 def test_pod_metadata_comes_from_the_template(kind: str, meta: dict[str, Any]) -> None:
-    pod = pod_from(WORKLOADS[kind], kind, "shop")
+    pod = pod_from(WORKLOADS[kind], key(kind), "shop")
     assert pod is not None
     assert pod["metadata"] == meta
     assert pod["kind"] == "Pod" and pod["apiVersion"] == "v1"
 
 
 def test_statefulset_pods_have_ordinal_names() -> None:
-    pod = pod_from(WORKLOADS["StatefulSet"], "StatefulSet", "db")
+    pod = pod_from(WORKLOADS["StatefulSet"], key("StatefulSet"), "db")
     assert pod is not None and pod["metadata"]["name"] == "db-0"
 
 
 def test_a_workload_without_a_template_has_no_pods() -> None:
-    assert pod_from({"kind": "Deployment", "spec": {}}, "Deployment", "x") is None
-    assert pod_from({"kind": "Pod"}, "Pod", "x") is None
+    assert pod_from({"kind": "Deployment", "spec": {}}, key("Deployment"), "x") is None
+    assert pod_from({"kind": "Pod"}, key("Pod"), "x") is None
 
 
 def test_requests_for_the_object_and_its_pods() -> None:
     workload = WORKLOADS["Deployment"]
-    own = object_target(workload, "Deployment", "shop")
+    own = object_target(workload, key("Deployment"), "shop")
     assert (own.request.group, own.request.resource, own.request.version) == (
         "apps",
         "deployments",
@@ -176,7 +182,7 @@ def test_requests_for_the_object_and_its_pods() -> None:
     assert own.request.object is not None
     assert own.request.object["metadata"]["namespace"] == "shop"
     assert "namespace" not in workload["metadata"]
-    pods = pod_target(workload, "Deployment", "shop")
+    pods = pod_target(workload, key("Deployment"), "shop")
     assert pods is not None
     assert (pods.role, pods.request.resource, pods.request.namespace) == ("pod", "pods", "shop")
     assert pods.request.user["username"] == (
@@ -188,7 +194,7 @@ def test_requests_for_the_object_and_its_pods() -> None:
 
 def test_a_node_request_is_cluster_scoped() -> None:
     target = object_target(
-        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}}, "Node", "x"
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}}, key("Node"), "x"
     )
     assert (target.request.namespace, target.request.name) == ("", "n")
     assert (
@@ -218,7 +224,7 @@ def test_a_node_request_is_cluster_scoped() -> None:
     ],
 )
 def test_template_field(kind: str, pod_field: str, field: str) -> None:
-    assert template_field(kind, pod_field) == field
+    assert template_field(key(kind), pod_field) == field
 
 
 @pytest.mark.parametrize(
@@ -241,4 +247,4 @@ def test_template_field(kind: str, pod_field: str, field: str) -> None:
     ],
 )
 def test_template_pointer(kind: str, pointer: str, expected: str | None) -> None:
-    assert template_pointer(kind, pointer) == expected
+    assert template_pointer(key(kind), pointer) == expected

@@ -115,7 +115,8 @@ def test_the_junit_report_is_xml_with_a_case_per_object(outputs: dict[str, str])
     report = json.loads(outputs["json"])
     cases = root.findall("./testsuite/testcase")
     assert root.tag == "testsuites"
-    assert len(cases) == report["summary"]["objects"]
+    assert len(cases) == report["summary"]["objects"] + len(report["skipped"])
+    assert len(root.findall("./testsuite/testcase[@name='skipped']")) == len(report["skipped"])
     assert int(root.get("tests", "-1")) == len(cases)
     assert int(root.get("failures", "-1")) == len(root.findall("./testsuite/testcase/failure"))
 

@@ -271,30 +271,35 @@ def test_a_pod_is_offered_the_flavors_of_its_queue(
 
 
 LABEL_CASES = [
-    pytest.param("Pod", {"metadata": {"labels": {QUEUE_LABEL: "q"}}}, "q", id="a Pod's own label"),
     pytest.param(
-        "Deployment", {"metadata": {"labels": {QUEUE_LABEL: "q"}}}, "q", id="a Deployment's label"
+        ("", "Pod"), {"metadata": {"labels": {QUEUE_LABEL: "q"}}}, "q", id="a Pod's own label"
     ),
     pytest.param(
-        "Deployment",
+        ("apps", "Deployment"),
+        {"metadata": {"labels": {QUEUE_LABEL: "q"}}},
+        "q",
+        id="a Deployment's label",
+    ),
+    pytest.param(
+        ("apps", "Deployment"),
         {"spec": {"template": {"metadata": {"labels": {QUEUE_LABEL: "q"}}}}},
         "q",
         id="a Deployment's pod template label: its pods carry it to Kueue's pod integration",
     ),
     pytest.param(
-        "CronJob",
+        ("batch", "CronJob"),
         {"spec": {"jobTemplate": {"metadata": {"labels": {QUEUE_LABEL: "q"}}}}},
         "q",
         id="a CronJob's jobTemplate label: its Jobs carry it",
     ),
     pytest.param(
-        "CronJob",
+        ("batch", "CronJob"),
         {"metadata": {"labels": {QUEUE_LABEL: "q"}}},
         None,
         id="a label on the CronJob itself reaches no Job",
     ),
     pytest.param(
-        "Job",
+        ("batch", "Job"),
         {
             "metadata": {"labels": {QUEUE_LABEL: "own"}},
             "spec": {"template": {"metadata": {"labels": {QUEUE_LABEL: "pods"}}}},
@@ -303,40 +308,45 @@ LABEL_CASES = [
         id="the object's own label wins over its pod template's",
     ),
     pytest.param(
-        "PodTemplate",
+        ("", "PodTemplate"),
         {"template": {"metadata": {"labels": {QUEUE_LABEL: "q"}}}},
         "q",
         id="a PodTemplate's template label",
     ),
     pytest.param(
-        "ReplicaSet",
+        ("apps", "ReplicaSet"),
         {"spec": {"template": {"metadata": {"labels": {QUEUE_LABEL: "q"}}}}},
         "q",
         id="a ReplicaSet's pods carry their template's label",
     ),
     pytest.param(
-        "DaemonSet", {"metadata": {"labels": {QUEUE_LABEL: "q"}}}, None, id="a DaemonSet never"
+        ("apps", "DaemonSet"),
+        {"metadata": {"labels": {QUEUE_LABEL: "q"}}},
+        None,
+        id="a DaemonSet never",
     ),
     pytest.param(
-        "Job",
+        ("batch", "Job"),
         {"metadata": {"annotations": {QUEUE_LABEL: "q"}}},
         None,
         id="an annotation is not a label",
     ),
-    pytest.param("Job", {"metadata": {"labels": {QUEUE_LABEL: ""}}}, None, id="an empty value"),
-    pytest.param("Job", {"metadata": None}, None, id="no metadata at all"),
+    pytest.param(
+        ("batch", "Job"), {"metadata": {"labels": {QUEUE_LABEL: ""}}}, None, id="an empty value"
+    ),
+    pytest.param(("batch", "Job"), {"metadata": None}, None, id="no metadata at all"),
 ]
 
 
 @pytest.mark.parametrize(("kind", "obj", "expected"), LABEL_CASES)
 def test_the_queue_label_is_read_where_kueue_reads_it(
-    kind: str, obj: dict[str, Any], expected: str | None
+    kind: tuple[str, str], obj: dict[str, Any], expected: str | None
 ) -> None:
     assert queue_label(kind, obj) == expected
 
 
 def test_a_daemon_set_is_never_managed() -> None:
-    found = Queues().assign("DaemonSet", "q", "ml")
+    found = Queues().assign(("apps", "DaemonSet"), "q", "ml")
     assert found.flavors is None
     assert found.reason == "not managed by Kueue: it has no DaemonSet integration"
 

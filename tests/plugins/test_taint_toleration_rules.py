@@ -20,6 +20,9 @@ from webhooks.k8s.validation import toleration_errors
 from webhooks.plugins import REGISTRY
 from webhooks.plugins.taint_toleration_rules import PLUGIN, Settings, validate
 
+#: kind name → pod spec path, for the built-ins (every kind here is its group's).
+PATHS = {kind: path for (_, kind), path in POD_SPEC_PATHS.items()}
+
 NAME_REGEX = (
     "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
     "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used "
@@ -290,14 +293,14 @@ def workload(kind: str, tolerations: list[Any]) -> dict[str, Any]:
         "metadata": {"name": "w", "namespace": "default"},
     }
     node_: dict[str, Any] = obj
-    for part in POD_SPEC_PATHS[kind]:
+    for part in PATHS[kind]:
         node_ = node_.setdefault(part, {})
     node_["containers"] = [{"name": "app", "image": "nginx"}]
     node_["tolerations"] = tolerations
     return obj
 
 
-KINDS = sorted(POD_SPEC_PATHS)
+KINDS = sorted(PATHS)
 
 
 @pytest.mark.parametrize(
@@ -305,7 +308,7 @@ KINDS = sorted(POD_SPEC_PATHS)
 )
 def test_every_workload_kind_reports_the_real_path(kind: str) -> None:
     obj = workload(kind, [tol("foo", "Exists"), tol("bad^key", "Exists")])
-    path = dotted(POD_SPEC_PATHS[kind], "tolerations", 1, "key")
+    path = dotted(PATHS[kind], "tolerations", 1, "key")
     outcome = reviews.decide(obj, phases=("validate",), only=PLUGIN.name)
     assert [(v.field, v.message, v.plugin) for v in outcome.violations] == [
         (path, f'{path}: Invalid value: "bad^key": {NAME_REGEX}', PLUGIN.name)
@@ -725,7 +728,7 @@ def test_comparison_operators_are_configured_with_the_camel_case_key() -> None:
 def test_the_plugin_declares_pods_every_pod_template_and_nodes() -> None:
     half = PLUGIN.validate
     assert half is not None and PLUGIN.mutate is None
-    expected = {(RESOURCES[k][0], RESOURCES[k][2]) for k in [*POD_SPEC_PATHS, "Node"]}
+    expected = {(RESOURCES[k][0], RESOURCES[k][2]) for k in [*PATHS, "Node"]}
     assert set(half.resources) == expected
     assert half.operations == {"CREATE", "UPDATE"}
 

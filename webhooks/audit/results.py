@@ -13,6 +13,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from webhooks.k8s.podspec import GroupKind, group_kind, kind_label
+
 Outcome = Literal["fail", "warn", "error", "skip", "note"]
 Rule = Literal["violation", "drift", "convergence", "exception", "monitor", "admission"]
 
@@ -52,10 +54,16 @@ class Ref:
         )
 
     @property
+    def key(self) -> GroupKind:
+        """The kind as the API knows it, (group, kind); why: an owner of another group that
+        takes a built-in's name (an ``apps.kruise.io`` DaemonSet) is not the built-in."""
+        return group_kind({"apiVersion": self.api_version, "kind": self.kind}) or ("", "")
+
+    @property
     def subject(self) -> str:
         """``Kind namespace/name`` (``Kind name`` when cluster-scoped), as ``check`` says it."""
         where = f"{self.namespace}/{self.name}" if self.namespace else self.name
-        return f"{self.kind} {where}"
+        return f"{kind_label(self.key) if self.kind else self.kind} {where}"
 
     def reference(self) -> dict[str, str]:
         """An ``ObjectReference`` (the ``resources`` entry of a report result).

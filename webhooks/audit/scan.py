@@ -42,6 +42,7 @@ from webhooks.dryrun.engine import Engine
 from webhooks.dryrun.expand import controller_user
 from webhooks.dryrun.report import Checked, Report
 from webhooks.dryrun.run import admit, engine_for
+from webhooks.k8s.podspec import DAEMON_SET, POD
 from webhooks.manifests.reader import api_document
 from webhooks.plugins import REGISTRY
 
@@ -54,10 +55,11 @@ WORKLOADS: Final = (
     "ReplicationController",
     "PodTemplate",
 )
-#: Kinds reported through the controller that owns them: (kind, owner kind).
-COVERED: Final = (("ReplicaSet", "Deployment"), ("Job", "CronJob"))
+#: Kinds reported through the controller that owns them: (kind, owner's group and kind);
+#: an owner of another group that takes the name is no built-in controller.
+COVERED: Final = (("ReplicaSet", ("apps", "Deployment")), ("Job", ("batch", "CronJob")))
 #: Kinds whose own mutations are drift (the stored object itself would change).
-DRIFTING: Final = frozenset({"Pod", "DaemonSet"})
+DRIFTING: Final = frozenset({POD, DAEMON_SET})
 #: The policy name of results that are no plugin's (an object the engine could not admit).
 SUITE: Final = "placement-webhooks"
 
@@ -178,7 +180,7 @@ class Scanner:
         for kind, parent in COVERED:
             for obj in self.items(source, kind, namespace):
                 owner = controller(obj)
-                if owner is not None and owner.kind == parent:
+                if owner is not None and owner.key == parent:
                     meta = obj.get("metadata") or {}
                     self.owners[kind, owner.namespace, str(meta.get("name") or "")] = owner
                     self.audit.covered[kind] += 1
@@ -196,7 +198,7 @@ class Scanner:
         checked = self._admit(obj, ref)
         if checked is not None:
             self.audit.objects[ref.kind] += 1
-            self.record(ref, checked, drift=ref.kind in DRIFTING, pod=False)
+            self.record(ref, checked, drift=ref.key in DRIFTING, pod=False)
 
     def pod(self, obj: dict[str, Any]) -> None:
         """Admit a Pod as created and record its results on its controller (or itself)."""
@@ -209,7 +211,7 @@ class Scanner:
         if reason is not None:
             self.audit.skip(subject, reason)
             return
-        user = controller_user(owner.kind) if owner is not None else None
+        user = controller_user(owner.key) if owner is not None else None
         checked = self._admit(obj, ref, user)
         if checked is not None:
             self.audit.objects["Pod"] += 1

@@ -183,7 +183,9 @@ def check(
     Reads files, directories (*.yaml, *.yml, *.json, recursively) and - for stdin. Each
     workload is admitted as written and as the Pod its controller would create; then the
     mutating chain runs once more and must change nothing. Violations of plugins whose
-    action is warn or audit are reported as warnings and do not fail the run.
+    action is warn or audit are reported as warnings and do not fail the run. A kind is
+    its API group and name: one of another group named like a built-in (an
+    apps.kruise.io DaemonSet) is not admitted and is reported as skipped.
     """
     targets = parse_outputs(outputs, list(render.FORMATS))
     schema = _schema(use_schema, kubernetes_version, schema_locations, missing_schemas)

@@ -36,7 +36,9 @@ def mutate(
 
     Pods and DaemonSets come out as stored; every other workload (and a DaemonSet, on top)
     carries in its pod template what its Pods will receive, so `check --fail-on-mutation`
-    on the output finds nothing to change. Violations go to stderr (exit 1; those of
+    on the output finds nothing to change. A kind of another API group that takes a
+    built-in's name (an apps.kruise.io DaemonSet) is printed unchanged and said to be
+    skipped on stderr. Violations go to stderr (exit 1; those of
     plugins whose action is warn or audit as warnings, exit 0); nothing is
     printed when an input cannot be read (exit 2), so a pipe into `kubectl apply` never
     applies half a stream.
@@ -51,5 +53,7 @@ def mutate(
             where = f"{item.checked.document.path}:{item.finding.line}"
             tag = "warning: " if item.level == "warning" else ""
             click.echo(f"{where}: {item.rule}: {tag}{item.message}", err=True)
+    for doc, reason in report.foreign:
+        click.echo(f"{doc.path}:{doc.line}: {render.SKIPPED}: {reason}", err=True)
     click.echo(dump_all(written_documents(report, manifests.documents)), nl=False)
     sys.exit(report.exit_code())

@@ -59,6 +59,7 @@ from webhooks.core.result import (
 )
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.namespaces import labels_of
+from webhooks.k8s.podspec import LEGACY_GROUPS, group_kind
 
 #: Mutating passes at most: the first, and the one reinvocation the API server makes after
 #: a webhook changed the object (module docstring); it never makes a third.
@@ -132,7 +133,7 @@ def resolve(
 class _Scope:
     """What a request is, for deciding which halves apply to it (spec §0)."""
 
-    __slots__ = ("expected", "kind", "mismatch", "operation", "resource", "sub")
+    __slots__ = ("expected", "foreign", "kind", "mismatch", "operation", "resource", "sub")
 
     def __init__(self, request: AdmissionRequest, obj: dict[str, Any]) -> None:
         self.resource = request.group_resource
@@ -140,13 +141,18 @@ class _Scope:
         self.operation = request.operation
         self.expected = RESOURCE_KINDS.get(self.resource)
         self.kind = obj.get("kind")
+        self.foreign = self.expected is not None and _foreign(request, obj, self.expected)
         self.mismatch = self.expected is not None and self.kind is not None
         self.mismatch = self.mismatch and self.kind != self.expected
 
     def applies(self, half: Mutator | Validator) -> bool:
-        """No subresource, and an operation and resource the half declares."""
+        """No subresource, an operation and resource the half declares, and the resource's
+        own kind (not one of another group that takes its name)."""
         return (
-            not self.sub and self.operation in half.operations and self.resource in half.resources
+            not self.sub
+            and not self.foreign
+            and self.operation in half.operations
+            and self.resource in half.resources
         )
 
     def wrong_kind(self, plugin: Plugin) -> Violation:
@@ -158,6 +164,25 @@ class _Scope:
             reason="BadRequest",
             plugin=plugin.name,
         )
+
+
+def _foreign(request: AdmissionRequest, obj: dict[str, Any], expected: str) -> bool:
+    """Whether the request's kind, or the object's, is ``expected`` of another API group.
+
+    Why both: the API server sends ``request.kind`` and serialises the object in that
+    version, so a custom resource named like a built-in kind (an ``apps.kruise.io``
+    DaemonSet) that a too-wide rule sends here says so in either place; nothing of the
+    built-in applies to it, so every plugin leaves it alone. A kind of another *name* is
+    the wrong-kind case (BadRequest where upstream answers so), as before.
+    """
+    group = request.group_resource[0]
+    kind_group = LEGACY_GROUPS.get((request.kind_group, request.kind), request.kind_group)
+    if request.kind == expected and kind_group and kind_group != group:
+        return True
+    if obj.get("kind") != expected:
+        return False
+    found = group_kind(obj)
+    return found is not None and "apiVersion" in obj and found[0] != group
 
 
 def _internal(plugin: Plugin, what: str) -> Violation:

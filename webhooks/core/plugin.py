@@ -14,25 +14,20 @@ from typing import Any, Literal, Protocol
 from webhooks.core.derived import Derived
 from webhooks.core.result import Result, Violation
 from webhooks.core.review import AdmissionRequest
+from webhooks.k8s import podspec
+from webhooks.k8s.podspec import TEMPLATE_RESOURCES
 
 Phase = Literal["mutate", "validate"]
 PHASES: tuple[Phase, ...] = ("mutate", "validate")
 
-GroupResource = tuple[str, str]
+GroupResource = podspec.GroupResource
 
 #: The kind each resource's objects must carry; why: upstream plugins reject a ``pods``
-#: request whose object is not a Pod with BadRequest rather than guess (spec §0).
+#: request whose object is not a Pod with BadRequest rather than guess (spec §0). The
+#: template kinds come from the one table of them (:data:`TEMPLATE_RESOURCES`).
 RESOURCE_KINDS: Mapping[GroupResource, str] = {
-    ("", "pods"): "Pod",
+    **{resource: kind for resource, (_, kind) in TEMPLATE_RESOURCES.items()},
     ("", "nodes"): "Node",
-    ("", "podtemplates"): "PodTemplate",
-    ("", "replicationcontrollers"): "ReplicationController",
-    ("apps", "deployments"): "Deployment",
-    ("apps", "replicasets"): "ReplicaSet",
-    ("apps", "statefulsets"): "StatefulSet",
-    ("apps", "daemonsets"): "DaemonSet",
-    ("batch", "jobs"): "Job",
-    ("batch", "cronjobs"): "CronJob",
 }
 
 PODS: GroupResource = ("", "pods")

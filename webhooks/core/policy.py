@@ -26,7 +26,7 @@ from webhooks.core.plugin import PHASES, Phase
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.excerpt import show
 from webhooks.k8s.mapping import MAPPING
-from webhooks.k8s.podspec import POD_SPEC_PATHS, get_path
+from webhooks.k8s.podspec import TEMPLATE_RESOURCES, GroupResource, get_path, pod_spec_path
 from webhooks.k8s.selectors import Selector, compile_selector
 
 Action = Literal["enforce", "warn", "audit"]
@@ -101,7 +101,7 @@ class PolicyException:
             labels = meta.get("labels") if isinstance(meta, MAPPING) else None
             if not self.selector.matches(labels if isinstance(labels, MAPPING) else {}):
                 return False
-        account = f"{request.namespace}:{service_account(request.kind, obj)}"
+        account = f"{request.namespace}:{service_account(request.group_resource, obj)}"
         if self.service_accounts and account not in self.service_accounts:
             return False
         if self.users and request.user.get("username") not in self.users:
@@ -117,13 +117,14 @@ class PolicyException:
         return True
 
 
-def service_account(kind: str, obj: Mapping[str, Any]) -> str:
-    """The ServiceAccount the object's pods run as (``default`` when it names none).
+def service_account(resource: GroupResource, obj: Mapping[str, Any]) -> str:
+    """The ServiceAccount the pods of ``resource``'s object run as (``default`` when none).
 
-    Why the pod spec of any kind: an exception for a workload's service account must cover
-    the workload's template as well as its pods.
+    Why the pod spec of any template kind: an exception for a workload's service account
+    must cover the workload's template as well as its pods. Why by resource: the chain
+    only runs a half on the resource's own kind, never on one of another group.
     """
-    path = POD_SPEC_PATHS.get(kind)
+    path = pod_spec_path(TEMPLATE_RESOURCES.get(resource))
     spec = get_path(obj, path) if path else None
     name = spec.get("serviceAccountName") if spec is not None else None
     return name if isinstance(name, str) and name else DEFAULT_SERVICE_ACCOUNT

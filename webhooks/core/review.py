@@ -62,6 +62,9 @@ class AdmissionRequest(NamedTuple):
     old_object: dict[str, Any] | None = None
     dry_run: bool = False
     user: Mapping[str, Any] = MappingProxyType({})
+    #: ``request.kind.group``: the group of the object's kind, which the chain compares with
+    #: the resource's (a custom resource named like a built-in kind is another thing).
+    kind_group: str = ""
 
     @property
     def group_resource(self) -> tuple[str, str]:
@@ -190,6 +193,7 @@ def parse_review(body: bytes | str | dict[str, Any]) -> AdmissionRequest:
         old_object=old,
         dry_run=request.get("dryRun") is True,
         user=user if type(user) is dict else {},
+        kind_group=group,
     )
 
 
@@ -252,7 +256,8 @@ def request_dict(request: AdmissionRequest) -> dict[str, Any]:
     Why here: a client of the webhooks (the install probe, ``helm test``) must speak the wire
     exactly as the API server does, and the wire keys live in this module only.
     """
-    kind = {"group": request.group, "version": request.version, "kind": request.kind}
+    kind_group = request.kind_group or request.group
+    kind = {"group": kind_group, "version": request.version, "kind": request.kind}
     resource = {"group": request.group, "version": request.version, "resource": request.resource}
     body: dict[str, Any] = {
         "uid": request.uid,

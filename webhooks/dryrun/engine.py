@@ -43,7 +43,16 @@ from webhooks.dryrun.report import (
     Report,
     SchemaError,
 )
-from webhooks.k8s.podspec import POD_SPEC_PATHS, dotted
+from webhooks.k8s.podspec import (
+    NODE,
+    POD,
+    POD_SPEC_PATHS,
+    GroupKind,
+    dotted,
+    foreign,
+    group_kind,
+    kind_label,
+)
 from webhooks.k8s.tolerations import describe
 from webhooks.manifests.reader import Document
 from webhooks.manifests.tree import copy_tree
@@ -51,9 +60,25 @@ from webhooks.manifests.tree import copy_tree
 #: Field paths upstream reports somewhere other than where manifests write them, per kind;
 #: why: node taint errors are built under ``metadata.taints`` (spec §10), YAML has
 #: ``spec.taints``. Used only to find the line; the reported path stays upstream's.
-FIELD_ALIASES: Mapping[str, tuple[tuple[str, str], ...]] = {
-    "Node": (("metadata.taints", "spec.taints"),),
+FIELD_ALIASES: Mapping[GroupKind, tuple[tuple[str, str], ...]] = {
+    NODE: (("metadata.taints", "spec.taints"),),
 }
+
+
+def foreign_reason(obj: Mapping[str, Any], key: GroupKind) -> str:
+    """Why a kind of another group that takes a built-in's name is not admitted.
+
+    Why say so per document: its name alone reads as a built-in that was checked, and no
+    built-in's defaults or rules are known to hold for it (its controller makes its Pods,
+    and those Pods are what the webhooks admit).
+    """
+    _, kind = key
+    builtin = next(g for g, k in KINDS if k == kind)
+    name = name_of(obj) or "<unnamed>"
+    return (
+        f"{kind} {name} ({obj.get('apiVersion')}) is not the built-in "
+        f"{builtin or 'core'} {kind}; not admitted"
+    )
 
 
 class SchemaCheck(Protocol):
@@ -73,7 +98,7 @@ def context_cluster(documents: Iterable[Document], base: StaticCluster) -> Stati
     checked against it, as the cluster would see it once applied.
     """
     for doc in documents:
-        if isinstance(doc.obj, dict) and doc.obj.get("kind") in CONTEXT_KINDS:
+        if isinstance(doc.obj, dict) and group_kind(doc.obj) in CONTEXT_KINDS:
             base.add(doc.obj)
     return base
 
@@ -190,35 +215,39 @@ class Engine:
         obj = doc.obj
         if obj is None:
             return None
-        kind = obj.get("kind") if isinstance(obj, dict) else None
-        if not isinstance(obj, dict) or not isinstance(kind, str) or not kind:
+        key = group_kind(obj) if isinstance(obj, dict) else None
+        if not isinstance(obj, dict) or key is None:
             if report is not None:
                 report.skipped["(not a Kubernetes object)"] += 1
             return None
-        info = KINDS.get(kind)
+        group, kind = key
+        info = KINDS.get(key)
         if info is None:
-            checked = self._schema_only(doc, obj, kind)
-            if report is not None and kind in CONTEXT_KINDS:
+            checked = self._schema_only(doc, obj, key)
+            if report is not None and key in CONTEXT_KINDS:
                 report.context[kind] += 1
             elif report is not None and checked is None:
-                report.skipped[kind] += 1
+                report.skipped[kind_label(key)] += 1
+            if report is not None and foreign(key):
+                report.foreign.append((doc, foreign_reason(obj, key)))
             return checked
         namespace = namespace_of(obj, self.namespace) if info.namespaced else ""
-        checked = Checked(doc, kind, namespace, name_of(obj))
+        checked = Checked(doc, kind, namespace, name_of(obj), group)
         self._validate_schema(checked, obj, "")
-        target = object_target(obj, kind, namespace, user)
+        target = object_target(obj, key, namespace, user)
         stored = self._admit(checked, target)
-        pods = pod_target(stored, kind, namespace)
+        pods = pod_target(stored, key, namespace)
         if pods is not None:
             self._admit(checked, pods)
         if self.schema is not None and any(checked.patches.values()):
             self._validate_schema(checked, self.written_object(checked), "after mutation: ")
         return checked
 
-    def _schema_only(self, doc: Document, obj: dict[str, Any], kind: str) -> Checked | None:
+    def _schema_only(self, doc: Document, obj: dict[str, Any], key: GroupKind) -> Checked | None:
         if self.schema is None:
             return None
-        checked = Checked(doc, kind, namespace_of(obj, ""), name_of(obj), admitted=False)
+        group, kind = key
+        checked = Checked(doc, kind, namespace_of(obj, ""), name_of(obj), group, admitted=False)
         if not self._validate_schema(checked, obj, ""):
             return None
         return checked
@@ -240,7 +269,7 @@ class Engine:
         return True
 
     def _line(self, checked: Checked, path: str) -> int:
-        for upstream, written in FIELD_ALIASES.get(checked.kind, ()):
+        for upstream, written in FIELD_ALIASES.get(checked.key, ()):
             if path == upstream or path.startswith((upstream + ".", upstream + "[")):
                 path = written + path[len(upstream) :]
         return checked.document.line_of(path)
@@ -377,7 +406,7 @@ class Engine:
         for violation, action in violations:
             path = violation.field
             if pod_role and path:
-                path = template_field(checked.kind, path)
+                path = template_field(checked.key, path)
             key = (violation.plugin, path, violation.message)
             if (violation.plugin, path) in seen_fields or key in seen:
                 continue  # the template already reported it at the same place
@@ -398,8 +427,8 @@ class Engine:
             )
 
     def _template_line(self, checked: Checked) -> int:
-        path = POD_SPEC_PATHS.get(checked.kind)
-        if path is None or checked.kind == "Pod":
+        path = POD_SPEC_PATHS.get(checked.key)
+        if path is None or checked.key == POD:
             return checked.document.line
         return checked.document.line_of(dotted(path[:-1]))
 
@@ -420,7 +449,7 @@ class Engine:
         if pod_patch:
             mapped = []
             for op in pod_patch:
-                pointer = template_pointer(checked.kind, str(op.get("path", "")))
+                pointer = template_pointer(checked.key, str(op.get("path", "")))
                 if pointer is not None:
                     mapped.append({**op, "path": pointer})
             obj = _patch_manifest(obj, mapped)

@@ -20,7 +20,15 @@ from typing import Any, Literal
 
 from webhooks.core.patch import escape
 from webhooks.core.review import AdmissionRequest
-from webhooks.k8s.podspec import POD_SPEC_PATHS, dotted
+from webhooks.k8s.podspec import (
+    DAEMON_SET,
+    NODE,
+    POD,
+    POD_SPEC_PATHS,
+    TEMPLATE_KINDS,
+    GroupKind,
+    dotted,
+)
 
 Role = Literal["object", "pod"]
 
@@ -35,37 +43,41 @@ class KindInfo:
     namespaced: bool = True
 
 
-#: Every kind ``check`` admits; anything else is counted and skipped.
-KINDS: Mapping[str, KindInfo] = {
-    "Pod": KindInfo("", "pods", "v1"),
-    "PodTemplate": KindInfo("", "podtemplates", "v1"),
-    "ReplicationController": KindInfo("", "replicationcontrollers", "v1"),
-    "Node": KindInfo("", "nodes", "v1", namespaced=False),
-    "Deployment": KindInfo("apps", "deployments", "v1"),
-    "ReplicaSet": KindInfo("apps", "replicasets", "v1"),
-    "StatefulSet": KindInfo("apps", "statefulsets", "v1"),
-    "DaemonSet": KindInfo("apps", "daemonsets", "v1"),
-    "Job": KindInfo("batch", "jobs", "v1"),
-    "CronJob": KindInfo("batch", "cronjobs", "v1"),
+#: Every kind ``check`` admits, by (group, kind): the template kinds and Nodes; anything
+#: else (a kind of another group that takes a built-in's name included) is counted and
+#: skipped.
+KINDS: Mapping[GroupKind, KindInfo] = {
+    **{key: KindInfo(key[0], kind.resource, "v1") for key, kind in TEMPLATE_KINDS.items()},
+    NODE: KindInfo("", "nodes", "v1", namespaced=False),
 }
 
+#: The admitted kinds by name alone, for where users name one without its group (a policy
+#: test's expectations): the name means the built-in.
+KIND_NAMES: Mapping[str, KindInfo] = {kind: info for (_, kind), info in KINDS.items()}
+
 #: Kinds that only supply cluster context (what plugins look up), never admitted here.
-CONTEXT_KINDS = frozenset(
-    {"Namespace", "RuntimeClass", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate"}
+CONTEXT_KINDS: frozenset[GroupKind] = frozenset(
+    {
+        ("", "Namespace"),
+        ("node.k8s.io", "RuntimeClass"),
+        ("resource.k8s.io", "DeviceClass"),
+        ("resource.k8s.io", "ResourceClaim"),
+        ("resource.k8s.io", "ResourceClaimTemplate"),
+    }
 )
 
 _SYSTEM_SA = "system:serviceaccount:kube-system:"
 #: Who creates a workload's Pods, as kube-controller-manager's service accounts; why: a
 #: plugin may treat requests from controllers differently from a user's.
-_CONTROLLERS: Mapping[str, tuple[str, str]] = {
+_CONTROLLERS: Mapping[GroupKind, tuple[str, str]] = {
     # workload kind → (owner kind written on the Pod, controller service account)
-    "Deployment": ("ReplicaSet", "replicaset-controller"),
-    "ReplicaSet": ("ReplicaSet", "replicaset-controller"),
-    "StatefulSet": ("StatefulSet", "statefulset-controller"),
-    "DaemonSet": ("DaemonSet", "daemon-set-controller"),
-    "Job": ("Job", "job-controller"),
-    "CronJob": ("Job", "job-controller"),
-    "ReplicationController": ("ReplicationController", "replication-controller"),
+    ("apps", "Deployment"): ("ReplicaSet", "replicaset-controller"),
+    ("apps", "ReplicaSet"): ("ReplicaSet", "replicaset-controller"),
+    ("apps", "StatefulSet"): ("StatefulSet", "statefulset-controller"),
+    DAEMON_SET: ("DaemonSet", "daemon-set-controller"),
+    ("batch", "Job"): ("Job", "job-controller"),
+    ("batch", "CronJob"): ("Job", "job-controller"),
+    ("", "ReplicationController"): ("ReplicationController", "replication-controller"),
 }
 _OWNER_API = {"ReplicaSet": "apps/v1", "StatefulSet": "apps/v1", "DaemonSet": "apps/v1"}
 _OWNER_API.update({"Job": "batch/v1", "ReplicationController": "v1"})
@@ -142,7 +154,7 @@ def default_requests(pod: dict[str, Any]) -> dict[str, Any]:
     return pod if new_spec is None else {**pod, "spec": new_spec}
 
 
-def pod_from(workload: Mapping[str, Any], kind: str, namespace: str) -> dict[str, Any] | None:
+def pod_from(workload: Mapping[str, Any], kind: GroupKind, namespace: str) -> dict[str, Any] | None:
     """The Pod ``workload``'s controller would create from its template, before admission.
 
     Template labels, annotations and finalizers are carried over, the namespace is the
@@ -151,7 +163,7 @@ def pod_from(workload: Mapping[str, Any], kind: str, namespace: str) -> dict[str
     how plugins recognise, for example, DaemonSet Pods. ``None`` when there is no template.
     """
     path = POD_SPEC_PATHS.get(kind)
-    if path is None or kind == "Pod":
+    if path is None or kind == POD:
         return None
     template: Any = workload
     for part in path[:-1]:
@@ -163,7 +175,7 @@ def pod_from(workload: Mapping[str, Any], kind: str, namespace: str) -> dict[str
     source_meta = source_meta if isinstance(source_meta, Mapping) else {}
     name = name_of(workload)
     meta: dict[str, Any] = {"namespace": namespace}
-    if kind == "StatefulSet":
+    if kind == ("apps", "StatefulSet"):
         meta["name"] = f"{name}-0"
     else:
         meta["generateName"] = f"{name}-"
@@ -189,11 +201,12 @@ def pod_from(workload: Mapping[str, Any], kind: str, namespace: str) -> dict[str
 
 
 def request_for(
-    obj: dict[str, Any], kind: str, namespace: str, user: Mapping[str, Any] | None = None
+    obj: dict[str, Any], kind: GroupKind, namespace: str, user: Mapping[str, Any] | None = None
 ) -> AdmissionRequest:
     """A CREATE request for ``obj`` as the API server would send it to the webhooks.
 
-    Plugins filter on group and resource, so those come from :data:`KINDS`, not the kind.
+    Plugins filter on group and resource, so those come from :data:`KINDS`. The version is
+    the object's when it is of the kind's own group (a legacy group's is not served).
     """
     info = KINDS[kind]
     api_version = obj.get("apiVersion")
@@ -209,17 +222,18 @@ def request_for(
         operation="CREATE",
         group=info.group,
         version=version,
-        kind=kind,
+        kind=kind[1],
         resource=info.resource,
         sub_resource="",
         namespace=namespace if info.namespaced else "",
         name=name if isinstance(name, str) else "",
         object=obj,
         user=dict(user or {}),
+        kind_group=info.group,
     )
 
 
-def controller_user(kind: str) -> dict[str, Any]:
+def controller_user(kind: GroupKind) -> dict[str, Any]:
     """The controller's identity when it creates ``kind``'s Pods (empty for PodTemplates).
 
     Plugins may treat requests from kube-controller-manager differently from a user's.
@@ -234,7 +248,7 @@ def controller_user(kind: str) -> dict[str, Any]:
 
 
 def object_target(
-    obj: dict[str, Any], kind: str, namespace: str, user: Mapping[str, Any] | None = None
+    obj: dict[str, Any], kind: GroupKind, namespace: str, user: Mapping[str, Any] | None = None
 ) -> Target:
     """The request for the manifest itself (namespace filled in; Pods defaulted).
 
@@ -242,12 +256,12 @@ def object_target(
     ``user`` is who sends it, when known (the controller that created a live Pod).
     """
     view = with_namespace(obj, namespace) if KINDS[kind].namespaced else obj
-    if kind == "Pod":
+    if kind == POD:
         view = default_requests(view)
     return Target("object", request_for(view, kind, namespace, user))
 
 
-def pod_target(stored: dict[str, Any], kind: str, namespace: str) -> Target | None:
+def pod_target(stored: dict[str, Any], kind: GroupKind, namespace: str) -> Target | None:
     """The request for the Pod created from ``stored`` (the workload as admission kept it).
 
     Every Pod plugin acts on this one; ``None`` for kinds that create no Pods.
@@ -255,17 +269,17 @@ def pod_target(stored: dict[str, Any], kind: str, namespace: str) -> Target | No
     pod = pod_from(stored, kind, namespace)
     if pod is None:
         return None
-    return Target("pod", request_for(pod, "Pod", namespace, controller_user(kind)))
+    return Target("pod", request_for(pod, POD, namespace, controller_user(kind)))
 
 
-def template_field(kind: str, pod_field: str) -> str:
+def template_field(kind: GroupKind, pod_field: str) -> str:
     """Map a Pod field path onto ``kind``'s template: ``spec.x`` → ``spec.template.spec.x``.
 
     Why: validators on the expanded Pod report Pod paths, while the user must be pointed at
     the template line they wrote. Paths with no template counterpart map to the template.
     """
     path = POD_SPEC_PATHS.get(kind)
-    if path is None or kind == "Pod":
+    if path is None or kind == POD:
         return pod_field
     template = dotted(path[:-1])
     head, sep, rest = pod_field.partition(".")
@@ -277,7 +291,7 @@ def template_field(kind: str, pod_field: str) -> str:
     return template
 
 
-def template_pointer(kind: str, pod_pointer: str) -> str | None:
+def template_pointer(kind: GroupKind, pod_pointer: str) -> str | None:
     """Map a Pod JSON Pointer onto ``kind``'s template, or ``None`` when it has no place.
 
     ``/spec/…`` → ``<pod spec path>/…``; ``/metadata/labels|annotations|finalizers…`` →
@@ -285,7 +299,7 @@ def template_pointer(kind: str, pod_pointer: str) -> str | None:
     controller's or the API server's business, not the template's.
     """
     path = POD_SPEC_PATHS.get(kind)
-    if path is None or kind == "Pod":
+    if path is None or kind == POD:
         return pod_pointer
     spec = "".join("/" + escape(p) for p in path)
     parts = pod_pointer.split("/")

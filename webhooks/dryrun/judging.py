@@ -44,9 +44,10 @@ from typing import Any, Literal
 
 from webhooks.core.config import Config
 from webhooks.core.plugin import PODS, GroupResource, Plugin
-from webhooks.dryrun.expand import CONTEXT_KINDS, KINDS, Role
+from webhooks.dryrun.expand import CONTEXT_KINDS, KIND_NAMES, KINDS, Role
 from webhooks.dryrun.report import Checked, Report
 from webhooks.dryrun.suites import POD_SUFFIX, Expectation, Resource, Result, Suite
+from webhooks.k8s.podspec import kind_label
 from webhooks.plugins import REGISTRY
 
 
@@ -101,7 +102,7 @@ def index_of(report: Report) -> Index:
     index: Index = {}
     pods: Index = {}
     for checked in report.checked:
-        key = (checked.kind, checked.namespace, checked.name)
+        key = (kind_label(checked.key), checked.namespace, checked.name)
         index.setdefault(key, []).append((checked, "object"))
         if "pod" in checked.stored:
             pod_key = ("Pod", checked.namespace, checked.name + POD_SUFFIX)
@@ -117,13 +118,14 @@ def _subject(checked: Checked, role: Role) -> str:
 
 def _not_found(resource: Resource, index: Index) -> str:
     """Why ``resource`` names nothing, with the names that are there to compare against."""
-    if resource.kind in CONTEXT_KINDS:
+    if resource.kind in {kind for _, kind in CONTEXT_KINDS}:
         return (
             f"no {resource}: {resource.kind} objects are cluster context (objects), "
             "not admitted; name the objects admitted in them"
         )
-    if resource.kind not in KINDS:
-        return f"no {resource}: kind {resource.kind} is not admitted (admitted: {', '.join(KINDS)})"
+    if resource.kind not in KIND_NAMES:
+        admitted = ", ".join(KIND_NAMES)
+        return f"no {resource}: kind {resource.kind} is not admitted (admitted: {admitted})"
     same = sorted(
         f"{ns}/{name}" if ns else name for kind, ns, name in index if kind == resource.kind
     )
@@ -138,7 +140,7 @@ def _not_found(resource: Resource, index: Index) -> str:
 def _resource_of(checked: Checked, role: Role) -> GroupResource:
     if role == "pod":
         return PODS
-    info = KINDS[checked.kind]
+    info = KINDS[checked.key]
     return (info.group, info.resource)
 
 

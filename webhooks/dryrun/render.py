@@ -8,7 +8,11 @@ mutations under ``--fail-on-mutation``. Violations of plugins whose action is wa
 and exceptions that have expired, are warnings: every format shows them as such (SARIF
 level ``warning``, ``::warning``, a JUnit ``<skipped>`` with the message) and they never fail
 a run. SARIF and GitHub annotations carry failing findings and warnings only, because a
-mutation admission would make is information, not a problem at a line.
+mutation admission would make is information, not a problem at a line. A document of a
+kind of another group that takes a built-in's name (``Report.foreign``) is said to be
+skipped in every format (a ``skipped:`` line, a JSON ``skipped`` entry, a JUnit
+``<skipped>`` case, a SARIF note notification, a GitHub notice), because its name alone
+reads as a built-in that was checked.
 """
 
 from __future__ import annotations
@@ -25,9 +29,13 @@ import orjson
 
 from webhooks.dryrun.report import CONVERGENCE, INFORMATION, SCHEMA, Checked, Finding, Report
 from webhooks.manifests.errors import ManifestError as Problem
+from webhooks.manifests.reader import Document
 
 #: SGR codes of the text format's colours (the ones terminals and CI log viewers all show).
 BOLD, DIM, RED, YELLOW, CYAN = "1", "2", "31", "33", "36"
+
+#: The word every format uses for a document of a foreign kind that was not admitted.
+SKIPPED = "skipped"
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT = "placementWebhooks/v1"
@@ -136,6 +144,9 @@ def text(report: Report, options: Options) -> str:
         colour = RED if item.failing else YELLOW if item.level == "warning" else CYAN
         tag = "warning: " if item.level == "warning" else ""
         out.append(f"{where} {style(item.rule + ':', colour)} {tag}{item.message}")
+    for doc, reason in report.foreign:
+        where = style(f"{doc.path}:{doc.line}:", BOLD)
+        out.append(f"{where} {style(SKIPPED + ':', CYAN)} {reason}")
     out.append(style(summary(report), DIM))
     return "\n".join(out) + "\n"
 
@@ -193,6 +204,18 @@ def _object(checked: Checked) -> dict[str, Any]:
     return entry
 
 
+def _skipped(doc: Document, reason: str) -> dict[str, Any]:
+    """A document of a kind of another group that takes a built-in's name, as JSON."""
+    obj = doc.obj if isinstance(doc.obj, dict) else {}
+    entry: dict[str, Any] = {"path": doc.path, "document": doc.index}
+    if doc.item is not None:
+        entry["item"] = doc.item
+    entry.update(
+        line=doc.line, apiVersion=obj.get("apiVersion"), kind=obj.get("kind"), message=reason
+    )
+    return entry
+
+
 def json(report: Report, options: Options) -> str:
     """Every object with its violations and mutations (patches included), plus totals.
 
@@ -217,6 +240,7 @@ def json(report: Report, options: Options) -> str:
             {"path": p.path, "line": p.line, "message": p.reason} for p in report.problems
         ],
         "objects": [_object(c) for c in report.checked],
+        "skipped": [_skipped(doc, reason) for doc, reason in report.foreign],
     }
     return orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n"
 
@@ -250,6 +274,14 @@ def junit(report: Report, options: Options) -> str:
         bump(parent, "tests")
         for outcome in _junit_case(parent, checked, by_object.get(id(checked), [])):
             bump(parent, outcome)
+    for doc, reason in report.foreign:
+        parent = suite(doc.path)
+        case = ET.SubElement(
+            parent, "testcase", classname=doc.path, name=SKIPPED, file=doc.path, line=str(doc.line)
+        )
+        ET.SubElement(case, "skipped", message=reason)
+        bump(parent, "tests")
+        bump(parent, "skipped")
     for problem in report.problems:
         parent = suite(problem.path)
         junit_input_error(parent, problem, "read")
@@ -375,15 +407,25 @@ def sarif(report: Report, options: Options) -> str:
         for rule_id, description in rules
     ]
     invocation: dict[str, Any] = {"executionSuccessful": not report.problems}
-    if report.problems:
-        invocation["toolExecutionNotifications"] = [
-            {
-                "level": "error",
-                "message": {"text": p.reason},
-                "locations": [_location(p.path, p.line)],
-            }
-            for p in report.problems
-        ]
+    notifications = [
+        {
+            "level": "error",
+            "message": {"text": p.reason},
+            "locations": [_location(p.path, p.line)],
+        }
+        for p in report.problems
+    ]
+    # Not results: nothing is wrong with such an object, it was not looked at.
+    notifications += [
+        {
+            "level": "note",
+            "message": {"text": reason},
+            "locations": [_location(doc.path, doc.line)],
+        }
+        for doc, reason in report.foreign
+    ]
+    if notifications:
+        invocation["toolExecutionNotifications"] = notifications
     data = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
@@ -412,6 +454,9 @@ def github(report: Report, options: Options) -> str:
         if p.line > 0:
             props += f",line={p.line}"
         out.append(f"::error {props},title=unusable input::{_escape(p.reason)}")
+    for doc, reason in report.foreign:
+        props = f"file={_escape(doc.path, prop=True)},line={max(doc.line, 1)}"
+        out.append(f"::notice {props},title={SKIPPED}::{_escape(reason)}")
     for item in lines(report, options):
         if item.level == "note":
             continue

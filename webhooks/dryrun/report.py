@@ -14,6 +14,7 @@ from typing import Any, Final, Literal, NamedTuple
 
 from webhooks.core.result import JsonPatch, Outcome
 from webhooks.dryrun.expand import Role
+from webhooks.k8s.podspec import GroupKind, kind_label
 from webhooks.manifests.reader import Document, Problem
 
 FindingType = Literal[
@@ -79,12 +80,17 @@ class Finding:
 
 @dataclass(slots=True)
 class Checked:
-    """One manifest object and what admission would do with it."""
+    """One manifest object and what admission would do with it.
+
+    ``kind`` is the kind's name and ``group`` its API group: a kind is the pair, and only
+    the built-in of a group is admitted as one (:data:`~webhooks.dryrun.expand.KINDS`).
+    """
 
     document: Document
     kind: str
     namespace: str
     name: str
+    group: str = ""
     findings: list[Finding] = _field(default_factory=list)
     admitted: bool = True
     patches: dict[Role, JsonPatch] = _field(default_factory=dict)
@@ -96,10 +102,17 @@ class Checked:
     outcomes: dict[Role, Outcome] = _field(default_factory=dict)
 
     @property
+    def key(self) -> GroupKind:
+        """The kind as the API knows it: (group, kind)."""
+        return (self.group, self.kind)
+
+    @property
     def subject(self) -> str:
-        """``Kind namespace/name`` (``Kind name`` when cluster-scoped), for messages."""
+        """``Kind namespace/name`` (``Kind name`` when cluster-scoped), for messages; a kind
+        of another group that takes a built-in's name is named with its group."""
         name = self.name or "<unnamed>"
-        return f"{self.kind} {self.namespace}/{name}" if self.namespace else f"{self.kind} {name}"
+        kind = kind_label(self.key)
+        return f"{kind} {self.namespace}/{name}" if self.namespace else f"{kind} {name}"
 
     @property
     def failed(self) -> list[Finding]:
@@ -118,6 +131,10 @@ class Report:
     checked: list[Checked] = _field(default_factory=list)
     problems: list[Problem] = _field(default_factory=list)
     skipped: Counter[str] = _field(default_factory=Counter)
+    #: Documents of a kind of another group that takes a built-in's name (an
+    #: ``apps.kruise.io`` DaemonSet), each with why it was not admitted; counted in
+    #: ``skipped`` too, and listed because the name alone reads as a checked built-in.
+    foreign: list[tuple[Document, str]] = _field(default_factory=list)
     context: Counter[str] = _field(default_factory=Counter)
     files: int = 0
 

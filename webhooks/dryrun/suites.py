@@ -36,7 +36,7 @@ from typing import Any, Final, Literal
 from webhooks.cluster.files import StaticCluster, read_objects
 from webhooks.configfile import read_config
 from webhooks.core.config import Config, ConfigError, load_config
-from webhooks.dryrun.expand import KINDS
+from webhooks.dryrun.expand import KIND_NAMES
 from webhooks.manifests.errors import ManifestError, show
 from webhooks.manifests.reader import EMPTY_PATH, Document, Manifests, load, read, split, walk
 from webhooks.plugins import REGISTRY
@@ -288,6 +288,6 @@ def _resource(doc: Document, value: Any, at: str) -> Resource:
             raise _error(doc, f"{at}.{key}", f"{at}.{key}: required: a non-empty string")
         fields[key] = raw
     kind = fields["kind"]
-    info = KINDS.get(kind)
+    info = KIND_NAMES.get(kind)
     default = "default" if info is None or info.namespaced else ""
     return Resource(kind, fields.get("namespace", default), fields["name"])

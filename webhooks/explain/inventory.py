@@ -22,6 +22,7 @@ from webhooks.explain.queues import (
     parse_local_queue,
 )
 from webhooks.explain.templates import TEMPLATE_KINDS, Template, parse_template
+from webhooks.k8s.podspec import NODE
 from webhooks.manifests.errors import ManifestError
 from webhooks.manifests.reader import Document
 
@@ -145,15 +146,17 @@ def templates_from(documents: Iterable[Document], namespace: str = "default") ->
 
 
 def pods_from(report: Report) -> tuple[list[PodView], list[str]]:
-    """The Pod each admitted object yields, and a note for each Node found among them.
+    """The Pod each admitted object yields, and a note for each Node found among them and
+    each kind of another group that takes a built-in's name.
 
     Why Nodes are noted, not placed: they belong in ``--nodes``; a Node in PATH is almost
-    always a file given to the wrong option.
+    always a file given to the wrong option. Why the foreign kinds: an ``apps.kruise.io``
+    DaemonSet is not placed as a DaemonSet's pods, and the user must see that it was not.
     """
     pods: list[PodView] = []
-    notes: list[str] = []
+    notes = [f"{doc.path}:{doc.line}: skipped: {reason}" for doc, reason in report.foreign]
     for checked in report.checked:
-        if checked.kind == "Node":
+        if checked.key == NODE:
             doc = checked.document
             notes.append(f"{doc.path}:{doc.line}: a Node in PATH is ignored; use --nodes")
             continue

@@ -17,7 +17,7 @@ from typing import Any, Final
 from webhooks.dryrun.report import Checked
 from webhooks.explain.devices import ExtendedDevices, ResolvedClaim
 from webhooks.explain.queues import queue_label
-from webhooks.k8s.podspec import POD_SPEC_PATHS, get_path
+from webhooks.k8s.podspec import DAEMON_SET, POD, POD_SPEC_PATHS, GroupKind, get_path
 from webhooks.k8s.quantity import QuantityError, parse_resource_list
 from webhooks.k8s.tolerations import identity, tolerates
 
@@ -60,7 +60,7 @@ class PodView:
     claims: tuple[ResolvedClaim, ...] = ()
     extended: tuple[ExtendedDevices, ...] = ()
     classes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    kind: str = ""
+    kind: GroupKind = ("", "")
     queue: str | None = None
 
     def tolerating(
@@ -103,11 +103,11 @@ def pod_view(checked: Checked) -> PodView | None:
     ``None`` for objects that create no pods. Why from :class:`Checked`: the pod must be
     exactly what the admission chain stores, tolerations and node affinity included.
     """
-    kind = checked.kind
+    kind = checked.key
     path = POD_SPEC_PATHS.get(kind)
-    if path is None:
+    if path is None or not checked.admitted:
         return None
-    pod = checked.stored.get("object" if kind == "Pod" else "pod")
+    pod = checked.stored.get("object" if kind == POD else "pod")
     spec = pod.get("spec") if isinstance(pod, Mapping) else None
     if not isinstance(spec, Mapping):
         return None
@@ -135,7 +135,7 @@ def pod_view(checked: Checked) -> PodView | None:
         for f in checked.findings
         if f.type == "violation" and f.level == "error"
     )
-    subject = checked.subject if kind == "Pod" else f"pods of {checked.subject}"
+    subject = checked.subject if kind == POD else f"pods of {checked.subject}"
     return PodView(
         subject=subject,
         spec=spec,
@@ -148,7 +148,7 @@ def pod_view(checked: Checked) -> PodView | None:
         added=added,
         admission=tuple(dict.fromkeys(admission)),
         denied=tuple(dict.fromkeys(denied)),
-        daemon=kind == "DaemonSet",
+        daemon=kind == DAEMON_SET,
         namespace=checked.namespace,
         kind=kind,
         queue=queue_label(kind, checked.stored.get("object") or checked.document.obj),

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from webhooks.explain.nodes import InventoryError
+from webhooks.k8s.podspec import POD, GroupKind
 from webhooks.k8s.selectors import Selector, compile_selector, selector_problems
 from webhooks.manifests.errors import show
 
@@ -52,18 +53,18 @@ _TEMPLATE: Final = ("spec", "template", "metadata", "labels")
 #: turns into a workload, then the pod template (its pods carry the label, and Kueue's
 #: pod integration manages a labelled pod whose owner it does not manage). Kinds not
 #: listed (DaemonSet) are never managed by Kueue.
-QUEUE_LABEL_PATHS: Final[Mapping[str, tuple[tuple[str, ...], ...]]] = {
-    "Pod": (_OWN,),
-    "Job": (_OWN, _TEMPLATE),
-    "Deployment": (_OWN, _TEMPLATE),
-    "StatefulSet": (_OWN, _TEMPLATE),
-    "ReplicaSet": (_OWN, _TEMPLATE),
-    "ReplicationController": (_OWN, _TEMPLATE),
-    "CronJob": (
+QUEUE_LABEL_PATHS: Final[Mapping[GroupKind, tuple[tuple[str, ...], ...]]] = {
+    POD: (_OWN,),
+    ("batch", "Job"): (_OWN, _TEMPLATE),
+    ("apps", "Deployment"): (_OWN, _TEMPLATE),
+    ("apps", "StatefulSet"): (_OWN, _TEMPLATE),
+    ("apps", "ReplicaSet"): (_OWN, _TEMPLATE),
+    ("", "ReplicationController"): (_OWN, _TEMPLATE),
+    ("batch", "CronJob"): (
         ("spec", "jobTemplate", "metadata", "labels"),
         ("spec", "jobTemplate", "spec", "template", "metadata", "labels"),
     ),
-    "PodTemplate": (("template", "metadata", "labels"),),
+    ("", "PodTemplate"): (("template", "metadata", "labels"),),
 }
 
 
@@ -75,7 +76,7 @@ def _label_at(obj: Any, path: tuple[str, ...]) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def queue_label(kind: str, obj: Any) -> str | None:
+def queue_label(kind: GroupKind, obj: Any) -> str | None:
     """The ``kueue.x-k8s.io/queue-name`` an object of ``kind`` carries where Kueue reads it;
     ``None`` when it has none (or ``kind`` is one Kueue never manages).
 
@@ -247,11 +248,11 @@ class Queues:
             if isinstance(name, str) and name:
                 self.namespaces[name] = labels if isinstance(labels, Mapping) else {}
 
-    def assign(self, kind: str, label: str | None, namespace: str) -> Assignment:
+    def assign(self, kind: GroupKind, label: str | None, namespace: str) -> Assignment:
         """The flavors Kueue may give a pod of a ``kind`` object labelled ``label`` in
         ``namespace`` (see the module docstring for each rule)."""
         if kind not in QUEUE_LABEL_PATHS:
-            return Assignment(None, f"not managed by Kueue: it has no {kind} integration")
+            return Assignment(None, f"not managed by Kueue: it has no {kind[1]} integration")
         name = label
         if name is None:
             managed = namespace not in UNMANAGED_NAMESPACES

@@ -52,10 +52,10 @@ from webhooks.export.model import (
     plugin_lines,
 )
 from webhooks.export.translators import TRANSLATORS
+from webhooks.k8s.podspec import POD, TEMPLATE_RESOURCES
 from webhooks.webhookconfig import (
     API_VERSION,
     GROUP_VERSIONS,
-    TEMPLATE_FIELDS,
     WebhookSettings,
     match_conditions,
     namespace_selector,
@@ -87,13 +87,9 @@ EXPIRES_WHY = (
 
 def _template_rules(operations: Sequence[str]) -> list[dict[str, Any]]:
     by_group: dict[str, list[str]] = {}
-    for resource, _ in TEMPLATE_FIELDS.items():
-        group = (
-            ""
-            if resource in ("replicationcontrollers", "podtemplates")
-            else ("batch" if resource in ("jobs", "cronjobs") else "apps")
-        )
-        by_group.setdefault(group, []).append(resource)
+    for (group, resource), key in TEMPLATE_RESOURCES.items():
+        if key != POD:
+            by_group.setdefault(group, []).append(resource)
     return [
         {
             "apiGroups": [group],
@@ -138,11 +134,7 @@ def _service_account(target: Target) -> str:
     elif target == "daemonsets":
         spec = "object.spec.template.spec"
     else:
-        spec = (
-            "(request.kind.kind == 'PodTemplate' ? object.template.spec"
-            " : request.kind.kind == 'CronJob' ? object.spec.jobTemplate.spec.template.spec"
-            " : object.spec.template.spec)"
-        )
+        spec = "(" + cel.by_template_kind(lambda path: "object." + ".".join(path)) + ")"
     return f"({spec}.?serviceAccountName.orValue('') == '' ? 'default' : {spec}.serviceAccountName)"
 
 

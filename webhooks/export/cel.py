@@ -19,7 +19,8 @@ Conventions, each forced by how the API server types admission CEL:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from webhooks.k8s.names import (
@@ -36,6 +37,7 @@ from webhooks.k8s.names import (
     QUALIFIED_NAME_MAX_LENGTH,
     TOO_MANY_PARTS_MSG,
 )
+from webhooks.k8s.podspec import POD_SPEC_PATHS, PodSpecPath
 
 #: What a qualified name (label key, toleration key) looks like, anchored: CEL's
 #: ``matches`` finds the pattern anywhere, and RE2's ``$`` is the end of the text.
@@ -339,3 +341,23 @@ def go_quote(expr: str) -> str:
     ``\\x``/``\\u`` escape.
     """
     return f"'\"' + {expr}.replace('\\\\', '\\\\\\\\').replace('\"', '\\\\\"') + '\"'"
+
+
+def by_template_kind(choose: Callable[[PodSpecPath], str]) -> str:
+    """CEL that is ``choose(path)`` for the pod spec path of the request's kind, over every
+    built-in template kind (:data:`~webhooks.k8s.podspec.POD_SPEC_PATHS`).
+
+    Why the kind name alone is exact here: a policy's ``matchConstraints`` name only the
+    built-in groups' resources, so the request's kind is the built-in of that name. The
+    path most kinds share is the last branch; the others are tested shallowest first.
+    """
+    paths = Counter(POD_SPEC_PATHS.values())
+    common = paths.most_common(1)[0][0]
+    branches: dict[PodSpecPath, str] = {}
+    for (_, kind), path in sorted(POD_SPEC_PATHS.items(), key=lambda item: len(item[1])):
+        if path != common and path not in branches:
+            branches[path] = kind
+    out = choose(common)
+    for path, kind in reversed(branches.items()):
+        out = f"request.kind.kind == '{kind}' ? {choose(path)} : {out}"
+    return out

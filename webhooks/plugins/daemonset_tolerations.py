@@ -38,7 +38,7 @@ from webhooks.core.plugin import PODS, Context, GroupResource, Mutator, Plugin
 from webhooks.core.result import UNCHANGED, Result
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.mapping import MAPPING
-from webhooks.k8s.podspec import POD_SPEC_PATHS, get_path
+from webhooks.k8s.podspec import DAEMON_SET, POD, POD_SPEC_PATHS, get_path, group_of
 from webhooks.k8s.tolerations import (
     EXISTS,
     NO_EXECUTE,
@@ -106,12 +106,9 @@ def controlled_by_daemonset(obj: Mapping[str, Any]) -> bool:
     for ref in refs:
         if not isinstance(ref, MAPPING) or ref.get("controller") is not True:
             continue
-        api_version = ref.get("apiVersion")
-        if (
-            ref.get("kind") == "DaemonSet"
-            and isinstance(api_version, str)
-            and api_version.startswith("apps/")
-        ):
+        # Not group_kind: the controller writes apps/v1 into the references it makes, and an
+        # extensions one is no DaemonSet controller's.
+        if (group_of(ref.get("apiVersion")), ref.get("kind")) == DAEMON_SET:
             return True
     return False
 
@@ -145,9 +142,9 @@ def mutate(request: AdmissionRequest, obj: dict[str, Any], ctx: Context) -> Resu
     if request.group_resource == PODS:
         if not controlled_by_daemonset(obj):
             return UNCHANGED
-        path = POD_SPEC_PATHS["Pod"]
+        path = POD_SPEC_PATHS[POD]
     else:
-        path = POD_SPEC_PATHS["DaemonSet"]
+        path = POD_SPEC_PATHS[DAEMON_SET]
     spec = get_path(obj, path)
     tolerations = tolerations_of(spec) if spec is not None else None
     if spec is None or tolerations is None:

@@ -28,12 +28,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhooks.core.plugin import RESOURCE_KINDS, Context, GroupResource, Plugin, Validator
+from webhooks.core.plugin import Context, GroupResource, Plugin, Validator
 from webhooks.core.result import Violation
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.fielderr import invalid
 from webhooks.k8s.mapping import MAPPING
-from webhooks.k8s.podspec import POD_SPEC_PATHS, PodSpecPath, dotted
+from webhooks.k8s.podspec import POD_SPEC_PATHS, TEMPLATE_RESOURCES, PodSpecPath, dotted
 from webhooks.k8s.validation import (
     COMPARISONS,
     NOT_AN_OBJECT_MSG,
@@ -43,7 +43,7 @@ from webhooks.k8s.validation import (
     toleration_errors,
 )
 
-NODE = "Node"
+NODES: GroupResource = ("", "nodes")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,13 +85,13 @@ def uses_comparisons(obj: Mapping[str, Any] | None, path: PodSpecPath) -> bool:
     return any(isinstance(t, MAPPING) and t.get("operator") in COMPARISONS for t in tolerations)
 
 
-#: kind → (path of the spec, name of the list there, that list's dotted path); rendered
+#: resource → (path of the spec, name of the list there, that list's dotted path); rendered
 #: once here rather than on every review.
-_WHERE: Mapping[str, tuple[PodSpecPath, str, str]] = {
-    NODE: (("spec",), "taints", dotted(("spec",), "taints")),
+_WHERE: Mapping[GroupResource, tuple[PodSpecPath, str, str]] = {
+    NODES: (("spec",), "taints", dotted(("spec",), "taints")),
     **{
-        kind: (path, "tolerations", dotted(path, "tolerations"))
-        for kind, path in POD_SPEC_PATHS.items()
+        resource: (POD_SPEC_PATHS[kind], "tolerations", dotted(POD_SPEC_PATHS[kind], "tolerations"))
+        for resource, kind in TEMPLATE_RESOURCES.items()
     },
 }
 
@@ -106,8 +106,7 @@ def validate(request: AdmissionRequest, obj: dict[str, Any], ctx: Context) -> li
     Each Violation carries the real dotted path, so offline tools can point at the line.
     """
     settings: Settings = ctx.settings
-    kind = RESOURCE_KINDS.get(request.group_resource, "")
-    where = _WHERE.get(kind)
+    where = _WHERE.get(request.group_resource)
     if where is None:
         return []
     spec_path, list_name, path = where
@@ -115,7 +114,7 @@ def validate(request: AdmissionRequest, obj: dict[str, Any], ctx: Context) -> li
     if spec is None:
         return _violations([problem] if problem else [])
     items = spec.get(list_name)
-    if kind == NODE:
+    if request.group_resource == NODES:
         return _violations(taint_errors(items, path))
     comparisons = settings.comparison_operators or (
         request.operation == "UPDATE" and uses_comparisons(request.old_object, spec_path)
@@ -123,10 +122,7 @@ def validate(request: AdmissionRequest, obj: dict[str, Any], ctx: Context) -> li
     return _violations(toleration_errors(items, path, comparisons=comparisons))
 
 
-_KINDS = {*POD_SPEC_PATHS, NODE}
-RESOURCES: frozenset[GroupResource] = frozenset(
-    resource for resource, kind in RESOURCE_KINDS.items() if kind in _KINDS
-)
+RESOURCES: frozenset[GroupResource] = frozenset(_WHERE)
 
 PLUGIN = Plugin(
     name="taint-toleration-rules",

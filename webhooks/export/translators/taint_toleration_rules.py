@@ -12,6 +12,7 @@ server refuses them first. The plugin is exact.
 
 from __future__ import annotations
 
+from webhooks.export import cel
 from webhooks.export.model import EXACT, Check, Line, Translation, Validating
 from webhooks.plugins.taint_toleration_rules import PLUGIN, Settings
 
@@ -22,12 +23,7 @@ _SPEC = "variables.tttSpec"
 
 def _validation() -> Validating:
     # The pod spec of every kind the webhook checks (POD_SPEC_PATHS), by the request's kind.
-    spec = (
-        "request.kind.kind == 'Pod' ? object.spec"
-        " : request.kind.kind == 'PodTemplate' ? object.template.spec"
-        " : request.kind.kind == 'CronJob' ? object.spec.jobTemplate.spec.template.spec"
-        " : object.spec.template.spec"
-    )
+    spec = cel.by_template_kind(lambda path: "object." + ".".join(path))
     old_spec = spec.replace("object.", "oldObject.")
     variables = (
         ("tttSpec", spec),
@@ -42,11 +38,7 @@ def _validation() -> Validating:
             f".filter(i, {_SPEC}.tolerations[i].?operator.orValue('') in ['Lt', 'Gt'])",
         ),
     )
-    path = (
-        "request.kind.kind == 'Pod' ? 'spec' : request.kind.kind == 'PodTemplate'"
-        " ? 'template.spec' : request.kind.kind == 'CronJob'"
-        " ? 'spec.jobTemplate.spec.template.spec' : 'spec.template.spec'"
-    )
+    path = cel.by_template_kind(lambda path: "'" + ".".join(path) + "'")
     one = (
         f"({path}) + '.tolerations[' + string(i) + '].operator: Unsupported value: \"'"
         f' + {_SPEC}.tolerations[i].operator + \'": supported values: "Equal", "Exists"\''
