@@ -12,7 +12,6 @@ import pytest
 from tests.command import ROOT
 from webhooks import collector
 
-
 #: CPython 3.11's own schedule, set before the test: a command run earlier in the same
 #: process (the CLI's tests call ``main``) has already tuned it.
 CPYTHON_THRESHOLD = (700, 10, 10)
