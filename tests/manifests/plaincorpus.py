@@ -22,8 +22,9 @@ from collections.abc import Iterator
 #: space. Every pair of them is tried at the start, in the middle and at the end.
 INDICATORS = (":", "#", "?", "-", ",", "[", "]", "{", "}", " ")
 
-#: The other characters YAML gives a meaning to; each alone is tried in every position.
-OTHERS = ("!", "&", "*", "|", ">", "'", '"', "%", "@", "`", ".", "=", "/", "<")
+#: The other characters YAML gives a meaning to, and the tab; each alone is tried in every
+#: position.
+OTHERS = ("!", "&", "*", "|", ">", "'", '"', "%", "@", "`", ".", "=", "/", "<", "\t")
 
 #: Values people write unquoted that are made of the characters above.
 WRITTEN = (
@@ -72,9 +73,11 @@ def scalars() -> Iterator[str]:
 #: Where a scalar ``{s}`` is written: (what the place is, the document around it). Block
 #: mapping keys and values, block sequence items, flow sequences (first, last, alone, one
 #: of several lines), flow mappings (key, value, a key without a value), a single-pair map
-#: in a flow sequence, and flow collections nested in each other.
+#: in a flow sequence, flow collections nested in each other, and a scalar continued on a
+#: second line.
 CONTEXTS: tuple[tuple[str, str], ...] = (
     ("a block mapping value", "k: {s}\n"),
+    ("a block mapping value continued on the next line", "k: {s}\n  more\n"),
     ("a block mapping key", "k:\n  {s}: v\n"),
     ("a block sequence item", "k:\n- {s}\n"),
     ("a block mapping value inside a block sequence", "k:\n- a: {s}\n"),
@@ -82,6 +85,7 @@ CONTEXTS: tuple[tuple[str, str], ...] = (
     ("a flow sequence's first item", "k: [{s}, x]\n"),
     ("a flow sequence's last item", "k: [x, {s}]\n"),
     ("a flow sequence item on a line of its own", "k: [\n  {s},\n  x\n]\n"),
+    ("a flow sequence item continued on the next line", "k: [{s}\n  more]\n"),
     ("a flow mapping value", "k: {{a: {s}}}\n"),
     ("a flow mapping value before another entry", "k: {{a: {s}, b: c}}\n"),
     ("a flow mapping key", "k: {{{s}: v}}\n"),

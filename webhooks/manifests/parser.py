@@ -18,7 +18,8 @@ Both parsers are state machines with explicit stacks, so neither recurses on dee
 Their error messages differ, which is why :mod:`.syntax` words every error itself.
 
 Where libyaml reads a text otherwise than go-yaml v2 (kubectl's parser) does, the text is
-read again by the pure-Python parser, whose rules for those places are go-yaml's:
+read again by the pure-Python parser, whose rules for those places are go-yaml's (and
+whose tabs, unlike PyYAML's own, are blanks where go-yaml's and libyaml's are):
 
 - a ``:`` inside a plain scalar in a flow collection ends the scalar only when a space, a
   line break or the end follows it (``[2001:db8::1, 001:db8::]`` holds two strings), where
@@ -59,8 +60,10 @@ class PureEvents(Reader, Scanner, Parser):
     when the level closes, and a new key is always the deepest), so the nearest key is the
     first, and the stale ones (on an earlier line, or more than 1,024 characters back) are
     a prefix: both questions are answered without walking the rest. The answers are
-    PyYAML's own, and so are the events, except for plain scalars in flow collections,
-    which end where go-yaml v2's end (:meth:`scan_plain`).
+    PyYAML's own, and so are the events, except where PyYAML's scanner and go-yaml v2's
+    (kubectl's, and libyaml's there) differ: plain scalars in flow collections end where
+    go-yaml ends them (:meth:`scan_plain`), and tabs are blanks where go-yaml takes them
+    as blanks (:meth:`scan_to_next_token`, :meth:`scan_plain_spaces`).
     """
 
     def __init__(self, stream: str) -> None:
@@ -122,6 +125,80 @@ class PureEvents(Reader, Scanner, Parser):
                 break
         return ScalarToken("".join(chunks), True, start_mark, end_mark)
 
+    def scan_to_next_token(self) -> None:
+        """Skip blanks, comments and line breaks up to the next token, tabs as go-yaml does.
+
+        Why not PyYAML's: it skips spaces only, so a tab between tokens (``k: {a: \tb}``)
+        is refused, where go-yaml skips a tab inside a flow collection, and in block context
+        wherever a simple key cannot start (after a key's ``:``, so ``k:\tv`` is read), and
+        keeps refusing one that would indent a line.
+        """
+        if self.index == 0 and self.peek() == "\ufeff":
+            self.forward()
+        while True:
+            tabs = bool(self.flow_level) or not self.allow_simple_key
+            length = 0
+            while (ch := self.peek(length)) == " " or (tabs and ch == "\t"):
+                length += 1
+            if length:
+                self.forward(length)
+            if self.peek() == "#":
+                length = 0
+                while self.peek(length) not in _BREAKZ:
+                    length += 1
+                self.forward(length)
+            if not self._line_break():
+                return
+            if not self.flow_level:
+                self.allow_simple_key = True
+
+    def scan_plain_spaces(self, indent: int, start_mark: Any) -> list[str] | None:
+        """The blanks and line breaks after a run of a plain scalar, as the text joining it
+        to the next run; ``None`` at a document marker, which ends the scalar.
+
+        Why not PyYAML's: it takes spaces only, so a tab inside a plain scalar
+        (``a\tb``) ended it, where go-yaml keeps tabs as it keeps spaces. A tab that
+        indents a continuation line less than the scalar's block is refused, as go-yaml
+        refuses it. Line breaks fold as YAML folds them: one becomes a space, more keep
+        all but the first.
+        """
+        length = 0
+        while self.peek(length) in " \t":
+            length += 1
+        blanks = self.prefix(length)
+        self.forward(length)
+        if self.peek() not in _BREAKS:
+            return [blanks] if blanks else []
+        first = self._line_break()
+        self.allow_simple_key = True
+        more: list[str] = []
+        while True:
+            if self._at_document_marker():
+                return None
+            while (ch := self.peek()) in " \t":
+                if ch == "\t" and self.column < indent:
+                    raise ScannerError(
+                        "while scanning a plain scalar",
+                        start_mark,
+                        "found a tab character that violates indentation",
+                        self.get_mark(),
+                    )
+                self.forward()
+            if self.peek() not in _BREAKS:
+                break
+            more.append(self._line_break())
+        folded = [first] if first != "\n" else [] if more else [" "]
+        return folded + more
+
+    def _line_break(self) -> str:
+        """PyYAML's reading of one line break ("" where there is none), typed."""
+        found: str = self.scan_line_break()  # type: ignore[no-untyped-call]
+        return found
+
+    def _at_document_marker(self) -> bool:
+        """Whether a ``---`` or ``...`` line starts here (a plain scalar ends before it)."""
+        return self.column == 0 and self.prefix(3) in ("---", "...") and self.peek(3) in _BLANKZ
+
     def _plain_run(self) -> int:
         """How many characters from the pointer on belong to a plain scalar, up to a blank.
 
@@ -149,6 +226,8 @@ class PureEvents(Reader, Scanner, Parser):
 #: What ends a plain scalar: go-yaml's blanks (spaces, tabs, line breaks and the end, which
 #: PyYAML's buffer marks with "\0"), and a ":" followed by one of them.
 _BLANKZ = "\0 \t\r\n\x85\u2028\u2029"
+_BREAKS = "\r\n\x85\u2028\u2029"
+_BREAKZ = "\0" + _BREAKS
 _BLOCK_RUN = re.compile(f"(?:[^{_BLANKZ}:]|:(?![{_BLANKZ}]))*")
 #: In a flow collection the flow indicators end a plain scalar too, but a ":" before one of
 #: them stays in it (go-yaml checks the ":" first, against blanks only).
