@@ -95,7 +95,26 @@ CONTEXTS: tuple[tuple[str, str], ...] = (
     ("a flow sequence in a flow sequence", "k: [[{s}]]\n"),
     ("a flow mapping value in a flow sequence", "k: [{{a: {s}}}]\n"),
     ("a flow sequence in a flow mapping", "k: {{a: [{s}]}}\n"),
+    ("a block mapping value ending a file without a line break", "k: {s}"),
+    ("a flow sequence ending a file without a line break", "k: [x, {s}]"),
 )
+
+#: Block and quoted scalars, written only where a file ends without a final line break:
+#: what a literal or folded scalar keeps of its last line depends on its chomping indicator
+#: and on the line break that is not there.
+LAST = (
+    *(
+        f"{style}{chomp}\n  {body}"
+        for style in "|>"
+        for chomp in ("", "-", "+")
+        for body in ("x", "x  ", "x\n  y", "x\n\n", "")
+    ),
+    "'x'",
+    '"x"',
+    "'x\n  y'",
+    "x\n  y",
+)
+LAST_CONTEXT = "a block or quoted scalar ending a file without a line break"
 
 
 def cases() -> Iterator[tuple[str, str]]:
@@ -103,3 +122,5 @@ def cases() -> Iterator[tuple[str, str]]:
     for context, template in CONTEXTS:
         for scalar in scalars():
             yield context, template.format(s=scalar)
+    for scalar in LAST:
+        yield LAST_CONTEXT, f"k: {scalar}"

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.manifests.plaincorpus import CONTEXTS, cases
+from tests.manifests.plaincorpus import CONTEXTS, LAST_CONTEXT, cases
 from webhooks.manifests import parser
 from webhooks.manifests.decode import decode
 
@@ -60,7 +60,10 @@ def disagreements(context: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("context", [pytest.param(name, id=name) for name, _ in CONTEXTS])
+@pytest.mark.parametrize(
+    "context",
+    [pytest.param(name, id=name) for name in [*(name for name, _ in CONTEXTS), LAST_CONTEXT]],
+)
 def test_every_plain_scalar_is_accepted_and_resolved_as_kubectl_does(
     context: str, parser_path: str
 ) -> None:

@@ -203,24 +203,25 @@ class PureEvents(Reader, Scanner, Parser):
         """How many characters from the pointer on belong to a plain scalar, up to a blank.
 
         go-yaml's rule: a ``:`` ends the run when a blank, a line break or the end follows
-        it; in a flow collection, so do ``,``, ``?``, ``[``, ``]``, ``{`` and ``}``. Each
-        character's fate depends on itself and the one after it, so when a streamed text's
-        buffer ends inside the run, the match goes on from the run's last character after
-        more is read (each time twice as much, as the reader copies its buffer when it
-        reads): the run costs its own length however the text arrives.
+        it; in a flow collection, so do ``,``, ``?``, ``[``, ``]``, ``{`` and ``}``. The run
+        is found by searching for its end, which keeps no state per character (a pattern
+        that matched the run itself would, hundreds of bytes each). A ``:`` that is the last
+        character of a streamed text's buffer is no end until the next character is known,
+        so the search goes on from it after more is read (each time twice as much, as the
+        reader copies its buffer when it reads): the run costs its own length however the
+        text arrives.
         """
-        run = _FLOW_RUN if self.flow_level else _BLOCK_RUN
+        stop = _FLOW_STOP if self.flow_level else _BLOCK_STOP
         done = 0  # characters past the pointer already known to be in the run
         while True:
             buffer: str = self.buffer
             pointer: int = self.pointer
-            found = run.match(buffer, pointer + done)  # matches always: the run may be empty
-            end = (found.end() if found else pointer + done) - pointer
-            # The buffer of a str, or of a stream read to its end, ends with "\0".
-            if self.raw_buffer is None or pointer + end + 1 < len(buffer):
-                return end
-            done = max(end - 1, 0)
-            self.update(2 * end + 2)  # twice as much each time: the reader's copies stay linear
+            found = stop.search(buffer, pointer + done)
+            # The buffer of a str, or of a stream read to its end, ends with "\0", an end.
+            if found is not None:
+                return found.start() - pointer
+            done = max(len(buffer) - pointer - 1, 0)
+            self.update(2 * done + 2)  # twice as much each time: the reader's copies stay linear
 
 
 #: What ends a plain scalar: go-yaml's blanks (spaces, tabs, line breaks and the end, which
@@ -228,10 +229,10 @@ class PureEvents(Reader, Scanner, Parser):
 _BLANKZ = "\0 \t\r\n\x85\u2028\u2029"
 _BREAKS = "\r\n\x85\u2028\u2029"
 _BREAKZ = "\0" + _BREAKS
-_BLOCK_RUN = re.compile(f"(?:[^{_BLANKZ}:]|:(?![{_BLANKZ}]))*")
+_BLOCK_STOP = re.compile(f"[{_BLANKZ}]|:(?=[{_BLANKZ}])")
 #: In a flow collection the flow indicators end a plain scalar too, but a ":" before one of
 #: them stays in it (go-yaml checks the ":" first, against blanks only).
-_FLOW_RUN = re.compile(f"(?:[^{_BLANKZ}:,?\\[\\]{{}}]|:(?![{_BLANKZ}]))*")
+_FLOW_STOP = re.compile(f"[{_BLANKZ},?\\[\\]{{}}]|:(?=[{_BLANKZ}])")
 
 #: The YAML specification limits a simple key to one line and 1,024 characters.
 _SIMPLE_KEY_SPAN = 1024
