@@ -128,10 +128,10 @@ class PureEvents(Reader, Scanner, Parser):
     def scan_to_next_token(self) -> None:
         """Skip blanks, comments and line breaks up to the next token, tabs as go-yaml does.
 
-        Why not PyYAML's: it skips spaces only, so a tab between tokens (``k: {a: \tb}``)
-        is refused, where go-yaml skips a tab inside a flow collection, and in block context
-        wherever a simple key cannot start (after a key's ``:``, so ``k:\tv`` is read), and
-        keeps refusing one that would indent a line.
+        Why not PyYAML's: it skips spaces only, so a tab between tokens (after ``{a:``) is
+        refused, where go-yaml skips a tab inside a flow collection, and in block context
+        wherever a simple key cannot start (after a key's ``:``, so ``k:`` then a tab and
+        ``v`` is read), and keeps refusing one that would indent a line.
         """
         if self.index == 0 and self.peek() == "\ufeff":
             self.forward()
@@ -156,8 +156,8 @@ class PureEvents(Reader, Scanner, Parser):
         """The blanks and line breaks after a run of a plain scalar, as the text joining it
         to the next run; ``None`` at a document marker, which ends the scalar.
 
-        Why not PyYAML's: it takes spaces only, so a tab inside a plain scalar
-        (``a\tb``) ended it, where go-yaml keeps tabs as it keeps spaces. A tab that
+        Why not PyYAML's: it takes spaces only, so a tab inside a plain scalar (between
+        ``a`` and ``b``) ended it, where go-yaml keeps tabs as it keeps spaces. A tab that
         indents a continuation line less than the scalar's block is refused, as go-yaml
         refuses it. Line breaks fold as YAML folds them: one becomes a space, more keep
         all but the first.
