@@ -17,7 +17,7 @@ EDITABLE := PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(PIP) ins
 SERVE_STAMP := $(VENV)/.serve-installed
 TEST_STAMP  := $(VENV)/.test-installed
 
-.PHONY: chart-native image-size serve test lint typecheck unit system-deps properties bench bench-deps bench-check bench-churn bench-hostile bench-audit bench-growth lock lock-upgrade clean controlplane controlplane-mod cluster e2e
+.PHONY: yaml-reference chart-native image-size serve test lint typecheck unit system-deps properties bench bench-deps bench-check bench-churn bench-hostile bench-audit bench-growth lock lock-upgrade clean controlplane controlplane-mod cluster e2e
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -147,6 +147,15 @@ controlplane: $(TEST_STAMP)
 # Regenerate tests/controlplane/gomod/*/go.mod and go.sum after changing KUBERNETES_VERSION.
 controlplane-mod: $(TEST_STAMP)
 	$(BIN)/python -m tests.controlplane.build --generate
+	$(BIN)/python -m tests.controlplane.yamlreference --generate
+
+# kubectl's answers for the plain-scalar corpus (tests/manifests/plaincorpus.py), written to
+# tests/fixtures/yamlref/plain-scalars.json by kubectl's own YAML reader built from
+# the pinned release's modules (tests/controlplane/gomod/yamlref; needs Go and the module
+# proxy). `make test` compares the manifest reader with the stored answers without Go;
+# `make e2e` fails when they are stale. Run it after changing the corpus or the release.
+yaml-reference: $(TEST_STAMP)
+	$(BIN)/python -m tests.controlplane.yamlreference
 
 # A control plane in the foreground: prints KUBECONFIG=<path>, then `ready`; Ctrl-C stops it.
 # MODE=in-tree|webhooks|managed, CONFIG=<placement-webhooks config file> (default: built-in).

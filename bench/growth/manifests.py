@@ -75,6 +75,18 @@ def _flow_line(n: int) -> Source:
     return _source(f"apiVersion: v1\nkind: ConfigMap\ndata: {{{items}}}\n")
 
 
+def _addresses(n: int) -> Source:
+    # The last address ends in ":]", which libyaml refuses: the pure-Python parser reads it all.
+    tag = next(_fresh)
+    items = "".join(f"2001:db8:{tag:x}::{i:x}, " for i in range(n))
+    return _source(f"apiVersion: v1\nkind: ConfigMap\ndata: {{a: [{items}001:db8::]}}\n")
+
+
+def _colon_scalar(n: int) -> Source:
+    # One plain scalar of n colons in a flow list, ending in ":]": the pure-Python parser.
+    return _source(f"apiVersion: v1\nkind: ConfigMap\ndata: {{a: [{next(_fresh)}{'x:' * n}]}}\n")
+
+
 def _long_scalar(n: int) -> Source:
     return _source(f"apiVersion: v1\nkind: ConfigMap\ndata:\n  big: {next(_fresh)}{'x' * n}\n")
 
@@ -156,6 +168,18 @@ SURFACES = [
     Surface("manifests: entries of one document", "entries", 40_000, in_process(_entries, _split)),
     Surface("manifests: a flow map on one line", "entries", 40_000, in_process(_flow_line, _split)),
     Surface("manifests: one long scalar", "bytes", 16_000_000, in_process(_long_scalar, _split)),
+    Surface(
+        "manifests: IPv6 addresses in a flow list (pure-Python parser)",
+        "entries",
+        20_000,
+        in_process(_addresses, _split),
+    ),
+    Surface(
+        "manifests: one flow scalar of colons (pure-Python parser)",
+        "colons",
+        1_000_000,
+        in_process(_colon_scalar, _split),
+    ),
     Surface(
         "manifests: flow nesting depth ([[[...]]])",
         "levels",

@@ -13,7 +13,8 @@ the way kubectl does, and every object must know its file and line.
 - :mod:`.decode`: text to values with kubectl's rules and limits, the one entry point, built
   from :mod:`.encoding` (bytes to text), :mod:`.jsonstream` and :mod:`.yamlstream` (the two
   stream forms), :mod:`.scalars` (go-yaml v2's scalars), :mod:`.limits` (file size, depth,
-  aliasing), :mod:`.parser` (libyaml's event parser, the pure-Python one behind it) and
+  aliasing), :mod:`.parser` (libyaml's event parser, and the pure-Python one behind it,
+  which reads with go-yaml's rules where libyaml's differ) and
   :mod:`.syntax` (YAML syntax errors in our words); :mod:`.raw` is a decoded document;
 - :mod:`.lines`: the line of a field path; :mod:`.writer`: ``dump_all`` for ``mutate``;
 - :mod:`.tree`: ``copy_tree`` and ``depth`` for trees too deep to recurse on.

@@ -2,7 +2,8 @@
 
 What a cluster receives is decided by kubectl's reader, not by the YAML specification:
 k8s.io/apimachinery ``util/yaml`` splits a stream on lines that start with ``---`` (followed
-only by spaces or a ``#`` comment, else "invalid Yaml document separator"), decodes a stream
+only by spaces or a ``#`` comment, else "invalid Yaml document separator"), ending each line
+it reads with a line break, the last one too, decodes a stream
 that starts with ``{`` as JSON objects one after another, and hands each YAML document to
 sigs.k8s.io/yaml, which runs go-yaml v2 and then ``encoding/json``. This module is that
 splitting, and the one entry point; each step is a module of its own:
@@ -116,6 +117,11 @@ def decode(text: str) -> Decoded:
             return Decoded(documents)
         text = blank(text, 0, begin)  # the rest is YAML; offsets and lines stay
     source, refused = _separators(text, begin)
+    if source and not source.endswith("\n"):
+        # kubectl's line reader ends every line it hands on with a line break, the last one
+        # too: a literal or folded scalar ending the file keeps a final "\n" (`k: |` then
+        # `  x` and no line break is "x\n" to the cluster). Appended, nothing shifts.
+        source += "\n"
     try:
         read_yaml(source, index, add)
     except Refused as exc:

@@ -14,20 +14,38 @@ own, 1,000 by default, with a message of their own. So:
 - and past :data:`FAST_FLOW_DEPTH` levels of flow nesting, where libyaml's cost per token
   grows with the depth, the pure-Python parser reads the text again too.
 
-Both parsers are state machines with explicit stacks, so neither recurses on deep input,
-and both produce the same events for the same text. Their error messages differ, which
-is why :mod:`.syntax` words every error itself.
+Both parsers are state machines with explicit stacks, so neither recurses on deep input.
+Their error messages differ, which is why :mod:`.syntax` words every error itself.
+
+Where libyaml reads a text otherwise than go-yaml v2 (kubectl's parser) does, the text is
+read again by the pure-Python parser, whose rules for those places are go-yaml's (and
+whose tabs, unlike PyYAML's own, are blanks where go-yaml's and libyaml's are):
+
+- a ``:`` inside a plain scalar in a flow collection ends the scalar only when a space, a
+  line break or the end follows it (``[2001:db8::1, 001:db8::]`` holds two strings), where
+  libyaml refuses a ``:`` followed by ``,``, ``?``, ``[``, ``]``, ``{`` or ``}``
+  ("found unexpected ':'"), and PyYAML's own scanner ends the scalar there;
+- a ``?`` ends a plain scalar in a flow collection (so ``[a?b]`` is refused, as kubectl
+  refuses it), where libyaml reads on;
+- a tag in a flow collection takes ``,``, ``[`` and ``]`` into its name, as go-yaml's does,
+  where libyaml stops the tag there (or refuses it, when nothing else is left of it).
+
+libyaml's refusals are recognised by :func:`fell_short`, and the decoders recognise the
+rest on its events (:class:`NotAsKubectl`), so only a text that has such a place pays for
+a second reading.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 from typing import Any
 
 import yaml
 from yaml.parser import Parser
 from yaml.reader import Reader
 from yaml.scanner import Scanner, ScannerError
+from yaml.tokens import ScalarToken
 
 from webhooks.manifests.limits import MAX_DEPTH
 
@@ -41,8 +59,11 @@ class PureEvents(Reader, Scanner, Parser):
     their levels, which is also the order of their positions (a level's key is dropped
     when the level closes, and a new key is always the deepest), so the nearest key is the
     first, and the stale ones (on an earlier line, or more than 1,024 characters back) are
-    a prefix: both questions are answered without walking the rest. The answers, and the
-    events, are PyYAML's own.
+    a prefix: both questions are answered without walking the rest. The answers are
+    PyYAML's own, and so are the events, except where PyYAML's scanner and go-yaml v2's
+    (kubectl's, and libyaml's there) differ: plain scalars in flow collections end where
+    go-yaml ends them (:meth:`scan_plain`), and tabs are blanks where go-yaml takes them
+    as blanks (:meth:`scan_to_next_token`, :meth:`scan_plain_spaces`).
     """
 
     def __init__(self, stream: str) -> None:
@@ -75,6 +96,143 @@ class PureEvents(Reader, Scanner, Parser):
         for level in stale:
             del keys[level]
 
+    def scan_plain(self) -> ScalarToken:
+        """A plain scalar, ended where go-yaml v2 ends it (kubectl reads manifests with it).
+
+        Why not PyYAML's: in a flow collection it ends a scalar at a ``:`` followed by
+        ``,``, ``[``, ``]``, ``{`` or ``}``, which go-yaml keeps in the scalar: kubectl
+        reads ``[001:db8::]`` as the string ``001:db8::``. Everything else is the same
+        rule: a scalar is runs of non-blank characters (:meth:`_plain_run`) joined by the
+        spaces and line breaks between them, and ends at a ``#`` after a space, at a line
+        indented less than its block, or at a document marker.
+        """
+        start_mark = self.get_mark()
+        end_mark = start_mark
+        indent = self.indent + 1
+        chunks: list[str] = []
+        spaces: list[str] | None = []
+        while self.peek() != "#":
+            length = self._plain_run()
+            if not length:
+                break
+            self.allow_simple_key = False
+            chunks.extend(spaces or ())
+            chunks.append(self.prefix(length))
+            self.forward(length)
+            end_mark = self.get_mark()
+            spaces = self.scan_plain_spaces(indent, start_mark)
+            if not spaces or self.peek() == "#" or (not self.flow_level and self.column < indent):
+                break
+        return ScalarToken("".join(chunks), True, start_mark, end_mark)
+
+    def scan_to_next_token(self) -> None:
+        """Skip blanks, comments and line breaks up to the next token, tabs as go-yaml does.
+
+        Why not PyYAML's: it skips spaces only, so a tab between tokens (after ``{a:``) is
+        refused, where go-yaml skips a tab inside a flow collection, and in block context
+        wherever a simple key cannot start (after a key's ``:``, so ``k:`` then a tab and
+        ``v`` is read), and keeps refusing one that would indent a line.
+        """
+        if self.index == 0 and self.peek() == "\ufeff":
+            self.forward()
+        while True:
+            tabs = bool(self.flow_level) or not self.allow_simple_key
+            length = 0
+            while (ch := self.peek(length)) == " " or (tabs and ch == "\t"):
+                length += 1
+            if length:
+                self.forward(length)
+            if self.peek() == "#":
+                length = 0
+                while self.peek(length) not in _BREAKZ:
+                    length += 1
+                self.forward(length)
+            if not self._line_break():
+                return
+            if not self.flow_level:
+                self.allow_simple_key = True
+
+    def scan_plain_spaces(self, indent: int, start_mark: Any) -> list[str] | None:
+        """The blanks and line breaks after a run of a plain scalar, as the text joining it
+        to the next run; ``None`` at a document marker, which ends the scalar.
+
+        Why not PyYAML's: it takes spaces only, so a tab inside a plain scalar (between
+        ``a`` and ``b``) ended it, where go-yaml keeps tabs as it keeps spaces. A tab that
+        indents a continuation line less than the scalar's block is refused, as go-yaml
+        refuses it. Line breaks fold as YAML folds them: one becomes a space, more keep
+        all but the first.
+        """
+        length = 0
+        while self.peek(length) in " \t":
+            length += 1
+        blanks = self.prefix(length)
+        self.forward(length)
+        if self.peek() not in _BREAKS:
+            return [blanks] if blanks else []
+        first = self._line_break()
+        self.allow_simple_key = True
+        more: list[str] = []
+        while True:
+            if self._at_document_marker():
+                return None
+            while (ch := self.peek()) in " \t":
+                if ch == "\t" and self.column < indent:
+                    raise ScannerError(
+                        "while scanning a plain scalar",
+                        start_mark,
+                        "found a tab character that violates indentation",
+                        self.get_mark(),
+                    )
+                self.forward()
+            if self.peek() not in _BREAKS:
+                break
+            more.append(self._line_break())
+        folded = [first] if first != "\n" else [] if more else [" "]
+        return folded + more
+
+    def _line_break(self) -> str:
+        """PyYAML's reading of one line break ("" where there is none), typed."""
+        found: str = self.scan_line_break()  # type: ignore[no-untyped-call]
+        return found
+
+    def _at_document_marker(self) -> bool:
+        """Whether a ``---`` or ``...`` line starts here (a plain scalar ends before it)."""
+        return self.column == 0 and self.prefix(3) in ("---", "...") and self.peek(3) in _BLANKZ
+
+    def _plain_run(self) -> int:
+        """How many characters from the pointer on belong to a plain scalar, up to a blank.
+
+        go-yaml's rule: a ``:`` ends the run when a blank, a line break or the end follows
+        it; in a flow collection, so do ``,``, ``?``, ``[``, ``]``, ``{`` and ``}``. The run
+        is found by searching for its end, which keeps no state per character (a pattern
+        that matched the run itself would, hundreds of bytes each). A ``:`` that is the last
+        character of a streamed text's buffer is no end until the next character is known,
+        so the search goes on from it after more is read (each time twice as much, as the
+        reader copies its buffer when it reads): the run costs its own length however the
+        text arrives.
+        """
+        stop = _FLOW_STOP if self.flow_level else _BLOCK_STOP
+        done = 0  # characters past the pointer already known to be in the run
+        while True:
+            buffer: str = self.buffer
+            pointer: int = self.pointer
+            found = stop.search(buffer, pointer + done)
+            # The buffer of a str, or of a stream read to its end, ends with "\0", an end.
+            if found is not None:
+                return found.start() - pointer
+            done = max(len(buffer) - pointer - 1, 0)
+            self.update(2 * done + 2)  # twice as much each time: the reader's copies stay linear
+
+
+#: What ends a plain scalar: go-yaml's blanks (spaces, tabs, line breaks and the end, which
+#: PyYAML's buffer marks with "\0"), and a ":" followed by one of them.
+_BLANKZ = "\0 \t\r\n\x85\u2028\u2029"
+_BREAKS = "\r\n\x85\u2028\u2029"
+_BREAKZ = "\0" + _BREAKS
+_BLOCK_STOP = re.compile(f"[{_BLANKZ}]|:(?=[{_BLANKZ}])")
+#: In a flow collection the flow indicators end a plain scalar too, but a ":" before one of
+#: them stays in it (go-yaml checks the ":" first, against blanks only).
+_FLOW_STOP = re.compile(f"[{_BLANKZ},?\\[\\]{{}}]|:(?=[{_BLANKZ}])")
 
 #: The YAML specification limits a simple key to one line and 1,024 characters.
 _SIMPLE_KEY_SPAN = 1024
@@ -101,6 +259,15 @@ LIBYAML_NEST_LIMIT = 2 * MAX_DEPTH
 #: the pure-Python parser, whose cost per token does not depend on depth. Block nesting
 #: costs libyaml nothing per level and is not counted.
 FAST_FLOW_DEPTH = 1_000
+
+
+class NotAsKubectl(yaml.YAMLError):
+    """Raised by a decoder when libyaml has read something go-yaml v2 reads otherwise.
+
+    Why an error: like :class:`FlowTooDeep`, it leaves libyaml's pass, so the decoders' one
+    fallback (:func:`fell_short`) reads the text again with the pure-Python parser, whose
+    rules there are go-yaml's (see the module's docstring for the places).
+    """
 
 
 class FlowTooDeep(yaml.YAMLError):
@@ -142,17 +309,27 @@ def raise_libyaml_limit() -> int | None:
 
 
 def fell_short(exc: yaml.YAMLError) -> bool:
-    """Whether libyaml stopped at a nesting limit (its own, or :data:`FAST_FLOW_DEPTH`), so
-    the text must be read again.
+    """Whether libyaml's pass cannot stand, so the text must be read again: it stopped at a
+    nesting limit (its own, or :data:`FAST_FLOW_DEPTH`), refused a ``:`` that go-yaml keeps
+    in a plain scalar, or met something else it reads otherwise (:class:`NotAsKubectl`).
 
-    Why recognise it by its words: libyaml raises it as an ordinary scanner error, with no
-    code of its own. Only this decision reads the parser's words; what the user sees is
-    worded by the reader (:mod:`.limits`, :mod:`.syntax`), whichever parser ran.
+    Why recognise libyaml's refusals by their words: it raises them as ordinary scanner
+    errors, with no code of their own. Only this decision reads the parser's words; what
+    the user sees is worded by the reader (:mod:`.limits`, :mod:`.syntax`), whichever
+    parser ran.
     """
-    if isinstance(exc, FlowTooDeep):
+    if isinstance(exc, FlowTooDeep | NotAsKubectl):
         return True
     problem = getattr(exc, "problem", None)
-    return isinstance(problem, str) and "maximum nesting depth" in problem
+    return isinstance(problem, str) and (
+        "maximum nesting depth" in problem or problem in _READ_OTHERWISE
+    )
+
+
+#: libyaml's refusals of text go-yaml reads: a ``:`` before a flow indicator in a plain
+#: scalar, and a tag whose name is only flow indicators (``[!!, x]``, the tag ``!!,`` on
+#: ``x`` for go-yaml).
+_READ_OTHERWISE = frozenset(("found unexpected ':'", "did not find expected tag URI"))
 
 
 raise_libyaml_limit()

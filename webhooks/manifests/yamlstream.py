@@ -93,12 +93,13 @@ def _read(
     events_of = loader(text if isinstance(text, str) else text.again())
     get, check = events_of.get_event, events_of.check_event
     flow_limit = parser.flow_limit(loader)
+    exact = loader is parser.PURE
     try:
         while check():
             event = get()
             if event.__class__ is not _DOC:
                 continue
-            raw = _document(get, single, flow_limit, strict)
+            raw = _document(get, single, flow_limit, strict, exact)
             if raw is None:
                 continue
             raw.index = index
@@ -164,6 +165,7 @@ def _document(  # noqa: PLR0915
     single: bool = False,
     flow_limit: int = MAX_DEPTH + 1,
     strict: bool = False,
+    exact: bool = True,
 ) -> Raw | None:
     """Build one document's root value from its events (after its DocumentStartEvent).
 
@@ -171,7 +173,9 @@ def _document(  # noqa: PLR0915
     document's end: the parser would look past it, at text that is not this document's.
     Raises :class:`~.parser.FlowTooDeep` at ``flow_limit`` levels of flow nesting (see
     :func:`~.parser.flow_limit`). With ``strict``, a key written twice in one map is refused
-    (see :func:`read_yaml`).
+    (see :func:`read_yaml`). Without ``exact`` (the events are libyaml's), raises
+    :class:`~.parser.NotAsKubectl` at a tag or at a plain scalar holding a ``?`` inside a
+    flow collection, the places where libyaml's events are not go-yaml's.
     """
     anchors: dict[str, Any] = {}
     # A frame: [container, pending key, anchor, nodes before it, deepest before it,
@@ -192,6 +196,8 @@ def _document(  # noqa: PLR0915
             decoded += 1
             tag = event.tag
             text = event.value
+            if flow_base and not exact and (tag is not None or ("?" in text and event.implicit[0])):
+                raise parser.NotAsKubectl("a tag or a plain scalar with '?' in a flow collection")
             if tag is None:
                 if event.implicit[0]:
                     hint = HINT.get(text[:1])
@@ -220,6 +226,8 @@ def _document(  # noqa: PLR0915
                     flow_base = level
                 elif level - flow_base >= flow_limit:
                     raise parser.FlowTooDeep(f"more than {flow_limit} levels of flow nesting")
+                elif event.tag is not None and not exact:
+                    raise parser.NotAsKubectl("a tag in a flow collection")
             container: Any = {} if cls is _MAP else []
             anchor = event.anchor
             frame = [container, _NOKEY, anchor, decoded - 1, deepest, None, None]
