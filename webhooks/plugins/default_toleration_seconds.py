@@ -38,6 +38,7 @@ from webhooks.core.plugin import PODS, Context, Mutator, Plugin
 from webhooks.core.result import UNCHANGED, Result
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.namespaces import annotations_of
+from webhooks.k8s.podspec import spec_at
 from webhooks.k8s.tolerations import (
     EXISTS,
     NO_EXECUTE,
@@ -200,10 +201,10 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
     docstring says why).
     """
     settings: Settings = ctx.settings
-    spec = pod.get("spec")
-    if spec is not None and not isinstance(spec, dict):
+    spec = spec_at(pod)  # a missing spec is an empty one, as the API server decodes it
+    if spec is None:
         return UNCHANGED  # a spec that is not an object cannot be read, so it is not "fixed"
-    tolerations = tolerations_of(spec) if spec is not None else []
+    tolerations = tolerations_of(spec)
     if tolerations is None:
         return UNCHANGED
     defaults = _defaults(settings.not_ready_seconds, settings.unreachable_seconds)
