@@ -16,9 +16,9 @@ before it. So, with the setting on:
 * on CREATE, the first entry covering the taint, when it is *exactly* equal to the cluster
   default (``Exists``, ``NoExecute``, no value, ``tolerationSeconds`` equal to
   ``notReadySeconds``/``unreachableSeconds``), is taken for the one the in-tree plugin
-  added before any webhook ran, and its seconds are rewritten to the namespace's. Any
-  other entry, such as one the user wrote with other seconds, is left alone, and nothing
-  is rewritten on UPDATE;
+  added before any webhook ran, and its seconds are rewritten to the namespace's, with
+  those of its exact duplicates. Any other entry, such as one the user wrote with other
+  seconds, is left alone, and nothing is rewritten on UPDATE;
 * an annotation that is not a non-negative integer is ignored (the cluster default
   applies); the audit annotation says so and the notice :data:`INVALID_ANNOTATION` counts it;
 * the Namespace is looked up only when there is something to add or rewrite; a missing one
@@ -182,10 +182,17 @@ def _uncovered(
         for index, t in enumerate(tolerations):
             if isinstance(t, dict) and covers_no_execute(t, key):
                 # Only the covering entry can be the in-tree plugin's: it adds one when none
-                # covers the taint, so a later entry equal to the default is the user's.
+                # covers the taint, so a later entry equal to the default is the user's,
+                # unless it is the same toleration again: a duplicate left at the default
+                # would be kept by PodTolerationRestriction's merge in place of the shorter
+                # one, and the next pass would rewrite the same entry again.
                 seconds = toleration["tolerationSeconds"]
                 if overrides and _is_default(t, key, seconds):
-                    rewritable.append((index, key, seconds))
+                    rewritable.extend(
+                        (later, key, seconds)
+                        for later in range(index, len(tolerations))
+                        if _is_default(tolerations[later], key, seconds)
+                    )
                 break
         else:
             missing.append((key, toleration, text))
@@ -223,8 +230,9 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
             seconds, origin = overrides.seconds(key, default)
             if seconds != default:
                 editor.set(("spec", "tolerations", index, "tolerationSeconds"), seconds)
-                was = f", for the default {default}s"
-                parts.append(f"set {key}:NoExecute to {seconds}s{origin}{was}")
+                text = f"set {key}:NoExecute to {seconds}s{origin}, for the default {default}s"
+                if text not in parts:  # its duplicates are the same change
+                    parts.append(text)
     added: list[dict[str, Any]] = []
     texts: list[str] = []
     for key, standard, standard_text in missing:
