@@ -26,6 +26,8 @@ from tests.properties.strategies import (
     API_VERSIONS,
     CANNED_TOLERATIONS,
     affinities,
+    clusters,
+    configs,
     containers,
     label_maps,
     selector_maps,
@@ -168,18 +170,29 @@ def _findings(report: Report, *types: str) -> list[str]:
     ]
 
 
-def _settles(objs: list[dict[str, Any]], config: str) -> None:
-    cluster = read_objects([CLUSTER_FILE])
-    first, once = _mutate(_read_back(objs), CONFIGS[config], cluster)
+def _settles(objs: list[dict[str, Any]], config: Config, cluster: StaticCluster) -> None:
+    first, once = _mutate(_read_back(objs), config, cluster)
     assert not _findings(first, CONVERGENCE)
-    second, twice = _mutate(_read_back(once), CONFIGS[config], cluster)
+    second, twice = _mutate(_read_back(once), config, cluster)
     assert not _findings(second, "mutation", CONVERGENCE), dump_all(once)
     assert twice == once
 
 
+manifests = st.lists(pods() | templated(), min_size=1, max_size=3)
+
+
 @pytest.mark.parametrize("config", sorted(CONFIGS))
-@given(st.lists(pods() | templated(), min_size=1, max_size=3))
+@given(manifests)
 def test_mutate_output_reads_back_with_nothing_left_to_change(
     config: str, objs: list[dict[str, Any]]
 ) -> None:
-    _settles(objs, config)
+    _settles(objs, CONFIGS[config], read_objects([CLUSTER_FILE]))
+
+
+@given(configs(), clusters(), manifests)
+def test_it_does_so_under_every_plugin_with_settings_and_cluster_objects_drawn(
+    config: Config, cluster: StaticCluster, objs: list[dict[str, Any]]
+) -> None:
+    """Every plugin on, with settings, actions and exceptions drawn, over drawn Namespaces
+    (their annotations) and RuntimeClasses."""
+    _settles(objs, config, cluster)
