@@ -247,14 +247,20 @@ def subsumed(tolerations: Sequence[Any], wanted: Sequence[Toleration]) -> list[T
 
     Why: AddOrUpdateTolerationInPodSpec appends such a toleration, and a later superset
     merge (PodTolerationRestriction, RuntimeClass) drops it again; whoever writes it into a
-    template must know its pods will not keep it. One index, one read per toleration.
+    template must know its pods will not keep it. Only entries with a wanted key, or none,
+    can be either, so only those are read further: one lookup per toleration otherwise.
     """
+    keys = {identity(t)[0] for t in wanted} | {""}
     index = _Reach()
     present: set[tuple[str, str, str, str]] = set()
     for toleration in tolerations:
-        if isinstance(toleration, dict):
-            index.add(facts(toleration))
-            present.add(identity(toleration))
+        if not isinstance(toleration, dict):
+            continue
+        key = toleration.get("key")
+        if key.__class__ is str and key not in keys:
+            continue  # neither the same toleration as one wanted nor a superset of one
+        index.add(facts(toleration))
+        present.add(identity(toleration))
     return [t for t in wanted if identity(t) not in present and index.covers(facts(t))]
 
 
