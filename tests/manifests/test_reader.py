@@ -392,3 +392,9 @@ def test_mappings_and_empty_documents_are_not_refused_for_their_shape() -> None:
         {},
         {"metadata": {"name": "x"}},
     ]
+
+
+def test_a_reader_of_other_files_gets_every_document_and_judges_it_itself() -> None:
+    manifests = load(["-"], b"- a\n---\n42\n", objects=False)
+    assert manifests.problems == []
+    assert [d.obj for d in manifests.documents] == [["a"], 42]

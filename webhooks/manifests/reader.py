@@ -296,12 +296,21 @@ def _read(
     return sources, problems
 
 
-def load(paths: Iterable[str], stdin: Stdin = None, stdin_name: str = STDIN_NAME) -> Manifests:
+def load(
+    paths: Iterable[str],
+    stdin: Stdin = None,
+    stdin_name: str = STDIN_NAME,
+    *,
+    objects: bool = True,
+) -> Manifests:
     """Every document of every PATH (files, directories, ``-`` for ``stdin``), in order.
 
     The one entry point for commands. Why it refuses a PATH that holds no manifests: an
     empty directory, a wrong glob or an empty pipe would otherwise read as "0 objects, all
     clean", and kubectl itself refuses to apply nothing ("no objects passed to apply").
+    With ``objects`` (manifests: what kubectl would apply) a document that is not a mapping
+    is refused (:func:`not_an_object`); a caller reading files of another kind (JSON
+    schemas) passes ``False`` and judges every document itself.
     """
     result = Manifests()
     given = _once(stdin)
@@ -312,7 +321,7 @@ def load(paths: Iterable[str], stdin: Stdin = None, stdin_name: str = STDIN_NAME
         for source in sources:
             docs, problem = split(source)
             for doc in docs:
-                refused = not_an_object(doc)
+                refused = not_an_object(doc) if objects else None
                 if refused is None:
                     result.documents.append(doc)
                     found += doc.obj is not None
