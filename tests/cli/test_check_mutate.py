@@ -214,6 +214,25 @@ def test_mutate_prints_nothing_when_an_input_is_unusable() -> None:
     assert result.stderr.startswith("<stdin>:")
 
 
+@pytest.mark.parametrize("command", ["check", "mutate"])
+@pytest.mark.parametrize(
+    "document",
+    [
+        pytest.param("This is garbage\n", id="a text scalar"),
+        pytest.param("- a\n- b\n", id="a list"),
+        pytest.param("42\n", id="a number"),
+    ],
+)
+def test_a_document_that_is_not_an_object_is_unusable_input(command: str, document: str) -> None:
+    """kubectl refuses such a stream whole, so neither command may pass it or print it."""
+    result = invoke_cli([command, "-"], stdin=DEPLOYMENT + "---\n" + document)
+    assert result.exit_code == 2
+    line = DEPLOYMENT.count("\n") + 2
+    assert f"<stdin>:{line}: not a Kubernetes object: the document is a" in result.stderr
+    if command == "mutate":
+        assert result.stdout == ""
+
+
 def _run(*args: str, stdin: bytes, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
     return run_cli(*args, stdin=stdin, timeout=timeout, text=False)
 

@@ -166,9 +166,37 @@ def test_statefulset_pods_have_ordinal_names() -> None:
     assert pod is not None and pod["metadata"]["name"] == "db-0"
 
 
-def test_a_workload_without_a_template_has_no_pods() -> None:
-    assert pod_from({"kind": "Deployment", "spec": {}}, key("Deployment"), "x") is None
-    assert pod_from({"kind": "Pod"}, key("Pod"), "x") is None
+@pytest.mark.parametrize(
+    "workload",
+    [
+        pytest.param({"kind": "Deployment"}, id="a Deployment without a spec"),
+        pytest.param({"kind": "Deployment", "spec": {}}, id="a Deployment without a template"),
+        pytest.param({"kind": "Deployment", "spec": {"template": None}}, id="a null template"),
+        pytest.param({"kind": "Deployment", "spec": {"template": {}}}, id="a template, no spec"),
+    ],
+)
+def test_a_missing_template_makes_pods_with_an_empty_spec(workload: dict[str, Any]) -> None:
+    """As the API server decodes the workload: the controller's Pods have an empty spec."""
+    pod = pod_from(workload, key("Deployment"), "x")
+    assert pod is not None and pod["spec"] == {}
+
+
+@pytest.mark.parametrize(
+    ("workload", "kind"),
+    [
+        pytest.param({"kind": "Pod"}, "Pod", id="a Pod makes no Pods"),
+        pytest.param({"kind": "Deployment", "spec": "x"}, "Deployment", id="a spec not an object"),
+        pytest.param(
+            {"kind": "Job", "spec": {"template": {"spec": []}}},
+            "Job",
+            id="a pod spec not an object",
+        ),
+    ],
+)
+def test_a_workload_whose_template_cannot_be_read_has_no_pods(
+    workload: dict[str, Any], kind: str
+) -> None:
+    assert pod_from(workload, key(kind), "x") is None
 
 
 def test_requests_for_the_object_and_its_pods() -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import functools
+import itertools
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +26,7 @@ from webhooks.k8s.tolerations import (
     is_superset,
     merge,
     merge_read,
+    subsumed,
     tolerates,
 )
 
@@ -620,3 +623,56 @@ DESCRIBED: list[tuple[str, dict[str, Any], str]] = [
 )
 def test_a_toleration_is_described_in_a_bounded_line(toleration: dict[str, Any], text: str) -> None:
     assert describe(toleration) == text
+
+
+SUBSUMED_ALPHABET = [
+    {
+        k: v
+        for k, v in zip(("key", "operator", "value", "effect", "tolerationSeconds"), f, strict=True)
+        if v is not None
+    }
+    for f in itertools.product(
+        (None, "", "a", "b", 5),
+        (None, "Exists", "Equal"),
+        (None, "x"),
+        (None, "NoExecute", "NoSchedule"),
+        (None, 0, 30),
+    )
+]
+WANTED = [
+    {"key": "a", "operator": "Exists", "effect": "NoExecute"},
+    {"key": "b", "operator": "Exists", "effect": "NoSchedule"},
+]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_subsumed_is_the_brute_force_answer(seed: int) -> None:
+    """What an index over the entries with a wanted key (or none) finds is what comparing
+    every entry with every wanted toleration finds, malformed keys included."""
+    rng = random.Random(seed)
+    tolerations = [rng.choice(SUBSUMED_ALPHABET) for _ in range(rng.randint(0, 6))]
+    present = {identity(t) for t in tolerations}
+    expected = [
+        w
+        for w in WANTED
+        if identity(w) not in present and any(is_superset(t, w) for t in tolerations)
+    ]
+    assert subsumed(tolerations, WANTED) == expected
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "found"),
+    [
+        pytest.param([{"operator": "Exists"}], WANTED, id="a wildcard subsumes every one"),
+        pytest.param([{"key": "a", "operator": "Exists"}], WANTED[:1], id="a key with no effect"),
+        pytest.param([dict(WANTED[0])], [], id="the same toleration is present, not subsumed"),
+        pytest.param(
+            [{"operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}],
+            [],
+            id="a NoExecute wildcard with seconds does not cover forever",
+        ),
+        pytest.param([{"key": "a", "operator": "Equal"}], [], id="an Equal entry covers no Exists"),
+    ],
+)
+def test_subsumed(tolerations: list[dict[str, Any]], found: list[dict[str, Any]]) -> None:
+    assert subsumed(tolerations, WANTED) == found

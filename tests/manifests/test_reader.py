@@ -346,3 +346,55 @@ def test_a_directory_of_what_kubectl_reads_is_read_whole(tmp_path: Path) -> None
     ]
     assert seconds == [300, 300]
     assert all(type(s) is int for s in seconds)
+
+
+NOT_OBJECTS = [
+    pytest.param("This is garbage\n", 1, "the document is a string", "string", id="a text scalar"),
+    pytest.param("- a\n- b\n", 1, "the document is a list", "array", id="a list at top level"),
+    pytest.param("42\n", 1, "the document is a number", "number", id="a number"),
+    pytest.param("1.5\n", 1, "the document is a number", "number", id="a float"),
+    pytest.param("true\n", 1, "the document is a boolean", "bool", id="a boolean"),
+    pytest.param('"quoted"\n', 1, "the document is a string", "string", id="a JSON string"),
+    pytest.param(
+        "kind: Pod\n---\n# a comment\nplain text\n",
+        4,
+        "the document is a string",
+        "string",
+        id="a scalar after an object, at its own line",
+    ),
+    pytest.param(
+        "apiVersion: v1\nkind: List\nitems:\n- {kind: Pod}\n- just text\n",
+        5,
+        "item 1 of the List is a string",
+        "string",
+        id="a List item that is a scalar",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "line", "what", "go"), NOT_OBJECTS)
+def test_a_document_that_is_not_a_mapping_is_refused_as_kubectl_refuses_it(
+    text: str, line: int, what: str, go: str
+) -> None:
+    manifests = load(["-"], text.encode(), "in.yaml")
+    reason = (
+        f"not a Kubernetes object: {what}, not a mapping with apiVersion and kind "
+        f"(kubectl refuses it too: cannot unmarshal {go} into an object)"
+    )
+    assert [str(p) for p in manifests.problems] == [f"in.yaml:{line}: {reason}"]
+    assert all(isinstance(d.obj, dict) for d in manifests.documents)
+
+
+def test_mappings_and_empty_documents_are_not_refused_for_their_shape() -> None:
+    manifests = load(["-"], b"---\n---\n{}\n---\nmetadata: {name: x}\n---\nnull\n")
+    assert manifests.problems == []
+    assert [d.obj for d in manifests.documents if d.obj is not None] == [
+        {},
+        {"metadata": {"name": "x"}},
+    ]
+
+
+def test_a_reader_of_other_files_gets_every_document_and_judges_it_itself() -> None:
+    manifests = load(["-"], b"- a\n---\n42\n", objects=False)
+    assert manifests.problems == []
+    assert [d.obj for d in manifests.documents] == [["a"], 42]

@@ -125,7 +125,18 @@ def _mutated(obj: dict[str, Any], **kw: Any) -> dict[str, Any]:
     return result.obj if result.obj is not None else obj
 
 
-@pytest.mark.parametrize(("before", "host_network", "after"), [c[1:] for c in CASES], ids=CASE_IDS)
+#: Cases whose list already tolerates a missing default more broadly (§1c): a pod gets the
+#: defaults as upstream adds them, a template is left as written (see the next table).
+BROADER = {
+    "a memory-pressure toleration with an empty effect is kept and the default added",
+    "a wildcard Exists suppresses no default",
+}
+
+
+@pytest.mark.parametrize(
+    ("before", "host_network", "after"),
+    [pytest.param(*c[1:], id=c[0]) for c in CASES if c[0] not in BROADER],
+)
 @pytest.mark.parametrize("operation", ["CREATE", "UPDATE"])
 def test_daemonset_template(
     before: list[dict[str, Any]] | None,
@@ -136,6 +147,42 @@ def test_daemonset_template(
     obj = daemonset(tolerations=before, **_spec_fields(host_network))
     final = _mutated(obj, operation=operation, old=obj if operation == "UPDATE" else None)
     assert final["spec"]["template"]["spec"]["tolerations"] == after
+
+
+LEFT_AS_WRITTEN = [
+    pytest.param([tol(operator="Exists")], None, id="a template with a wildcard Exists"),
+    pytest.param(
+        [tol(MP, "Exists")], None, id="a template whose memory-pressure toleration has no effect"
+    ),
+    pytest.param(
+        [FOO, tol(UR, "Exists")],
+        True,
+        id="a template whose unreachable toleration has no effect keeps the other defaults out",
+    ),
+    pytest.param(
+        [
+            tol(operator="Exists", effect="NoSchedule"),
+            tol(NR, "Exists", effect="NoExecute", seconds=300),
+        ],
+        None,
+        id="a NoSchedule wildcard keeps even a not-ready entry with seconds as written",
+    ),
+]
+
+
+@pytest.mark.parametrize(("before", "host_network"), LEFT_AS_WRITTEN)
+@pytest.mark.parametrize("operation", ["CREATE", "UPDATE"])
+def test_a_template_that_tolerates_a_missing_default_more_broadly_is_left_as_written(
+    before: list[dict[str, Any]], host_network: bool | None, operation: str
+) -> None:
+    """Its pods' merges would drop that default again, so a template carrying it would never
+    match its pods; the pods themselves still get every default (the pod table above)."""
+    obj = daemonset(tolerations=before, **_spec_fields(host_network))
+    old = obj if operation == "UPDATE" else None
+    result = mutate(request(obj, operation=operation, old=old), obj, Context(Settings()))
+    assert result.obj is None
+    controlled = owned_by(pod(tolerations=before, **_spec_fields(host_network)))
+    assert len(_mutated(controlled)["spec"]["tolerations"]) > len(before)
 
 
 @pytest.mark.parametrize(("before", "host_network", "after"), [c[1:] for c in CASES], ids=CASE_IDS)
@@ -302,13 +349,37 @@ def test_the_audit_annotation_summarises_the_change(obj: dict[str, Any], summary
 @pytest.mark.parametrize(
     "obj",
     [
-        {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "x"}, "spec": {}},
         daemonset(tolerations="not-a-list"),  # type: ignore[arg-type]
+        {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "x"}, "spec": []},
+        {"apiVersion": "apps/v1", "kind": "DaemonSet", "spec": {"template": {"spec": "x"}}},
     ],
-    ids=["a DaemonSet without a template", "a template whose tolerations are not a list"],
+    ids=[
+        "a template whose tolerations are not a list",
+        "a spec that is not an object",
+        "a pod spec that is not an object",
+    ],
 )
 def test_malformed_daemonsets_are_left_for_validation(obj: dict[str, Any]) -> None:
     assert mutate(request(obj), obj, Context(Settings())).obj is None
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        pytest.param({}, id="a DaemonSet without a template"),
+        pytest.param(None, id="a DaemonSet whose spec is null"),
+        pytest.param({"template": None}, id="a DaemonSet whose template is null"),
+        pytest.param({"template": {"metadata": {}}}, id="a template without a pod spec"),
+    ],
+)
+def test_a_missing_template_reads_as_the_empty_one_the_api_server_decodes(
+    spec: dict[str, Any] | None,
+) -> None:
+    obj = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "x"}, "spec": spec}
+    result = mutate(request(obj), obj, Context(Settings()))
+    assert result.obj is not None
+    assert result.obj["spec"]["template"]["spec"]["tolerations"] == SIX
+    assert apply(obj, result.patch) == result.obj
 
 
 def test_the_whole_chain_gives_a_daemonset_pod_its_defaults_before_any_other_mutator() -> None:

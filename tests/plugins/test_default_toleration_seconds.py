@@ -249,6 +249,13 @@ OVERRIDES: list[
         [nr(600), nr(300), ur(300)],
     ),
     (
+        "an exact duplicate of the in-tree entry is the same toleration, rewritten with it",
+        ON,
+        THIRTY,
+        [nr(300), FOO, nr(300)],
+        [nr(30), FOO, nr(30), ur(300)],
+    ),
+    (
         "a not-ready toleration without seconds (forever) is left alone",
         ON,
         THIRTY,
@@ -454,3 +461,23 @@ def test_with_pod_toleration_restriction_the_longer_not_ready_entry_wins(
         plugins={"pod-toleration-restriction": PTR_ON},
     )
     assert [t for t in stored(outcome, obj) if t["key"] == NR] == [nr(kept)]
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        pytest.param([nr(300), nr(300)], id="the in-tree entry written twice"),
+        pytest.param([nr(300), FOO, nr(300), ur(300)], id="a duplicate further down"),
+    ],
+)
+def test_with_pod_toleration_restriction_a_duplicated_default_settles_in_one_pass(
+    before: list[dict[str, Any]],
+) -> None:
+    """Rewriting one copy alone let the merge keep the other, longer one, and the next
+    pass rewrote it again: ``mutate``'s output never read back unchanged."""
+    annotations = {**THIRTY, PTR_DEFAULTS: json.dumps([FOO])}
+    plugins = {"pod-toleration-restriction": PTR_ON}
+    obj = pod(namespace="web", tolerations=before)
+    once = apply(obj, admit(obj, annotations, ON, plugins=plugins).patch)
+    assert [t for t in once["spec"]["tolerations"] if t["key"] == NR] == [nr(30)]
+    assert admit(once, annotations, ON, plugins=plugins).patch == []

@@ -109,9 +109,6 @@ def read_objects(paths: Iterable[str | Path], stdin: bytes | None = None) -> Sta
         raise manifests.problems[0]
     cluster = StaticCluster()
     for doc in manifests.documents:
-        if doc.obj is None:
-            continue
-        if not isinstance(doc.obj, dict):
-            raise ManifestError(doc.path, doc.line, "not a Kubernetes object: not a map")
-        cluster.add(doc.obj)
+        if doc.obj is not None:  # the reader refused every document that is not a mapping
+            cluster.add(doc.obj)
     return cluster

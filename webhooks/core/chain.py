@@ -616,8 +616,9 @@ def run_chain(
     violations = mutate(request, scope, mutators, progress, judge)
     if not violations:
         violations = validate(request, scope, validators, progress, judge)
-    if not violations and len(progress.changed_by) > 1 and _same(progress.obj, obj):
+    if len(progress.changed_by) > 1 and _same(progress.obj, obj):
         # Later mutators undid earlier ones (a RuntimeClass toleration that subsumes one
-        # just added): no net change, so no patch, or every reinvocation would "mutate".
+        # just added): no net change, so no patch, or every reinvocation would "mutate";
+        # a denial too keeps only what would have changed, and here nothing would.
         progress.undo(obj)
     return progress.outcome(violations)

@@ -28,6 +28,7 @@ from webhooks.k8s.podspec import (
     TEMPLATE_KINDS,
     GroupKind,
     dotted,
+    spec_at,
 )
 
 Role = Literal["object", "pod"]
@@ -160,17 +161,18 @@ def pod_from(workload: Mapping[str, Any], kind: GroupKind, namespace: str) -> di
     Template labels, annotations and finalizers are carried over, the namespace is the
     workload's, the name is generated from the workload's (``web-0`` for a StatefulSet),
     and a controller ``ownerReference`` names the owner kind the controller writes, which is
-    how plugins recognise, for example, DaemonSet Pods. ``None`` when there is no template.
+    how plugins recognise, for example, DaemonSet Pods. A template missing or null (or an
+    object above it) is an empty one, as the API server decodes the workload into typed
+    structs, so the Pods' changes agree with the workload's own (the DaemonSet defaults
+    create a template as well); ``None`` when something on the way is not an object.
     """
     path = POD_SPEC_PATHS.get(kind)
     if path is None or kind == POD:
         return None
-    template: Any = workload
-    for part in path[:-1]:
-        template = template.get(part) if isinstance(template, Mapping) else None
-    if not isinstance(template, Mapping):
+    template = spec_at(workload, path[:-1])
+    spec = spec_at(workload, path)
+    if template is None or spec is None:
         return None
-    spec = template.get("spec")
     source_meta = template.get("metadata")
     source_meta = source_meta if isinstance(source_meta, Mapping) else {}
     name = name_of(workload)
@@ -195,7 +197,7 @@ def pod_from(workload: Mapping[str, Any], kind: GroupKind, namespace: str) -> di
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": meta,
-        "spec": spec if isinstance(spec, dict) else {},
+        "spec": spec,
     }
     return default_requests(pod)
 

@@ -180,7 +180,7 @@ def load_locations(paths: Iterable[str]) -> UserSchemas:
 
 
 def _file(found: UserSchemas, path: str) -> int:
-    manifests = load([path])
+    manifests = load([path], objects=False)
     if manifests.problems:
         raise SchemaLocationError(f"--schema-location {manifests.problems[0]}")
     return sum(_add_document(found, doc, strict=True) for doc in manifests.documents)
@@ -200,7 +200,7 @@ def _directory(found: UserSchemas, root: Path) -> int:
             found.index(*key, file)
             added += 1
             continue
-        manifests = load([str(file)])
+        manifests = load([str(file)], objects=False)
         if not manifests.problems:
             added += sum(_add_document(found, doc, strict=False) for doc in manifests.documents)
     return added
@@ -225,7 +225,7 @@ def catalog_key(path: PurePath) -> tuple[str, str] | None:
 
 def read_catalog_file(path: Path) -> UserSchema:
     """The JSON schema of one catalog file; :class:`SchemaLocationError` names it if unusable."""
-    manifests = load([str(path)])
+    manifests = load([str(path)], objects=False)
     if manifests.problems:
         raise SchemaLocationError(f"--schema-location {manifests.problems[0]}")
     docs = [doc for doc in manifests.documents if doc.obj is not None]

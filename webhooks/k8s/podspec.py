@@ -143,6 +143,26 @@ def get_path(obj: Mapping[str, Any], path: PodSpecPath) -> dict[str, Any] | None
     return node if isinstance(node, dict) else None
 
 
+def spec_at(obj: Mapping[str, Any], path: PodSpecPath = ("spec",)) -> dict[str, Any] | None:
+    """The pod spec at ``path``: an empty one where it, or an object on the way, is missing
+    or null; ``None`` where something on the way is not an object.
+
+    Why missing reads as empty: the API server decodes a Pod, and a workload with its
+    template, into typed structs before admission runs, so every plugin upstream meets a
+    spec, if an empty one. A mutator that skipped a missing spec while another created one
+    would make its change only on a second pass, and ``mutate`` run twice would differ.
+    Callers write through an editor, which creates the missing objects.
+    """
+    node: Any = obj
+    for part in path:
+        if not isinstance(node, MAPPING):
+            return None
+        node = node.get(part)
+        if node is None:
+            return {}
+    return node if isinstance(node, dict) else None
+
+
 def dotted(path: PodSpecPath, *rest: str | int) -> str:
     """Render a field path the way Kubernetes error messages do: ``spec.tolerations[2].key``."""
     out = ".".join(path)

@@ -241,6 +241,29 @@ class _Reach:
         return any(reach.get(bucket, -_FOREVER) >= need for bucket in _candidates(b))
 
 
+def subsumed(tolerations: Sequence[Any], wanted: Sequence[Toleration]) -> list[Toleration]:
+    """Those of ``wanted`` that no entry of ``tolerations`` has the identity of (§1b), but
+    that one of them tolerates at least as broadly (a §1c superset).
+
+    Why: AddOrUpdateTolerationInPodSpec appends such a toleration, and a later superset
+    merge (PodTolerationRestriction, RuntimeClass) drops it again; whoever writes it into a
+    template must know its pods will not keep it. Only entries with a wanted key, or none,
+    can be either, so only those are read further: one lookup per toleration otherwise.
+    """
+    keys = {identity(t)[0] for t in wanted} | {""}
+    index = _Reach()
+    present: set[tuple[str, str, str, str]] = set()
+    for toleration in tolerations:
+        if not isinstance(toleration, dict):
+            continue
+        key = toleration.get("key")
+        if key.__class__ is str and key not in keys:
+            continue  # neither the same toleration as one wanted nor a superset of one
+        index.add(facts(toleration))
+        present.add(identity(toleration))
+    return [t for t in wanted if identity(t) not in present and index.covers(facts(t))]
+
+
 class _Later:
     """Tolerations indexed for "is one of them, not identical to ``b``, a superset of
     ``b``": per bucket the two distinct tolerations of greatest reach (if ``b`` is the

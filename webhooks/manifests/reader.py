@@ -35,6 +35,7 @@ __all__ = [
     "Stdin",
     "api_document",
     "load",
+    "not_an_object",
     "parse_field",
     "read",
     "split",
@@ -295,12 +296,21 @@ def _read(
     return sources, problems
 
 
-def load(paths: Iterable[str], stdin: Stdin = None, stdin_name: str = STDIN_NAME) -> Manifests:
+def load(
+    paths: Iterable[str],
+    stdin: Stdin = None,
+    stdin_name: str = STDIN_NAME,
+    *,
+    objects: bool = True,
+) -> Manifests:
     """Every document of every PATH (files, directories, ``-`` for ``stdin``), in order.
 
     The one entry point for commands. Why it refuses a PATH that holds no manifests: an
     empty directory, a wrong glob or an empty pipe would otherwise read as "0 objects, all
     clean", and kubectl itself refuses to apply nothing ("no objects passed to apply").
+    With ``objects`` (manifests: what kubectl would apply) a document that is not a mapping
+    is refused (:func:`not_an_object`); a caller reading files of another kind (JSON
+    schemas) passes ``False`` and judges every document itself.
     """
     result = Manifests()
     given = _once(stdin)
@@ -310,14 +320,51 @@ def load(paths: Iterable[str], stdin: Stdin = None, stdin_name: str = STDIN_NAME
         found = 0
         for source in sources:
             docs, problem = split(source)
-            result.documents.extend(docs)
-            found += sum(doc.obj is not None for doc in docs)
+            for doc in docs:
+                refused = not_an_object(doc) if objects else None
+                if refused is None:
+                    result.documents.append(doc)
+                    found += doc.obj is not None
+                else:
+                    problems.append(refused)
             if problem is not None:
                 problems.append(problem)
         if not found and not problems:
             problems.append(_nothing(path, stdin_name, len(sources)))
         result.problems.extend(problems)
     return result
+
+
+#: What kubectl's decoder calls each JSON type that is not an object, and ours.
+_JSON_TYPES: tuple[tuple[type, str, str], ...] = (
+    (bool, "bool", "a boolean"),
+    (str, "string", "a string"),
+    (int, "number", "a number"),
+    (float, "number", "a number"),
+    (list, "array", "a list"),
+)
+
+
+def not_an_object(doc: Document) -> ManifestError | None:
+    """The refusal of a document (or ``kind: List`` item) that is a value but not a mapping.
+
+    Why refused rather than skipped: kubectl refuses it (``error validating data: invalid
+    object to validate``, or with ``--validate=false`` ``unable to decode``: it cannot
+    unmarshal a string, number or array into an object), so a stream holding one is never
+    applied; a check that passed it, or a ``mutate`` that printed it back, would let CI pass
+    what ``kubectl apply`` then fails on. ``None`` for a mapping or an empty document.
+    """
+    obj = doc.obj
+    if obj is None or isinstance(obj, dict):
+        return None
+    go, ours = next(((g, o) for t, g, o in _JSON_TYPES if isinstance(obj, t)), ("value", "a value"))
+    where = "the document" if doc.item is None else f"item {doc.item} of the List"
+    return ManifestError(
+        doc.path,
+        doc.line,
+        f"not a Kubernetes object: {where} is {ours}, not a mapping with apiVersion and kind "
+        f"(kubectl refuses it too: cannot unmarshal {go} into an object)",
+    )
 
 
 def _nothing(path: str, stdin_name: str, files: int) -> ManifestError:

@@ -14,6 +14,14 @@ defaults already present keep their position, a matching entry with tolerationSe
 rewritten without them, entries differing in operator or effect are kept and the default is
 added too, and duplicates are never collapsed.
 
+One exception, on templates only: a template that lacks a default but already tolerates it
+more broadly (a §1c superset: a wildcard ``operator: Exists``, or the key with no effect)
+is left as written. Its pods still get every default from the controller (and from this
+plugin) in upstream's order; but PodTolerationRestriction's and RuntimeClass's merges drop
+such a default from them again, so a template that carried it would never match its pods,
+and ``mutate``'s output would not read back unchanged. Leaving the whole template alone,
+rather than writing the other defaults, keeps the order the controller gives the pods.
+
 Operators should know two consequences. A DaemonSet created before the plugin was enabled
 gets the defaults on its next UPDATE, which changes its template and so starts a rollout
 (its running pods already carry the same tolerations from the controller). GitOps tools that
@@ -38,7 +46,7 @@ from webhooks.core.plugin import PODS, Context, GroupResource, Mutator, Plugin
 from webhooks.core.result import UNCHANGED, Result
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.mapping import MAPPING
-from webhooks.k8s.podspec import DAEMON_SET, POD, POD_SPEC_PATHS, get_path, group_of
+from webhooks.k8s.podspec import DAEMON_SET, POD, POD_SPEC_PATHS, group_of, spec_at
 from webhooks.k8s.tolerations import (
     EXISTS,
     NO_EXECUTE,
@@ -46,6 +54,7 @@ from webhooks.k8s.tolerations import (
     add_or_update_all,
     describe,
     identity,
+    subsumed,
     tolerations_of,
 )
 
@@ -145,11 +154,13 @@ def mutate(request: AdmissionRequest, obj: dict[str, Any], ctx: Context) -> Resu
         path = POD_SPEC_PATHS[POD]
     else:
         path = POD_SPEC_PATHS[DAEMON_SET]
-    spec = get_path(obj, path)
+    spec = spec_at(obj, path)  # missing on the way: empty, as the API server decodes it
     tolerations = tolerations_of(spec) if spec is not None else None
     if spec is None or tolerations is None:
         return UNCHANGED
     defaults = default_tolerations(spec)
+    if request.group_resource != PODS and subsumed(tolerations, defaults):
+        return UNCHANGED  # the template is left as written (module docstring)
     editor = Editor(obj)
     editor.set((*path, "tolerations"), with_defaults(tolerations, defaults))
     if not editor.changed:

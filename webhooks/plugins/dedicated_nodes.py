@@ -62,7 +62,7 @@ from webhooks.k8s.excerpt import show
 from webhooks.k8s.mapping import MAPPING
 from webhooks.k8s.names import is_valid_label_value, qualified_name_errors, shown_name
 from webhooks.k8s.namespaces import labels_of
-from webhooks.k8s.podspec import is_mirror_pod
+from webhooks.k8s.podspec import is_mirror_pod, spec_at
 from webhooks.k8s.tolerations import (
     EQUAL,
     EXISTS,
@@ -275,12 +275,12 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
     could never be scheduled, and a Pending pod explains itself far worse than a denial.
     """
     settings: Settings = ctx.settings
-    if not isinstance(pod.get("spec"), dict) or is_mirror_pod(pod):
+    spec = spec_at(pod)  # a missing spec is an empty one, as the API server decodes it
+    if spec is None or is_mirror_pod(pod):
         return UNCHANGED
     ns = _lookup(request, ctx)
     if ns.group is None:
         return UNCHANGED
-    spec = pod["spec"]
     terms = affinity.required_terms(spec)
     conflicts = _conflicts(terms, ns.group, settings)
     denial = _dedicated_conflict(spec, ns, settings, conflicts)
@@ -366,8 +366,8 @@ def validate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> li
     stay on, or be rescheduled onto, nodes it has no claim to.
     """
     settings: Settings = ctx.settings
-    spec = pod.get("spec")
-    if not isinstance(spec, dict) or not settings.enforce or is_mirror_pod(pod):
+    spec = spec_at(pod)
+    if spec is None or not settings.enforce or is_mirror_pod(pod):
         return []
     tolerations = tolerations_of(spec) or []
     ns = _lookup(request, ctx)

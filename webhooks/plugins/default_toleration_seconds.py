@@ -16,9 +16,9 @@ before it. So, with the setting on:
 * on CREATE, the first entry covering the taint, when it is *exactly* equal to the cluster
   default (``Exists``, ``NoExecute``, no value, ``tolerationSeconds`` equal to
   ``notReadySeconds``/``unreachableSeconds``), is taken for the one the in-tree plugin
-  added before any webhook ran, and its seconds are rewritten to the namespace's. Any
-  other entry, such as one the user wrote with other seconds, is left alone, and nothing
-  is rewritten on UPDATE;
+  added before any webhook ran, and its seconds are rewritten to the namespace's, with
+  those of its exact duplicates. Any other entry, such as one the user wrote with other
+  seconds, is left alone, and nothing is rewritten on UPDATE;
 * an annotation that is not a non-negative integer is ignored (the cluster default
   applies); the audit annotation says so and the notice :data:`INVALID_ANNOTATION` counts it;
 * the Namespace is looked up only when there is something to add or rewrite; a missing one
@@ -38,6 +38,7 @@ from webhooks.core.plugin import PODS, Context, Mutator, Plugin
 from webhooks.core.result import UNCHANGED, Result
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.namespaces import annotations_of
+from webhooks.k8s.podspec import spec_at
 from webhooks.k8s.tolerations import (
     EXISTS,
     NO_EXECUTE,
@@ -181,10 +182,17 @@ def _uncovered(
         for index, t in enumerate(tolerations):
             if isinstance(t, dict) and covers_no_execute(t, key):
                 # Only the covering entry can be the in-tree plugin's: it adds one when none
-                # covers the taint, so a later entry equal to the default is the user's.
+                # covers the taint, so a later entry equal to the default is the user's,
+                # unless it is the same toleration again: a duplicate left at the default
+                # would be kept by PodTolerationRestriction's merge in place of the shorter
+                # one, and the next pass would rewrite the same entry again.
                 seconds = toleration["tolerationSeconds"]
                 if overrides and _is_default(t, key, seconds):
-                    rewritable.append((index, key, seconds))
+                    rewritable.extend(
+                        (later, key, seconds)
+                        for later in range(index, len(tolerations))
+                        if _is_default(tolerations[later], key, seconds)
+                    )
                 break
         else:
             missing.append((key, toleration, text))
@@ -200,10 +208,10 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
     docstring says why).
     """
     settings: Settings = ctx.settings
-    spec = pod.get("spec")
-    if spec is not None and not isinstance(spec, dict):
+    spec = spec_at(pod)  # a missing spec is an empty one, as the API server decodes it
+    if spec is None:
         return UNCHANGED  # a spec that is not an object cannot be read, so it is not "fixed"
-    tolerations = tolerations_of(spec) if spec is not None else []
+    tolerations = tolerations_of(spec)
     if tolerations is None:
         return UNCHANGED
     defaults = _defaults(settings.not_ready_seconds, settings.unreachable_seconds)
@@ -222,8 +230,9 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
             seconds, origin = overrides.seconds(key, default)
             if seconds != default:
                 editor.set(("spec", "tolerations", index, "tolerationSeconds"), seconds)
-                was = f", for the default {default}s"
-                parts.append(f"set {key}:NoExecute to {seconds}s{origin}{was}")
+                text = f"set {key}:NoExecute to {seconds}s{origin}, for the default {default}s"
+                if text not in parts:  # its duplicates are the same change
+                    parts.append(text)
     added: list[dict[str, Any]] = []
     texts: list[str] = []
     for key, standard, standard_text in missing:

@@ -85,7 +85,7 @@ from webhooks.k8s.claims import (
 )
 from webhooks.k8s.excerpt import show, show_key
 from webhooks.k8s.names import is_dns_subdomain, is_extended_resource_name, qualified_name_errors
-from webhooks.k8s.podspec import is_mirror_pod, resource_names
+from webhooks.k8s.podspec import is_mirror_pod, resource_names, spec_at
 from webhooks.k8s.tolerations import (
     NO_SCHEDULE,
     add_or_update_all,
@@ -519,8 +519,8 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
     on them: :func:`claims_matter`), a claim that cannot be resolved is a warning here,
     once per request, whichever setting asked for it.
     """
-    spec = pod.get("spec")
-    if not isinstance(spec, dict):
+    spec = spec_at(pod)  # a missing spec is an empty one, as the API server decodes it
+    if spec is None:
         return UNCHANGED
     settings: Settings = ctx.settings
     names = resource_names(spec)  # read once for both uses below

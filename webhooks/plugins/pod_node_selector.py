@@ -37,6 +37,7 @@ from webhooks.k8s.fielderr import pod_forbidden
 from webhooks.k8s.labels import first_conflict, format_label_set, is_subset, parse_label_set
 from webhooks.k8s.mapping import MAPPING
 from webhooks.k8s.namespaces import NODE_SELECTOR_ANNOTATION, annotations_of
+from webhooks.k8s.podspec import spec_at
 
 NAME = "pod-node-selector"
 
@@ -164,8 +165,8 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
     Why validate here too: upstream's denial comes before later plugins run, which decides
     which message a pod that several plugins would refuse sees.
     """
-    spec = pod.get("spec")
-    selector = _selector(spec) if isinstance(spec, dict) else None
+    spec = spec_at(pod)  # a missing spec is an empty one, as the API server decodes it
+    selector = _selector(spec) if spec is not None else None
     if selector is None:
         return UNCHANGED  # a spec or selector that is not an object cannot be merged into
     try:
@@ -198,8 +199,8 @@ def validate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> li
     Why again after all mutation: a later mutator (a RuntimeClass's nodeSelector) may have
     added a pair the namespace forbids.
     """
-    spec = pod.get("spec")
-    selector = _selector(spec) if isinstance(spec, dict) else None
+    spec = spec_at(pod)
+    selector = _selector(spec) if spec is not None else None
     if selector is None:
         return []
     return _problems(request, pod, selector, ctx)

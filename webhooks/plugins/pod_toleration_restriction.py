@@ -53,6 +53,7 @@ from webhooks.k8s.namespaces import (
     TOLERATIONS_WHITELIST_ANNOTATION,
     annotations_of,
 )
+from webhooks.k8s.podspec import spec_at
 from webhooks.k8s.qos import is_best_effort
 from webhooks.k8s.tolerations import (
     EXISTS,
@@ -272,8 +273,8 @@ def mutate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> Resu
     before later plugins run and decides which message a pod sees.
     """
     settings: Settings = ctx.settings
-    spec = pod.get("spec")
-    tolerations = tolerations_of(spec) if isinstance(spec, dict) else None
+    spec = spec_at(pod)  # a missing spec is an empty one, as the API server decodes it
+    tolerations = tolerations_of(spec) if spec is not None else None
     if tolerations is None:
         return UNCHANGED  # a spec or list that is not what the API stores cannot be merged
     memory = settings.memory_pressure_toleration and not is_best_effort(pod)
@@ -303,8 +304,8 @@ def validate(request: AdmissionRequest, pod: dict[str, Any], ctx: Context) -> li
     Why again after all mutation: upstream's validating phase runs after every mutating
     plugin and webhook, so a toleration added later must be whitelisted as well.
     """
-    spec = pod.get("spec")
-    tolerations = tolerations_of(spec) if isinstance(spec, dict) else None
+    spec = spec_at(pod)
+    tolerations = tolerations_of(spec) if spec is not None else None
     return _problems(request, tolerations or [], ctx)
 
 

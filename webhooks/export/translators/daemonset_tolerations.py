@@ -4,7 +4,9 @@ How: the six defaults (plus network-unavailable for a host-network pod spec) go 
 AddOrUpdateTolerationInPodSpec (§1b) in upstream's order: an entry with a default's
 identity loses its ``tolerationSeconds`` in place, and the defaults that are missing are
 appended in order. Pods get it when their controller owner reference is an ``apps``
-DaemonSet, DaemonSets in their template. Nothing it reads is out of a policy's reach.
+DaemonSet, DaemonSets in their template, unless the template already tolerates a missing
+default more broadly (a §1c superset), as the plugin leaves such a template as written.
+Nothing it reads is out of a policy's reach.
 """
 
 from __future__ import annotations
@@ -64,7 +66,13 @@ def _mutation(target: str, spec: str, path: str, guard: str) -> Mutation:
 def translate(settings: Settings) -> Translation:
     """Both mutations; there are no settings, and the plugin is exact."""
     pods = _mutation("pods", "object.spec", "/spec/tolerations", CONTROLLED_BY_DAEMONSET)
+    # A template that already tolerates a missing default more broadly is left as written.
+    broader = cel.superset("t", "d")
     templates = _mutation(
-        "daemonsets", "object.spec.template.spec", "/spec/template/spec/tolerations", "true"
+        "daemonsets",
+        "object.spec.template.spec",
+        "/spec/template/spec/tolerations",
+        "!variables.dsTemplateMissing.exists(d, variables.dsTemplateTolerations"
+        f".exists(t, {broader}))",
     )
     return Translation(NAME, mutations=(pods, templates), mutate=EXACT)
