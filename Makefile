@@ -17,7 +17,7 @@ EDITABLE := PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(PIP) ins
 SERVE_STAMP := $(VENV)/.serve-installed
 TEST_STAMP  := $(VENV)/.test-installed
 
-.PHONY: yaml-reference chart-native image-size serve test lint typecheck unit system-deps properties bench bench-deps bench-check bench-churn bench-hostile bench-audit bench-growth lock lock-upgrade clean controlplane controlplane-mod cluster e2e
+.PHONY: sweep yaml-reference chart-native image-size serve test lint typecheck unit system-deps properties bench bench-deps bench-check bench-churn bench-hostile bench-audit bench-growth lock lock-upgrade clean controlplane controlplane-mod cluster e2e
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -131,6 +131,12 @@ bench-churn: $(TEST_STAMP)
 # failures are kept in .hypothesis/ and replayed first next time.
 properties: $(TEST_STAMP)
 	HYPOTHESIS_PROFILE=long $(BIN)/pytest tests/properties --hypothesis-show-statistics
+
+# check, mutate twice and check --fail-on-mutation over directories of manifests, under the
+# default and the full config (docs/real-world.md): DIRS='path/one path/two'; exit 1 when
+# anything does not settle or read back. ARGS passes options, e.g. ARGS=--details.
+sweep: $(TEST_STAMP)
+	$(BIN)/python -m tests.realworld.sweep $(or $(DIRS),tests/realworld/corpus) $(ARGS)
 
 # The image's size before and after the distroless runtime, without a Docker engine
 # (docs/operations.md, "The image"): the layer built as the Dockerfile builds it, the bases
