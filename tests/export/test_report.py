@@ -120,7 +120,8 @@ DTS = "plugins.default-toleration-seconds"
         pytest.param(
             None,
             "plugins.runtime-class.mutation",
-            "exact except: exported exactly, in a plugin that is not: see plugins.runtime-class",
+            "exact except: exported exactly; its plugin's exceptions apply: "
+            "see plugins.runtime-class",
             id="a setting of a plugin exported with exceptions is at most exact except",
         ),
         pytest.param(

@@ -277,7 +277,9 @@ def _capped(line: Line, key: str, verdict: Verdict, halves: Mapping[str, Verdict
         line = Line(line.subject, half_verdict, f"as the {words} half: see {key}")
     if not better(line.verdict, verdict):
         return line
-    return Line(line.subject, verdict, f"exported exactly, in a plugin that is not: see {key}")
+    return Line(
+        line.subject, verdict, f"exported exactly; its plugin's exceptions apply: see {key}"
+    )
 
 
 def exception_line(line: Line, covered: Sequence[Verdict]) -> Line:
