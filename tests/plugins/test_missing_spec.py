@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.reviews import apply
+from tests.reviews import apply, request
 from webhooks.cluster.files import read_objects
 from webhooks.configfile import read_config
 from webhooks.core.admission import Admission
@@ -43,18 +43,7 @@ def _pod(spec: Any, *, daemon: bool) -> dict[str, Any]:
 
 
 def _request(pod: dict[str, Any]) -> AdmissionRequest:
-    return AdmissionRequest(
-        uid="u",
-        operation="CREATE",
-        group="",
-        version="v1",
-        kind="Pod",
-        resource="pods",
-        sub_resource="",
-        namespace="shop",
-        name="p",
-        object=pod,
-    )
+    return request(pod, kind="Pod", namespace="shop")
 
 
 def _stored(pod: dict[str, Any], only: str | None) -> dict[str, Any]:
