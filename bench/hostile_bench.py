@@ -40,6 +40,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -219,6 +220,32 @@ def steady_reviews(
         yield i, seconds, error
 
 
+@contextmanager
+def holding(
+    port: int, cafile: str, counts: tuple[int, int, int, int], metrics_port: int = 0
+) -> Iterator[Any]:
+    """The hostile connections of ``counts`` held open (for at most 60 s of trying) while
+    the block runs; yields the shared counters :func:`hold` keeps. Why one place: every run
+    must stop its holder the same way, whatever the block raised."""
+    held = multiprocessing.Array("i", 2 * KINDS, lock=False)
+    stop_event = multiprocessing.Event()
+    holder = multiprocessing.Process(
+        target=hold, args=(port, cafile, counts, stop_event, held, metrics_port), daemon=True
+    )
+    holder.start()
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and any(held[i] < counts[i] for i in range(4)):
+            time.sleep(0.1)
+        time.sleep(1.0)
+        yield held
+    finally:
+        stop_event.set()
+        holder.join(timeout=10)
+        if holder.is_alive():
+            holder.kill()
+
+
 def timed_reviews(
     args: argparse.Namespace, port: int, cafile: str, master: int, held: Any
 ) -> tuple[list[float], list[str], dict[int, float], list[int]]:
@@ -244,26 +271,15 @@ def run(args: argparse.Namespace, certs: Path, config: Path) -> None:
     cafile = str(certs / "ca.crt")
     proc, port = start("real", certs, 2, config)
     counts = (args.idle, args.silent, args.slow, 0)
-    held = multiprocessing.Array("i", 2 * KINDS, lock=False)
-    stop_event = multiprocessing.Event()
-    holder = multiprocessing.Process(
-        target=hold, args=(port, cafile, counts, stop_event, held), daemon=True
-    )
     try:
-        holder.start()
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and any(held[i] < counts[i] for i in range(3)):
-            time.sleep(0.1)
-        time.sleep(1.0)
-        print(f"holding: {held[0]} idle TCP, {held[1]} silent TLS, {held[2]} byte-a-second bodies")
-        latencies, errors, _, low_water = timed_reviews(args, port, cafile, proc.pid, held)
-        reopened = (held[KINDS], held[KINDS + 1], held[KINDS + 2])
-        peaks = worker_peak_mib(proc.pid)
+        with holding(port, cafile, counts) as held:
+            print(
+                f"holding: {held[0]} idle TCP, {held[1]} silent TLS, {held[2]} byte-a-second bodies"
+            )
+            latencies, errors, _, low_water = timed_reviews(args, port, cafile, proc.pid, held)
+            reopened = (held[KINDS], held[KINDS + 1], held[KINDS + 2])
+            peaks = worker_peak_mib(proc.pid)
     finally:
-        stop_event.set()
-        holder.join(timeout=10)
-        if holder.is_alive():
-            holder.kill()
         stop(proc)
     ms = sorted(s * 1000 for s in latencies)
     p50 = statistics.median(ms)
@@ -321,26 +337,15 @@ def metrics_flood(args: argparse.Namespace, certs: Path, config: Path) -> None:
     metrics_port = free_port()
     proc, port = start("real", certs, 2, config, metrics_port)
     counts = (0, 0, 0, args.metrics_flood)
-    held = multiprocessing.Array("i", 2 * KINDS, lock=False)
-    stop_event = multiprocessing.Event()
-    holder = multiprocessing.Process(
-        target=hold, args=(port, cafile, counts, stop_event, held, metrics_port), daemon=True
-    )
     try:
-        holder.start()
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and held[3] < args.metrics_flood:
-            time.sleep(0.1)
-        time.sleep(1.0)
-        print(f"holding: {held[3]} connections to the metrics port, one byte of a head each")
-        latencies, errors, probes, low_water = flood_reviews(args, port, cafile, metrics_port, held)
-        reopened = held[KINDS + 3]
-        peaks = worker_peak_mib(proc.pid)
+        with holding(port, cafile, counts, metrics_port) as held:
+            print(f"holding: {held[3]} connections to the metrics port, one byte of a head each")
+            latencies, errors, probes, low_water = flood_reviews(
+                args, port, cafile, metrics_port, held
+            )
+            reopened = held[KINDS + 3]
+            peaks = worker_peak_mib(proc.pid)
     finally:
-        stop_event.set()
-        holder.join(timeout=10)
-        if holder.is_alive():
-            holder.kill()
         stop(proc)
     ms = sorted(s * 1000 for s in latencies)
     p99 = ms[max(0, round(0.99 * len(ms)) - 1)]
