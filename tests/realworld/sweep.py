@@ -32,14 +32,13 @@ import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from webhooks.cluster.files import StaticCluster, read_objects
 from webhooks.configfile import read_config
 from webhooks.core.config import Config
 from webhooks.dryrun.report import CONVERGENCE, Report
 from webhooks.dryrun.run import dry_run, written_documents
-from webhooks.manifests.reader import Source, load, split
+from webhooks.manifests.reader import Document, Source, load, split
 from webhooks.manifests.writer import dump_all
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,13 +90,13 @@ def _mutations(report: Report) -> Iterator[str]:
                 yield f"{where}: {checked.subject}: {', '.join(finding.plugins)}"
 
 
-def _read_back(text: str, name: str) -> tuple[list[Any], list[str]]:
-    """The objects of ``mutate``'s output and every problem the reader has with it."""
+def _read_back(text: str, name: str) -> tuple[list[Document], int, list[str]]:
+    """The documents of ``mutate``'s output, how many top-level objects they make (a List
+    counts once, as ``mutate`` wrote it), and every problem the reader has with them."""
     docs, problem = split(Source(name, text))
-    objects = [doc.obj for doc in docs if doc.obj is not None and doc.parent is None]
-    seen_lists = {id(doc.parent): doc.parent for doc in docs if doc.parent is not None}
-    objects.extend(seen_lists.values())
-    return objects, [] if problem is None else [str(problem)]
+    top = sum(doc.obj is not None and doc.parent is None for doc in docs)
+    top += len({id(doc.parent) for doc in docs if doc.parent is not None})
+    return docs, top, [] if problem is None else [str(problem)]
 
 
 def sweep(target: str, name: str, config: Config, cluster: StaticCluster | None) -> Row:
@@ -120,13 +119,12 @@ def sweep(target: str, name: str, config: Config, cluster: StaticCluster | None)
     )
     written = written_documents(first, manifests.documents)
     once = dump_all(written)
-    objects, problems = _read_back(once, f"mutate({target})")
-    if problems or len(objects) != len(written):
+    again_docs, objects, problems = _read_back(once, f"mutate({target})")
+    if problems or objects != len(written):
         row.counts["readback"] = max(1, len(problems))
         row.details.extend(f"readback: {p}" for p in problems)
-        row.details.append(f"readback: {len(written)} objects written, {len(objects)} read")
+        row.details.append(f"readback: {len(written)} objects written, {objects} read")
         return row
-    again_docs, _ = split(Source(f"mutate({target})", once))
     second = dry_run(again_docs, config, cluster)
     settle = list(_mutations(second))
     row.counts["settle"] = len(settle)
