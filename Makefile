@@ -62,8 +62,8 @@ lock-upgrade:
 	$(MAKE) lock UPGRADE=--upgrade
 
 lint: $(TEST_STAMP)
-	$(BIN)/ruff check webhooks tests bench
-	$(BIN)/ruff format --check webhooks tests bench
+	$(BIN)/ruff check webhooks tests bench controlplane
+	$(BIN)/ruff format --check webhooks tests bench controlplane
 	$(BIN)/lint-imports
 
 typecheck: $(TEST_STAMP)
@@ -145,19 +145,19 @@ image-size: $(TEST_STAMP)
 	$(BIN)/python -m tests.imagesize
 
 # The real control plane (needs Go and the Go module proxy). One pinned Kubernetes release,
-# KUBERNETES_VERSION in tests/controlplane/release.py; binaries built once into
+# KUBERNETES_VERSION in controlplane/release.py; binaries built once into
 # ${XDG_CACHE_HOME:-~/.cache}/placement-webhooks/controlplane/<version>/ and reused.
 controlplane: $(TEST_STAMP)
-	@$(BIN)/python -m tests.controlplane.build
+	@$(BIN)/python -m controlplane.build
 
-# Regenerate tests/controlplane/gomod/*/go.mod and go.sum after changing KUBERNETES_VERSION.
+# Regenerate controlplane/gomod/*/go.mod and go.sum after changing KUBERNETES_VERSION.
 controlplane-mod: $(TEST_STAMP)
-	$(BIN)/python -m tests.controlplane.build --generate
+	$(BIN)/python -m controlplane.build --generate
 	$(BIN)/python -m tests.controlplane.yamlreference --generate
 
 # kubectl's answers for the plain-scalar corpus (tests/manifests/plaincorpus.py), written to
 # tests/fixtures/yamlref/plain-scalars.json by kubectl's own YAML reader built from
-# the pinned release's modules (tests/controlplane/gomod/yamlref; needs Go and the module
+# the pinned release's modules (controlplane/gomod/yamlref; needs Go and the module
 # proxy). `make test` compares the manifest reader with the stored answers without Go;
 # `make e2e` fails when they are stale. Run it after changing the corpus or the release.
 yaml-reference: $(TEST_STAMP)
@@ -168,7 +168,7 @@ yaml-reference: $(TEST_STAMP)
 MODE ?= in-tree
 CONFIG ?=
 cluster: controlplane
-	@$(BIN)/python -m tests.controlplane.harness --mode=$(MODE) $(if $(CONFIG),--config=$(CONFIG))
+	@$(BIN)/python -m controlplane.harness --mode=$(MODE) $(if $(CONFIG),--config=$(CONFIG))
 
 # The real-control-plane suite. pyproject's addopts ignore tests/controlplane, so `make test`
 # never collects it; naming the directory here collects it (pytest >= 8 collects a path

@@ -6,7 +6,7 @@ DynamicResources) and, per node, reports the first that fails; its FailedSchedul
 message then counts nodes per reason. ``explain`` lists every unmet rule per node. So the
 prediction for a node is the reason of its first unmet rule in the scheduler's order, and
 for a pod the count of those over all nodes, which must equal
-:func:`tests.controlplane.harness.scheduling.reasons` of the real message.
+:func:`controlplane.harness.scheduling.reasons` of the real message.
 
 Before the filters, NodeAffinity's pre-filter narrows the nodes to those named by
 ``matchFields`` ``metadata.name In`` in every required term; the rest are reported
@@ -20,10 +20,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tests.controlplane.harness.cli import placement_webhooks
-from tests.controlplane.harness.components import ApiServer
-from tests.controlplane.harness.nodes import UNSCHEDULABLE
-from tests.controlplane.harness.scheduling import Outcome, reasons
+from controlplane.harness.cli import placement_webhooks
+from controlplane.harness.components import ApiServer
+from controlplane.harness.nodes import UNSCHEDULABLE
+from controlplane.harness.scheduling import Outcome, reasons
 
 WERE_UNSCHEDULABLE = "node(s) were unschedulable"
 UNTOLERATED = "node(s) had untolerated taint(s)"

@@ -3,7 +3,7 @@
 One control plane per session (etcd, an API server with upstream's default admission, the
 scheduler and the controller-manager with short node monitoring): starting one costs
 seconds, and tests keep apart by namespace and node names. Suites that need other API
-servers start their own with :func:`tests.controlplane.harness.running`.
+servers start their own with :func:`controlplane.harness.running`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane.harness import (
+from controlplane.harness import (
     ControlPlane,
     ControlPlaneOptions,
     LeaseRenewer,

@@ -24,9 +24,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.controlplane.harness import ApiServerOptions, ControlPlaneOptions, running
-from tests.controlplane.harness.admission import TWINS, AdmissionSetup, read
-from tests.controlplane.harness.modes import apiserver_options
+from controlplane.harness import ApiServerOptions, ControlPlaneOptions, running
+from controlplane.harness.admission import TWINS, AdmissionSetup, read
+from controlplane.harness.modes import apiserver_options
 from tests.controlplane.native.install import SENTINELS, ensure_namespace, install
 from tests.controlplane.native.rest import Rest, collection
 from webhooks.export import export

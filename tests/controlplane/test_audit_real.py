@@ -26,9 +26,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from tests import crds, dra
-from tests.charts.render import render
-from tests.controlplane.harness import (
+from controlplane.harness import (
     ControlPlane,
     ControlPlaneOptions,
     create_namespace,
@@ -36,10 +34,12 @@ from tests.controlplane.harness import (
     pod_manifest,
     running,
 )
-from tests.controlplane.harness.cli import Run, placement_webhooks
-from tests.controlplane.harness.objects import service_account_kubeconfig
-from tests.controlplane.harness.process import wait_until
-from tests.controlplane.harness.resources import apply, install_crds
+from controlplane.harness.cli import Run, placement_webhooks
+from controlplane.harness.objects import service_account_kubeconfig
+from controlplane.harness.process import wait_until
+from controlplane.harness.resources import apply, install_crds
+from tests import crds, dra
+from tests.charts.render import render
 from webhooks.audit.publish import publish
 from webhooks.audit.reports import MANAGED_BY, NAME, OPENREPORTS, build
 from webhooks.audit.results import Audit, Ref

@@ -26,17 +26,17 @@ from typing import Any
 
 import pytest
 
-from tests.charts.render import NAMESPACE, is_hook, render
-from tests.charts.test_chart import SCENARIOS
-from tests.controlplane.chartcrds import CRDS
-from tests.controlplane.conftest import FIGURES
-from tests.controlplane.harness import (
+from controlplane.harness import (
     ControlPlane,
     ControlPlaneOptions,
     create_namespace,
     running,
 )
-from tests.controlplane.harness.resources import apply, install_crds
+from controlplane.harness.resources import apply, install_crds
+from tests.charts.render import NAMESPACE, is_hook, render
+from tests.charts.test_chart import SCENARIOS
+from tests.controlplane.chartcrds import CRDS
+from tests.controlplane.conftest import FIGURES
 
 #: Helm's install order of kinds (its ``InstallOrder``); kinds not listed go last.
 INSTALL_ORDER = [

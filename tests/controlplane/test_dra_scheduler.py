@@ -33,11 +33,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from tests import dra
-from tests.command import invoke_cli
-from tests.controlplane.compare import disagreements
-from tests.controlplane.conftest import FIGURES
-from tests.controlplane.harness import (
+from controlplane.harness import (
     ControllerManagerOptions,
     ControlPlane,
     ControlPlaneOptions,
@@ -48,10 +44,14 @@ from tests.controlplane.harness import (
     pod_manifest,
     running,
 )
-from tests.controlplane.harness.cli import in_process
-from tests.controlplane.harness.components import DRA_CONTROLLERS
-from tests.controlplane.harness.scheduling import decisions
-from tests.controlplane.harness.timeline import Timeline
+from controlplane.harness.cli import in_process
+from controlplane.harness.components import DRA_CONTROLLERS
+from controlplane.harness.scheduling import decisions
+from controlplane.harness.timeline import Timeline
+from tests import dra
+from tests.command import invoke_cli
+from tests.controlplane.compare import disagreements
+from tests.controlplane.conftest import FIGURES
 
 NAMESPACE = "dra"
 GPU_CLASS, FPGA, NIC, LICENSE = (

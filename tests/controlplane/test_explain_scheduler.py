@@ -36,9 +36,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.controlplane.compare import disagreements, explained
-from tests.controlplane.conftest import FIGURES
-from tests.controlplane.harness import (
+from controlplane.harness import (
     ControlPlane,
     ControlPlaneOptions,
     create_namespace,
@@ -48,8 +46,10 @@ from tests.controlplane.harness import (
     node_manifest,
     running,
 )
-from tests.controlplane.harness.modes import apiserver_options
-from tests.controlplane.harness.scheduling import decisions
+from controlplane.harness.modes import apiserver_options
+from controlplane.harness.scheduling import decisions
+from tests.controlplane.compare import disagreements, explained
+from tests.controlplane.conftest import FIGURES
 from webhooks.explain.pods import pod_requests
 from webhooks.k8s.quantity import parse_resource_list
 

@@ -25,8 +25,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.controlplane.conftest import FIGURES
-from tests.controlplane.harness import (
+from controlplane.harness import (
     ControllerManagerOptions,
     ControlPlane,
     ControlPlaneOptions,
@@ -38,11 +37,12 @@ from tests.controlplane.harness import (
     pod_manifest,
     running,
 )
-from tests.controlplane.harness.cli import placement_webhooks
-from tests.controlplane.harness.modes import apiserver_options
-from tests.controlplane.harness.nodes import UNREACHABLE
-from tests.controlplane.harness.scheduling import decisions
-from tests.controlplane.harness.timeline import Timeline
+from controlplane.harness.cli import placement_webhooks
+from controlplane.harness.modes import apiserver_options
+from controlplane.harness.nodes import UNREACHABLE
+from controlplane.harness.scheduling import decisions
+from controlplane.harness.timeline import Timeline
+from tests.controlplane.conftest import FIGURES
 
 CONFIG = Path(__file__).parent / "configs" / "failover.yaml"
 GRACE = 6

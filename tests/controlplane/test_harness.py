@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.controlplane.harness import (
+from controlplane.harness import (
     AdmissionSetup,
     ApiServerOptions,
     ComponentError,
@@ -21,8 +21,8 @@ from tests.controlplane.harness import (
     running,
     write_node,
 )
-from tests.controlplane.harness.nodes import NOT_READY, UNREACHABLE
-from tests.controlplane.release import KUBERNETES_VERSION
+from controlplane.harness.nodes import NOT_READY, UNREACHABLE
+from controlplane.release import KUBERNETES_VERSION
 from tests.waiting import eventually
 
 

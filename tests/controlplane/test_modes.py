@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.controlplane.conftest import started_plane
-from tests.controlplane.harness import (
+from controlplane.harness import (
     ControlPlane,
     ControlPlaneOptions,
     Untranslatable,
@@ -19,8 +18,9 @@ from tests.controlplane.harness import (
     pod_manifest,
     setup_for,
 )
-from tests.controlplane.harness.admission import in_tree
-from tests.controlplane.harness.modes import apiserver_options
+from controlplane.harness.admission import in_tree
+from controlplane.harness.modes import apiserver_options
+from tests.controlplane.conftest import started_plane
 from webhooks.core.config import load_config
 from webhooks.plugins import REGISTRY
 

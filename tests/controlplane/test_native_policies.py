@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from controlplane.harness import ControllerManagerOptions, ControlPlaneOptions, running
+from controlplane.harness.admission import read
 from tests.controlplane.conftest import STARTS
-from tests.controlplane.harness import ControllerManagerOptions, ControlPlaneOptions, running
-from tests.controlplane.harness.admission import read
 from tests.controlplane.native import cases
 from tests.controlplane.native.install import API, ensure_namespace, install, type_checking
 from tests.controlplane.native.observe import Case, Observation, run

@@ -22,8 +22,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.controlplane.conftest import started_plane
-from tests.controlplane.harness import (
+from controlplane.harness import (
     ControlPlane,
     ControlPlaneOptions,
     auditlog,
@@ -33,8 +32,9 @@ from tests.controlplane.harness import (
     pod_manifest,
     webhookserver,
 )
-from tests.controlplane.harness.components import ApiServer, Response
-from tests.controlplane.harness.modes import apiserver_options
+from controlplane.harness.components import ApiServer, Response
+from controlplane.harness.modes import apiserver_options
+from tests.controlplane.conftest import started_plane
 from tests.waiting import eventually
 from webhooks.webhookconfig import WebhookSettings, match_conditions
 

@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane.conftest import started_plane
-from tests.controlplane.harness import (
+from controlplane.harness import (
     ControlPlane,
     ControlPlaneOptions,
     auditlog,
@@ -26,7 +25,8 @@ from tests.controlplane.harness import (
     pod_manifest,
     webhookserver,
 )
-from tests.controlplane.harness.modes import apiserver_options
+from controlplane.harness.modes import apiserver_options
+from tests.controlplane.conftest import started_plane
 from tests.waiting import eventually
 
 TIMEOUT = 5  # webhook-config's default timeoutSeconds

@@ -19,16 +19,16 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane.conftest import started_plane
-from tests.controlplane.harness import (
+from controlplane.harness import (
     ApiServer,
     ControlPlaneOptions,
     auditlog,
     create_namespace,
     pod_manifest,
 )
-from tests.controlplane.harness.modes import apiserver_options
-from tests.controlplane.harness.nodes import NOT_READY, UNREACHABLE
+from controlplane.harness.modes import apiserver_options
+from controlplane.harness.nodes import NOT_READY, UNREACHABLE
+from tests.controlplane.conftest import started_plane
 from tests.waiting import eventually
 
 CONFIG = Path(__file__).parent / "configs" / "managed-reinvocation.yaml"

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from tests.controlplane.build import BuildError
+from controlplane.build import BuildError
 from tests.controlplane.conftest import FIGURES
 from tests.controlplane.yamlreference import ANSWERS, fresh
 

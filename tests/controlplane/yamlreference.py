@@ -28,8 +28,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.controlplane.build import BuildError, _go, _run, _staging_version
-from tests.controlplane.release import (
+from controlplane.build import BuildError, _go, _run, _staging_version
+from controlplane.release import (
     GOMOD_DIR,
     KUBERNETES_MODULE_DIR,
     KUBERNETES_VERSION,

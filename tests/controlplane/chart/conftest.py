@@ -3,7 +3,7 @@
 Each module gets its own control plane (a few seconds to start) because these tests register
 fail-closed webhook configurations, stop their servers and fail Nodes: state no other test
 should ever meet. The API server allocates ClusterIPs inside 127/8
-(:mod:`tests.controlplane.harness.servicenet`), so the chart's own Service-registered
+(:mod:`controlplane.harness.servicenet`), so the chart's own Service-registered
 webhooks reach a ``serve`` bound to that ClusterIP, and the controller-manager also runs the
 resource quota controller, without which the API server refuses every pod of a
 quota-limited priority class ("status unknown for quota").
@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane.conftest import check_alive, started_plane
-from tests.controlplane.harness import (
+from controlplane.harness import (
     ApiServerOptions,
     ControllerManagerOptions,
     ControlPlane,
@@ -26,10 +25,11 @@ from tests.controlplane.harness import (
     LeaseRenewer,
     NotBuilt,
 )
-from tests.controlplane.harness.components import DEFAULT_CONTROLLERS
-from tests.controlplane.harness.helm import Helm, locate_helm
-from tests.controlplane.harness.process import Component
-from tests.controlplane.harness.servicenet import loopback_service_range, service_flag
+from controlplane.harness.components import DEFAULT_CONTROLLERS
+from controlplane.harness.helm import Helm, locate_helm
+from controlplane.harness.process import Component
+from controlplane.harness.servicenet import loopback_service_range, service_flag
+from tests.controlplane.conftest import check_alive, started_plane
 
 #: (what, figure) measured by the proofs, printed at the end of the run.
 FIGURES: list[tuple[str, str]] = []

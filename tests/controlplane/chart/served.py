@@ -17,12 +17,10 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.charts.render import is_hook, render
-from tests.command import run_cli
-from tests.controlplane.harness import ControlPlane, pod_manifest
-from tests.controlplane.harness.apply import apply_objects, delete_objects
-from tests.controlplane.harness.process import Component
-from tests.controlplane.harness.servicenet import (
+from controlplane.harness import ControlPlane, pod_manifest
+from controlplane.harness.apply import apply_objects, delete_objects
+from controlplane.harness.process import Component
+from controlplane.harness.servicenet import (
     ServedService,
     chart_config,
     secret_to_dir,
@@ -31,6 +29,8 @@ from tests.controlplane.harness.servicenet import (
     token_kubeconfig,
     with_cluster_dns,
 )
+from tests.charts.render import is_hook, render
+from tests.command import run_cli
 
 REPO = Path(__file__).resolve().parents[3]
 

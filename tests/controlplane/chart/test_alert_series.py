@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
+from controlplane.harness import ControlPlane, create_namespace
+from controlplane.harness.apply import apply_objects
+from controlplane.harness.metrics import apiserver_metrics
+from controlplane.harness.process import Component
 from tests.charts.render import render
 from tests.controlplane.chart.conftest import FIGURES
 from tests.controlplane.chart.served import refusal, rendered, serve_release
-from tests.controlplane.harness import ControlPlane, create_namespace
-from tests.controlplane.harness.apply import apply_objects
-from tests.controlplane.harness.process import Component
-from tests.controlplane.harness.servicenet import apiserver_metrics
 from tests.waiting import eventually
 
 RELEASE, NAMESPACE, WORKLOADS = "al", "placement-al", "al-apps"

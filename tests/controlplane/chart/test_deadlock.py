@@ -26,18 +26,18 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.controlplane.chart.conftest import FIGURES
-from tests.controlplane.chart.served import refusal, rendered, serve_release
-from tests.controlplane.harness import (
+from controlplane.harness import (
     ControlPlane,
     LeaseRenewer,
     create_namespace,
     node_manifest,
     write_node,
 )
-from tests.controlplane.harness.apply import apply_objects, delete_objects
-from tests.controlplane.harness.nodes import NOT_READY, UNREACHABLE
-from tests.controlplane.harness.process import Component
+from controlplane.harness.apply import apply_objects, delete_objects
+from controlplane.harness.nodes import NOT_READY, UNREACHABLE
+from controlplane.harness.process import Component
+from tests.controlplane.chart.conftest import FIGURES
+from tests.controlplane.chart.served import refusal, rendered, serve_release
 from tests.waiting import eventually
 
 WEBHOOK_POD = "app.kubernetes.io/component=webhook"

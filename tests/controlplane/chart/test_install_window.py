@@ -16,6 +16,12 @@ from typing import Any
 
 import pytest
 
+from controlplane.harness import ControlPlane, create_namespace
+from controlplane.harness.helm import Helm
+from controlplane.harness.process import Component
+from controlplane.harness.servicenet import (
+    ServedService,
+)
 from tests.controlplane.chart.served import (
     ca_bundles,
     failure_policies,
@@ -24,12 +30,6 @@ from tests.controlplane.chart.served import (
     refusal,
     run_hook,
     serve_release,
-)
-from tests.controlplane.harness import ControlPlane, create_namespace
-from tests.controlplane.harness.helm import Helm
-from tests.controlplane.harness.process import Component
-from tests.controlplane.harness.servicenet import (
-    ServedService,
 )
 from tests.waiting import eventually
 

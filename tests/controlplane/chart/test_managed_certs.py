@@ -21,6 +21,10 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from controlplane.harness import ControlPlane, create_namespace
+from controlplane.harness.helm import Helm
+from controlplane.harness.process import Component
+from controlplane.harness.servicenet import token_kubeconfig
 from tests.controlplane.chart.conftest import FIGURES
 from tests.controlplane.chart.served import (
     ca_bundles,
@@ -32,10 +36,6 @@ from tests.controlplane.chart.served import (
     run_hook,
     serve_release,
 )
-from tests.controlplane.harness import ControlPlane, create_namespace
-from tests.controlplane.harness.helm import Helm
-from tests.controlplane.harness.process import Component
-from tests.controlplane.harness.servicenet import token_kubeconfig
 from tests.waiting import eventually
 
 REPO = Path(__file__).resolve().parents[3]

@@ -22,13 +22,14 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from controlplane.harness import ControlPlane, create_namespace, pod_manifest
+from controlplane.harness.apply import apply_objects, delete_objects
+from controlplane.harness.metrics import apiserver_metrics, metric_sum
+from controlplane.harness.process import Component
+from controlplane.harness.servicenet import ServedService
 from tests.command import run_cli
 from tests.controlplane.chart.conftest import FIGURES
 from tests.controlplane.chart.served import WEBHOOK_KINDS, create_pod, rendered, serve_release
-from tests.controlplane.harness import ControlPlane, create_namespace, pod_manifest
-from tests.controlplane.harness.apply import apply_objects, delete_objects
-from tests.controlplane.harness.process import Component
-from tests.controlplane.harness.servicenet import ServedService, apiserver_metrics, metric_sum
 from tests.waiting import eventually
 
 ALL_PLUGINS = {

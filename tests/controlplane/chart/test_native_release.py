@@ -18,9 +18,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.controlplane.chart.served import WEBHOOK_KINDS, rendered, serve_release
-from tests.controlplane.conftest import STARTS
-from tests.controlplane.harness import (
+from controlplane.harness import (
     ApiServerOptions,
     ControllerManagerOptions,
     ControlPlane,
@@ -30,11 +28,13 @@ from tests.controlplane.harness import (
     pod_manifest,
     running,
 )
-from tests.controlplane.harness.admission import TWINS, AdmissionSetup
-from tests.controlplane.harness.apply import apply_objects, delete_objects
-from tests.controlplane.harness.components import DEFAULT_CONTROLLERS
-from tests.controlplane.harness.process import Component
-from tests.controlplane.harness.servicenet import loopback_service_range, service_flag
+from controlplane.harness.admission import TWINS, AdmissionSetup
+from controlplane.harness.apply import apply_objects, delete_objects
+from controlplane.harness.components import DEFAULT_CONTROLLERS
+from controlplane.harness.process import Component
+from controlplane.harness.servicenet import loopback_service_range, service_flag
+from tests.controlplane.chart.served import WEBHOOK_KINDS, rendered, serve_release
+from tests.controlplane.conftest import STARTS
 from tests.waiting import eventually
 
 NOT_READY = "node.kubernetes.io/not-ready"

@@ -20,16 +20,16 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.controlplane.chart.conftest import FIGURES, chart_plane_options
-from tests.controlplane.chart.served import rendered
-from tests.controlplane.conftest import started_plane
-from tests.controlplane.harness import (
+from controlplane.harness import (
     AdmissionSetup,
     ApiServerOptions,
     ControlPlane,
     create_namespace,
 )
-from tests.controlplane.harness.apply import apply_objects
+from controlplane.harness.apply import apply_objects
+from tests.controlplane.chart.conftest import FIGURES, chart_plane_options
+from tests.controlplane.chart.served import rendered
+from tests.controlplane.conftest import started_plane
 from tests.waiting import eventually
 
 CRITICAL = ["system-cluster-critical", "system-node-critical"]

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from controlplane.harness.components import ApiServer
 from tests.controlplane.differential.corpus import Case, Observed, observe, updated
-from tests.controlplane.harness.components import ApiServer
 
 WORKERS = 8
 

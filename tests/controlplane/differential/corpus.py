@@ -30,7 +30,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tests.controlplane.harness.nodes import NOT_READY, UNREACHABLE
+from controlplane.harness.nodes import NOT_READY, UNREACHABLE
 
 NODE_SELECTOR = "scheduler.alpha.kubernetes.io/node-selector"
 DEFAULTS = "scheduler.alpha.kubernetes.io/defaultTolerations"

@@ -16,8 +16,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from controlplane.harness.objects import daemonset_manifest
 from tests.controlplane.differential.corpus import IMAGE, TOLERATIONS, _t, namespace_object
-from tests.controlplane.harness.objects import daemonset_manifest
 
 NETWORK_UNAVAILABLE = _t("node.kubernetes.io/network-unavailable", "Exists", effect="NoSchedule")
 #: Template tolerations that meet the defaults' identities in every way §1b distinguishes.

@@ -16,21 +16,21 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane.conftest import started_plane
-from tests.controlplane.differential import apply
-from tests.controlplane.differential.corpus import RUNTIME_CLASSES, Case, Request, compare, observe
-from tests.controlplane.differential.daemonsets import DaemonCase, daemon_cases, pod_for
-from tests.controlplane.differential.report import REPORTS, Report
-from tests.controlplane.differential.test_differential import CONFIGS
-from tests.controlplane.harness import (
+from controlplane.harness import (
     ControlPlane,
     ControlPlaneOptions,
     LeaseRenewer,
     node_manifest,
     write_node,
 )
-from tests.controlplane.harness.components import ApiServer
-from tests.controlplane.harness.modes import apiserver_options
+from controlplane.harness.components import ApiServer
+from controlplane.harness.modes import apiserver_options
+from tests.controlplane.conftest import started_plane
+from tests.controlplane.differential import apply
+from tests.controlplane.differential.corpus import RUNTIME_CLASSES, Case, Request, compare, observe
+from tests.controlplane.differential.daemonsets import DaemonCase, daemon_cases, pod_for
+from tests.controlplane.differential.report import REPORTS, Report
+from tests.controlplane.differential.test_differential import CONFIGS
 from tests.waiting import eventually
 
 NODES = ("dn1", "dn2")

@@ -21,12 +21,12 @@ from pathlib import Path
 
 import pytest
 
+from controlplane.harness import ControlPlaneOptions
+from controlplane.harness.modes import apiserver_options
 from tests.controlplane.conftest import started_plane
 from tests.controlplane.differential import apply
 from tests.controlplane.differential.corpus import FIELDS, Case, Observed, cases, compare
 from tests.controlplane.differential.report import REPORTS, Report
-from tests.controlplane.harness import ControlPlaneOptions
-from tests.controlplane.harness.modes import apiserver_options
 
 #: A file to append every difference to (explained ones too), for reading a whole run.
 REPORT_ENV = "DIFFERENTIAL_REPORT"

@@ -15,7 +15,7 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-from tests.controlplane.harness.objects import daemonset_manifest
+from controlplane.harness.objects import daemonset_manifest
 from tests.controlplane.native.observe import Case
 
 IMAGE = "registry.k8s.io/pause:3.10"

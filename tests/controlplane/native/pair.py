@@ -17,15 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.controlplane.harness import (
+from controlplane.harness import (
     ApiServerOptions,
     ControllerManagerOptions,
     ControlPlane,
     ControlPlaneOptions,
     running,
 )
-from tests.controlplane.harness.admission import TWINS, AdmissionSetup, read
-from tests.controlplane.harness.modes import apiserver_options
+from controlplane.harness.admission import TWINS, AdmissionSetup, read
+from controlplane.harness.modes import apiserver_options
 from tests.controlplane.native import cases
 from tests.controlplane.native.install import install
 from tests.controlplane.native.rest import Rest

@@ -14,7 +14,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.controlplane.harness import ApiServer
+from controlplane.harness import ApiServer
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,16 +25,16 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from tests.controlplane.harness import components, webhookserver
-from tests.controlplane.harness.binaries import Binaries, locate
-from tests.controlplane.harness.components import (
+from controlplane.harness import components, webhookserver
+from controlplane.harness.binaries import Binaries, locate
+from controlplane.harness.components import (
     ApiServer,
     ApiServerOptions,
     ControllerManagerOptions,
     Etcd,
 )
-from tests.controlplane.harness.process import Component, wait_until
-from tests.controlplane.harness.webhookserver import WebhookServer
+from controlplane.harness.process import Component, wait_until
+from controlplane.harness.webhookserver import WebhookServer
 
 START_TIMEOUT = 90.0
 #: Set (to anything) to keep a run's directory (logs, kubeconfigs, etcd data) after it stops.

@@ -6,9 +6,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tests.controlplane.harness.components import ApiServer
-from tests.controlplane.harness.pki import write_kubeconfig
-from tests.controlplane.harness.process import wait_until
+from controlplane.harness.components import ApiServer
+from controlplane.harness.pki import write_kubeconfig
+from controlplane.harness.process import wait_until
 
 
 def create_namespace(

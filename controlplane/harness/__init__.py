@@ -1,7 +1,7 @@
 """The real-control-plane harness: test infrastructure, not part of the ``webhooks`` package.
 
 It runs etcd, kube-apiserver (one or more, on one etcd), kube-scheduler and
-kube-controller-manager of the pinned release (:mod:`tests.controlplane.release`) from the
+kube-controller-manager of the pinned release (:mod:`controlplane.release`) from the
 build cache, plus ``placement-webhooks serve`` when a mode asks for it. ``make cluster`` and
 the ``make e2e`` suite go through the same code, so a person reproduces by hand exactly
 what a test ran.
@@ -13,25 +13,25 @@ Leases fresh.
 
 from __future__ import annotations
 
-from tests.controlplane.harness import auditlog, webhookserver
-from tests.controlplane.harness.admission import AdmissionSetup, Untranslatable, setup_for
-from tests.controlplane.harness.binaries import Binaries, NotBuilt, locate
-from tests.controlplane.harness.components import (
+from controlplane.harness import auditlog, webhookserver
+from controlplane.harness.admission import AdmissionSetup, Untranslatable, setup_for
+from controlplane.harness.binaries import Binaries, NotBuilt, locate
+from controlplane.harness.components import (
     ApiServer,
     ApiServerOptions,
     ControllerManagerOptions,
 )
-from tests.controlplane.harness.controlplane import ControlPlane, ControlPlaneOptions, running
-from tests.controlplane.harness.modes import apiserver_options
-from tests.controlplane.harness.nodes import LeaseRenewer, heartbeating, node_manifest, write_node
-from tests.controlplane.harness.objects import (
+from controlplane.harness.controlplane import ControlPlane, ControlPlaneOptions, running
+from controlplane.harness.modes import apiserver_options
+from controlplane.harness.nodes import LeaseRenewer, heartbeating, node_manifest, write_node
+from controlplane.harness.objects import (
     create_namespace,
     create_pods,
     daemonset_manifest,
     delete_pods,
     pod_manifest,
 )
-from tests.controlplane.harness.process import ComponentError
+from controlplane.harness.process import ComponentError
 
 __all__ = [
     "AdmissionSetup",

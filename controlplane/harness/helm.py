@@ -19,11 +19,11 @@ from typing import Any
 
 import yaml
 
-from tests.controlplane import build
-from tests.controlplane.harness.binaries import NotBuilt
-from tests.controlplane.release import HELM_VERSION, binary_dir
+from controlplane import build
+from controlplane.harness.binaries import NotBuilt
+from controlplane.release import HELM_VERSION, binary_dir
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "placement-webhooks"
 
 

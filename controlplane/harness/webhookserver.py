@@ -18,13 +18,14 @@ from typing import Any
 
 import yaml
 
-from tests.controlplane.harness.admission import webhook_serving_config
-from tests.controlplane.harness.components import ApiServer, fetch
-from tests.controlplane.harness.pki import HOSTS
-from tests.controlplane.harness.process import Component, free_port, wait_until
+from controlplane.harness.admission import webhook_serving_config
+from controlplane.harness.components import ApiServer, fetch
+from controlplane.harness.metrics import apiserver_metrics, metric_sum
+from controlplane.harness.pki import HOSTS
+from controlplane.harness.process import Component, free_port, wait_until
 from webhooks.certs import generate
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass(slots=True)
@@ -169,58 +170,91 @@ def register(server: ApiServer, objects: list[dict[str, Any]]) -> None:
                 raise RuntimeError(f"webhook-config printed an unexpected {obj['kind']}")
 
 
-def _phases_seen(webhook: WebhookServer) -> set[str]:
-    """The phases (``mutate``, ``validate``) that ``serve``'s request counter has seen."""
-    request = urllib.request.Request(f"http://127.0.0.1:{webhook.metrics_port}/metrics")
-    try:
-        with urllib.request.urlopen(request, timeout=5) as response:
-            text = response.read().decode()
-    except OSError:
-        return set()
-    seen = set()
-    for line in text.splitlines():
-        if line.startswith("placement_webhooks_requests_total{") and not line.endswith(" 0.0"):
-            seen.update(p for p in ("mutate", "validate") if f'endpoint="/{p}' in line)
-    return seen
+#: The label that makes a ConfigMap a sentinel's probe; nothing else carries it.
+SENTINEL_LABEL = "placement-webhooks.test/sentinel"
 
 
-PROBE_POD = {
-    "apiVersion": "v1",
-    "kind": "Pod",
-    "metadata": {"name": "placement-webhooks-probe"},
-    "spec": {"containers": [{"name": "probe", "image": "registry.k8s.io/pause:3.10"}]},
-}
+def _sentinel(kind: str, port: int) -> dict[str, Any]:
+    """A configuration of ``kind`` whose one webhook only the sentinel ConfigMap reaches.
+
+    It points at a closed loopback port with ``failurePolicy: Ignore``: every call fails
+    open, and the API server counts that in ``apiserver_admission_webhook_fail_open_count``
+    under the webhook's name. A count above zero says the API server has loaded it.
+    """
+    webhook = {
+        "name": f"{kind.lower()}.sentinel.placement-webhooks.test",
+        "clientConfig": {"url": f"https://127.0.0.1:{port}/sentinel"},
+        "rules": [
+            {
+                "apiGroups": [""],
+                "apiVersions": ["v1"],
+                "operations": ["CREATE"],
+                "resources": ["configmaps"],
+            }
+        ],
+        "objectSelector": {"matchLabels": {SENTINEL_LABEL: "true"}},
+        "failurePolicy": "Ignore",
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+        "timeoutSeconds": 1,
+    }
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": kind,
+        "metadata": {"name": "zz-placement-webhooks-sentinel"},
+        "webhooks": [webhook],
+    }
 
 
 def wait_active(server: ApiServer, webhook: WebhookServer, objects: list[dict[str, Any]]) -> None:
-    """Return once the API server calls every registered phase of ``webhook``.
+    """Return once the API server has loaded every configuration in ``objects``.
 
     Why: the API server learns of new webhook configurations through an informer, a moment
     after they are created; a test that ran in that moment would bypass the webhooks and
-    pass or fail for the wrong reason. A dry-run Pod create (nothing is stored) is sent
-    until ``serve``'s own request counter shows each phase answered.
+    pass or fail for the wrong reason.
+
+    Why a sentinel and not a probe pod through our webhooks: whether a pod reaches the
+    validating webhooks depends on the policy (a mutating refusal ends admission before
+    them), so a config that refuses every pod would never look ready. Instead one more
+    configuration of each kind is created after ours and waited for: one informer per kind
+    delivers its events in the order they were written, so once the API server calls the
+    sentinel it holds ours too. The sentinels are then deleted. ``webhook`` is checked for
+    being alive while waiting.
     """
-    wanted = {
-        "mutate" if obj["kind"].startswith("Mutating") else "validate"
-        for obj in objects
-        if obj.get("webhooks")
+    kinds = sorted({obj["kind"] for obj in objects if obj.get("webhooks")})
+    sentinels = [_sentinel(kind, free_port()) for kind in kinds]
+    register(server, sentinels)
+    probe = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "placement-webhooks-sentinel", "labels": {SENTINEL_LABEL: "true"}},
     }
-    # The ServiceAccount plugin refuses a pod whose account is missing before any webhook
-    # runs; without a controller-manager nobody else creates ``default/default``.
-    server.request(
-        "POST",
-        "/api/v1/namespaces/default/serviceaccounts",
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}},
-    )
 
-    def active() -> bool:
-        server.request("POST", "/api/v1/namespaces/default/pods?dryRun=All", PROBE_POD)
-        return wanted <= _phases_seen(webhook)
+    def loaded() -> bool:
+        server.request("POST", "/api/v1/namespaces/default/configmaps?dryRun=All", probe)
+        text = apiserver_metrics(server)
+        return all(
+            metric_sum(
+                text,
+                "apiserver_admission_webhook_fail_open_count",
+                name=sentinel["webhooks"][0]["name"],
+            )
+            > 0
+            for sentinel in sentinels
+        )
 
-    wait_until(
-        active,
-        timeout=30,
-        components=[webhook.component],
-        what="called by the API server",
-        interval=0.2,
-    )
+    try:
+        wait_until(
+            loaded,
+            timeout=30,
+            components=[webhook.component],
+            what="loaded by the API server",
+            interval=0.2,
+        )
+    finally:
+        for sentinel in sentinels:
+            plural = sentinel["kind"].lower() + "s"
+            server.request(
+                "DELETE",
+                f"/apis/admissionregistration.k8s.io/v1/{plural}/{sentinel['metadata']['name']}",
+            )

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tests.controlplane.harness.components import ApiServer
-from tests.controlplane.harness.process import ComponentError, wait_until
+from controlplane.harness.components import ApiServer
+from controlplane.harness.process import ComponentError, wait_until
 
 APPLY = "application/apply-patch+yaml"
 

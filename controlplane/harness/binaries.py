@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.controlplane import build
-from tests.controlplane.release import KUBERNETES_VERSION, binary_dir
+from controlplane import build
+from controlplane.release import KUBERNETES_VERSION, binary_dir
 
 
 class NotBuilt(RuntimeError):

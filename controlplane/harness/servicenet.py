@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import base64
 import random
-import ssl
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.controlplane.harness import pki
-from tests.controlplane.harness.components import ApiServer, fetch
-from tests.controlplane.harness.process import Component, wait_until
-from tests.controlplane.harness.webhookserver import REPO, serve_args
+from controlplane.harness import pki
+from controlplane.harness.components import ApiServer, fetch
+from controlplane.harness.process import Component, wait_until
+from controlplane.harness.webhookserver import REPO, serve_args
 
 
 def loopback_service_range() -> str:
@@ -151,30 +150,6 @@ def token_kubeconfig(
     return pki.write_kubeconfig(
         path, server=server.url, ca=server.credentials.serving.ca, token=token, name=account
     )
-
-
-def apiserver_metrics(server: ApiServer) -> str:
-    """The API server's ``/metrics`` text, read as admin."""
-    context = ssl.create_default_context(cafile=str(server.credentials.serving.ca))
-    request = urllib.request.Request(
-        server.url + "/metrics",
-        headers={"Authorization": f"Bearer {server.credentials.tokens['admin']}"},
-    )
-    with urllib.request.urlopen(request, timeout=10, context=context) as response:
-        text: str = response.read().decode()
-    return text
-
-
-def metric_sum(text: str, name: str, **labels: str) -> float:
-    """The sum of every sample of ``name`` whose labels include ``labels``."""
-    total = 0.0
-    for line in text.splitlines():
-        if not line.startswith(name + "{") and not line.startswith(name + " "):
-            continue
-        head, _, value = line.rpartition(" ")
-        if all(f'{key}="{wanted}"' in head for key, wanted in labels.items()):
-            total += float(value)
-    return total
 
 
 def with_cluster_dns(command: list[str], names: dict[str, str], directory: Path) -> list[str]:

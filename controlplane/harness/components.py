@@ -3,7 +3,7 @@
 One function per program builds its command line from a few options and starts it; readiness
 is a separate probe, so the caller can start several programs and then wait for them
 together (the API server retries etcd by itself, the scheduler and the controller-manager
-start side by side). Flags are upstream's, for the release in :mod:`tests.controlplane.release`.
+start side by side). Flags are upstream's, for the release in :mod:`controlplane.release`.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from typing import Any
 
 import yaml
 
-from tests.controlplane.harness import auditlog, pki
-from tests.controlplane.harness.admission import AdmissionSetup
-from tests.controlplane.harness.binaries import Binaries
-from tests.controlplane.harness.process import Component, free_port
+from controlplane.harness import auditlog, pki
+from controlplane.harness.admission import AdmissionSetup
+from controlplane.harness.binaries import Binaries
+from controlplane.harness.process import Component, free_port
 
 SERVICE_CIDR = "10.0.0.0/24"
 #: The address the API server writes into the ``kubernetes`` Service's endpoints. It is never

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from tests.controlplane.harness.admission import MODES, Untranslatable
-from tests.controlplane.harness.binaries import NotBuilt
-from tests.controlplane.harness.components import ControllerManagerOptions
-from tests.controlplane.harness.controlplane import ControlPlaneOptions, running
-from tests.controlplane.harness.modes import apiserver_options
-from tests.controlplane.harness.process import ComponentError
+from controlplane.harness.admission import MODES, Untranslatable
+from controlplane.harness.binaries import NotBuilt
+from controlplane.harness.components import ControllerManagerOptions
+from controlplane.harness.controlplane import ControlPlaneOptions, running
+from controlplane.harness.modes import apiserver_options
+from controlplane.harness.process import ComponentError
 from webhooks.core.config import ConfigError
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.controlplane.harness.admission import read, setup_for
-from tests.controlplane.harness.components import ApiServerOptions
+from controlplane.harness.admission import read, setup_for
+from controlplane.harness.components import ApiServerOptions
 
 
 def apiserver_options(

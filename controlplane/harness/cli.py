@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.controlplane.harness.components import ApiServer
+from controlplane.harness.components import ApiServer
 
 TIMEOUT = 300.0
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from tests.controlplane.harness.process import ComponentError
+from controlplane.harness.process import ComponentError
 
 _HEAD = re.compile(r"^0/(\d+) nodes are available: ")
 _ITEM = re.compile(r"^(\d+) (.+)$")
