@@ -27,8 +27,8 @@ from typing import Any
 from controlplane.harness import ApiServerOptions, ControlPlaneOptions, running
 from controlplane.harness.admission import TWINS, AdmissionSetup, read
 from controlplane.harness.modes import apiserver_options
-from tests.controlplane.native.install import SENTINELS, ensure_namespace, install
-from tests.controlplane.native.rest import Rest, collection
+from controlplane.harness.nativepolicies import SENTINELS, ensure_namespace, install
+from controlplane.harness.rest import Rest, collection
 from webhooks.export import export
 from webhooks.plugins import REGISTRY
 

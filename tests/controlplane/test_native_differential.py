@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
+from controlplane.harness.nativepolicies import ensure_namespace, type_checking
 from tests.controlplane.conftest import STARTS
 from tests.controlplane.native import cases
-from tests.controlplane.native.install import ensure_namespace, type_checking
 from tests.controlplane.native.observe import Case, Observation, differences, run
 from tests.controlplane.native.pair import Pair, pair
 

@@ -16,12 +16,12 @@ import pytest
 
 from controlplane.harness import ControllerManagerOptions, ControlPlaneOptions, running
 from controlplane.harness.admission import read
+from controlplane.harness.nativepolicies import API, ensure_namespace, install, type_checking
+from controlplane.harness.rest import Rest, collection
 from tests.controlplane.conftest import STARTS
 from tests.controlplane.native import cases
-from tests.controlplane.native.install import API, ensure_namespace, install, type_checking
 from tests.controlplane.native.observe import Case, Observation, run
 from tests.controlplane.native.pair import CONTROLLERS, Pair, native_options, pair
-from tests.controlplane.native.rest import Rest, collection
 from webhooks.export import export
 from webhooks.plugins import REGISTRY
 

@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.controlplane.native.install import ensure_namespace
-from tests.controlplane.native.rest import Answer, Rest, collection
+from controlplane.harness.nativepolicies import ensure_namespace
+from controlplane.harness.rest import Answer, Rest, collection
 
 _WEBHOOK_DENIAL = re.compile(r'^admission webhook "[^"]+" denied the request: ')
 _POLICY_DENIAL = re.compile(

@@ -26,9 +26,9 @@ from controlplane.harness import (
 )
 from controlplane.harness.admission import TWINS, AdmissionSetup, read
 from controlplane.harness.modes import apiserver_options
+from controlplane.harness.nativepolicies import install
+from controlplane.harness.rest import Rest
 from tests.controlplane.native import cases
-from tests.controlplane.native.install import install
-from tests.controlplane.native.rest import Rest
 from webhooks.export import Export, export
 from webhooks.plugins import REGISTRY
 

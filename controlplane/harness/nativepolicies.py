@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tests.controlplane.native.rest import Answer, Rest
+from controlplane.harness.rest import Answer, Rest
 
 SENTINEL_LABEL = "placement-webhooks.io/sentinel"
 API = "admissionregistration.k8s.io/v1"
