@@ -49,7 +49,9 @@ from controlplane.release import (
     HELM_VERSION,
     KUBERNETES_MODULE_DIR,
     KUBERNETES_VERSION,
+    SCALE_TOOLS,
     STAMP_FILE,
+    Tool,
     binary_dir,
 )
 
@@ -199,6 +201,8 @@ def generate() -> None:
     )
     _run([go, "mod", "tidy"], cwd=ETCD_MODULE_DIR)
     generate_helm(go)
+    for tool in SCALE_TOOLS:
+        generate_tool(go, tool)
     print(
         f"generated {KUBERNETES_MODULE_DIR}, {ETCD_MODULE_DIR} (etcd {etcd_version}) "
         f"and {HELM_MODULE_DIR} (Helm {HELM_VERSION})"
@@ -234,6 +238,83 @@ def module_digest(module_dir: Path) -> bytes:
             if not line.lstrip().startswith("//"):
                 digest.update(line.encode() + b"\n")
     return digest.digest()
+
+
+def generate_tool(go: str, tool: Tool) -> None:
+    """A tool's module: its own ``go`` line and ``replace`` lines, then ``go mod tidy``.
+
+    Why copy them: outside its own repository a module's ``replace`` lines are ignored, and
+    without them a tool resolves different dependencies than its release was built with
+    (Kyverno replaces ``k8s.io/pod-security-admission`` with its fork).
+    """
+    info = _download(go, f"{tool.module}@{tool.version}")
+    own = json.loads(_run([go, "mod", "edit", "-json", info["GoMod"]]))
+    replaces = []
+    for rep in own.get("Replace") or []:
+        old, new = rep["Old"], rep["New"]
+        if not new.get("Version"):
+            raise BuildError(f"{tool.module} replaces {old['Path']} by a local path")
+        old_spec = " ".join(filter(None, (old["Path"], old.get("Version"))))
+        replaces.append(f"{old_spec} => {new['Path']} {new['Version']}")
+    _write_module(
+        tool.module_dir,
+        GENERATED_HEADER.format(source=f"{tool.module}@{tool.version}'s go.mod").replace(
+            "KUBERNETES_VERSION", "its version"
+        )
+        + f"\nmodule placement-webhooks/controlplane/{tool.name}\n\ngo {own['Go']}\n\n"
+        + f"require {tool.module} {tool.version}\n\ntool {tool.package}\n"
+        + (_block("replace", replaces) if replaces else ""),
+    )
+    _run([go, "mod", "tidy"], cwd=tool.module_dir)
+
+
+def _tool_stamp(tool: Tool) -> str:
+    """What a finished build of ``tool`` records (its version and its module's hash)."""
+    digest = hashlib.sha256(module_digest(tool.module_dir))
+    return json.dumps({tool.name: tool.version, "module": digest.hexdigest()}, sort_keys=True)
+
+
+def is_tool_built(tool: Tool) -> bool:
+    """Whether the cache holds a finished build of ``tool`` from the committed module."""
+    stamp = binary_dir() / tool.stamp_file
+    return (
+        stamp.is_file()
+        and (binary_dir() / tool.name).is_file()
+        and stamp.read_text() == _tool_stamp(tool)
+    )
+
+
+def build_tool(tool: Tool) -> Path:
+    """Build ``tool`` into the cache beside the control plane unless it is there already."""
+    out = binary_dir()
+    pinned = _required_version(tool.module_dir / "go.mod", tool.module)
+    if pinned != tool.version:
+        raise BuildError(
+            f"gomod/{tool.name} pins {pinned} but release.py says {tool.version}: "
+            "run `make controlplane-mod` and commit the result"
+        )
+    with _locked(out.parent / f"{KUBERNETES_VERSION}-{tool.name}.lock"):
+        if is_tool_built(tool):
+            print(f"controlplane: reusing {out / tool.name}", file=sys.stderr)
+            return out / tool.name
+        go = _go()
+        env = {**os.environ, "CGO_ENABLED": "0"}
+        (out / tool.stamp_file).unlink(missing_ok=True)
+        out.mkdir(parents=True, exist_ok=True)
+        print(f"controlplane: building {tool.name} {tool.version} into {out}", file=sys.stderr)
+        started = time.monotonic()
+        flags = "-s -w" + (f" -X {tool.version_flag}" if tool.version_flag else "")
+        _run(
+            [go, "build", "-trimpath", "-ldflags", flags, "-o", str(out / tool.name), tool.package],
+            cwd=tool.module_dir,
+            env=env,
+        )
+        (out / tool.stamp_file).write_text(_tool_stamp(tool))
+        print(
+            f"controlplane: built {tool.name} in {time.monotonic() - started:.0f} s",
+            file=sys.stderr,
+        )
+        return out / tool.name
 
 
 def _stamp(etcd_version: str) -> str:
@@ -418,12 +499,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--helm-module", action="store_true", help="regenerate gomod/helm/go.mod only"
     )
+    parser.add_argument(
+        "--scale-tools", action="store_true", help="build the scale bed's tools (kwok, Kyverno)"
+    )
+    parser.add_argument(
+        "--tool-module", action="append", default=[], help="regenerate gomod/<NAME> only"
+    )
     args = parser.parse_args(argv)
     try:
         if args.generate:
             generate()
         elif args.helm_module:
             generate_helm(_go())
+        elif args.tool_module:
+            for tool in SCALE_TOOLS:
+                if tool.name in args.tool_module:
+                    generate_tool(_go(), tool)
+        elif args.scale_tools:
+            build()
+            for tool in SCALE_TOOLS:
+                build_tool(tool)
         else:
             build()
             build_helm()

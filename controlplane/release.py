@@ -17,6 +17,7 @@ This module uses only the standard library: ``make e2e`` imports it before anyth
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -37,6 +38,53 @@ BINARIES: Final = ("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-
 STAMP_FILE: Final = ".stamp"
 #: Helm has a stamp of its own: adding or moving it never rebuilds the control plane.
 HELM_STAMP_FILE: Final = ".stamp-helm"
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """A program the scale bed runs beside the control plane, built from its own module.
+
+    Each gets a module of its own under ``gomod/<name>`` (generated from the tool's own
+    ``go.mod``: its ``go`` line and its ``replace`` lines), a binary in the same cache
+    directory as the control plane and a stamp of its own, so adding one never rebuilds
+    the others. ``version_flag`` is the ``-X`` assignment that makes ``--version`` true.
+    """
+
+    name: str
+    module: str
+    version: str
+    package: str
+    version_flag: str = ""
+
+    @property
+    def module_dir(self) -> Path:
+        """Where its generated ``go.mod`` and ``go.sum`` live."""
+        return GOMOD_DIR / self.name
+
+    @property
+    def stamp_file(self) -> str:
+        """The stamp of a finished build, beside the binary."""
+        return f".stamp-{self.name}"
+
+
+#: kwok v0.8.0 simulates kubelets (node heartbeats and Leases, pod phases) for the scale bed;
+#: Kyverno v1.19.1 is the policy engine the bed compares with. Both are the newest releases
+#: the Go module proxy serves; both build with Go 1.26.
+KWOK: Final = Tool(
+    "kwok",
+    "sigs.k8s.io/kwok",
+    "v0.8.0",
+    "sigs.k8s.io/kwok/cmd/kwok",
+    "sigs.k8s.io/kwok/pkg/consts.Version=0.8.0",
+)
+KYVERNO: Final = Tool(
+    "kyverno",
+    "github.com/kyverno/kyverno",
+    "v1.19.1",
+    "github.com/kyverno/kyverno/cmd/kyverno",
+    "github.com/kyverno/kyverno/pkg/version.BuildVersion=v1.19.1",
+)
+SCALE_TOOLS: Final = (KWOK, KYVERNO)
 
 
 def cache_root() -> Path:
