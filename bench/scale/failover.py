@@ -329,7 +329,12 @@ def _rows(
             taken = seen[key] - last[node]
             measured.append(taken)
             errors.append(abs(taken - expected) if expected is not None else float("inf"))
-        shown = ", ".join("never" if f is None else f"{f:g}" for f in sorted(forecasts, key=str))
+        known = sorted(f for f in forecasts if f is not None)
+        shown = "never" if not known else f"{known[0]:g}"
+        if len(known) > 1:  # the k-th node of a zone is tainted k / rate seconds after the first
+            shown += f" to {known[-1]:g}"
+        if None in forecasts and known:
+            shown += " or never"
         rows.append(
             Row(
                 namespace,
