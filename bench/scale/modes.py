@@ -5,7 +5,11 @@ Every mode runs the same pinned kube-apiserver with the same flags; only admissi
 * ``in-tree``: upstream's plugins that ours reimplement, configured from the default config
   (what a provider that enables them gives): the floor.
 * ``webhooks``: the in-tree twins off, ``serve`` with the default config (2 workers x 4
-  threads, its defaults), registered with ``webhook-config``'s output.
+  threads, its defaults), registered with ``webhook-config``'s output: the chart's default
+  registration, mutating webhook failing open, validating failing closed (two calls a pod).
+* ``webhooks-closed``: the same with ``--mutating-failure-policy=Fail``, the installation
+  for clusters where no pod may be admitted without the policy: a pod no validating check
+  can judge then costs one call.
 * ``webhooks-full``: the same with ``bench/configs/full.yaml`` (every plugin and policy
   feature on).
 * ``native``: the in-tree twins off and the policies ``export`` prints for the default config.
@@ -20,6 +24,7 @@ one run see the same machine load, so their ratios hold even when the absolute f
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +46,9 @@ FULL = CONFIGS / "full.yaml"
 #: The Namespaces and RuntimeClasses every mode's cluster holds (the benches' usual ones).
 CLUSTER = CONFIGS / "cluster.yaml"
 
-NAMES = ("in-tree", "webhooks", "webhooks-full", "native", "hybrid", "kyverno")
+NAMES = ("in-tree", "webhooks", "webhooks-closed", "webhooks-full", "native", "hybrid", "kyverno")
+#: The ``webhook-config`` option of ``webhooks-closed``.
+CLOSED = ("--mutating-failure-policy=Fail",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +68,7 @@ MODES: dict[str, Mode] = {
             "in-tree plugins (DefaultTolerationSeconds, ExtendedResourceToleration, RuntimeClass)",
         ),
         Mode("webhooks", "serve, default config, 2 workers x 4 threads, one replica"),
+        Mode("webhooks-closed", "as webhooks, mutating failurePolicy Fail: one call a plain pod"),
         Mode("webhooks-full", "serve, bench/configs/full.yaml, 2 workers x 4 threads", FULL),
         Mode("native", "export's MutatingAdmissionPolicies for the default config"),
         Mode("hybrid", "export --hybrid policies + serve --native"),
@@ -75,8 +83,10 @@ def _twins_off(name: str) -> ApiServerOptions:
 
 def apiserver_for(mode: Mode, extra_args: tuple[str, ...] = ()) -> ApiServerOptions:
     """The API server options of ``mode`` (named after it), with ``extra_args`` added."""
-    if mode.name in ("in-tree", "webhooks", "webhooks-full"):
+    if mode.name in ("in-tree", "webhooks", "webhooks-closed", "webhooks-full"):
         base = apiserver_options("in-tree" if mode.name == "in-tree" else "webhooks", mode.config)
+        if mode.name == "webhooks-closed":
+            base = dataclasses.replace(base, webhook_args=(*base.webhook_args, *CLOSED))
     elif mode.name == "hybrid":
         base = ApiServerOptions(
             admission=_twins_off(mode.name).admission,

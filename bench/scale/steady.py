@@ -161,14 +161,14 @@ def table(concurrency: int, tallies: dict[str, Tally], floor: str = "in-tree") -
     """The printed rows for one concurrency: latency, throughput, CPU, the API server's view."""
     lines = [
         f"steady creates, concurrency {concurrency}",
-        f"  {'mode':14} {'pods':>6} {'fail':>5} {'p50 ms':>7} {'p90 ms':>7} {'p99 ms':>7}"
+        f"  {'mode':16} {'pods':>6} {'fail':>5} {'p50 ms':>7} {'p90 ms':>7} {'p99 ms':>7}"
         f" {'+p50':>6} {'+p99':>6} {'pods/s':>7} {'adm CPU s/1k':>12} {'api CPU s/1k':>12}"
         f" {'admit p99':>9} {'valid p99':>9}",
     ]
     base = tallies.get(floor)
     for name, tally in tallies.items():
         if not tally.seconds:
-            lines.append(f"  {name:14} no pod created; errors: {tally.errors}")
+            lines.append(f"  {name:16} no pod created; errors: {tally.errors}")
             continue
         p50, p99 = statistics.median(tally.seconds) * 1e3, percentile(tally.seconds, 0.99) * 1e3
         add50 = add99 = "-"
@@ -182,11 +182,11 @@ def table(concurrency: int, tallies: dict[str, Tally], floor: str = "in-tree") -
             _, bound = histogram_summary(tally.step_before[step], tally.step_after[step])
             steps.append(f"{'<=' + format(bound, 'g'):>9}")
         lines.append(
-            f"  {name:14} {tally.created:6d} {tally.failed:5d} {p50:7.2f}"
+            f"  {name:16} {tally.created:6d} {tally.failed:5d} {p50:7.2f}"
             f" {percentile(tally.seconds, 0.9) * 1e3:7.2f} {p99:7.2f} {add50:>6} {add99:>6}"
             f" {tally.created / tally.wall:7.0f} {adm}"
             f" {tally.apiserver_cpu * per_k:12.2f} {steps[0]} {steps[1]}"
         )
         for error, count in sorted(tally.errors.items(), key=lambda kv: -kv[1])[:2]:
-            lines.append(f"  {'':14} {count} x {error}")
+            lines.append(f"  {'':16} {count} x {error}")
     return lines

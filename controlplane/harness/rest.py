@@ -96,6 +96,7 @@ _PLURALS = {
     "Pod": "pods",
     "DaemonSet": "daemonsets",
     "Deployment": "deployments",
+    "Job": "jobs",
     "ServiceAccount": "serviceaccounts",
     "DeviceClass": "deviceclasses",
     "ResourceClaimTemplate": "resourceclaimtemplates",
