@@ -39,6 +39,10 @@ DaemonSet), the refusal of a pod whose node selector or affinity excludes its gr
 claims, and UPDATE (the bed only creates). Messages of refusals differ; only the refusal
 is compared. Autogen is off (``serve`` does not mutate pod templates outside DaemonSets)
 and so is background evaluation (only admission is compared).
+
+Failure policies are ``serve``'s as ``webhook-config`` registers it: the mutation fails
+open (``Ignore``), the validation closed (``Fail``); the harness starts Kyverno with
+``serve``'s 5 s webhook timeout. So a fault hits both engines under the same rules.
 """
 
 from __future__ import annotations
@@ -211,7 +215,7 @@ _TERMS = {
 }
 
 
-def _policy(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+def _policy(kind: str, name: str, failure_policy: str, spec: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": API,
         "kind": kind,
@@ -219,7 +223,7 @@ def _policy(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
         "spec": {
             "autogen": {"podControllers": {"controllers": []}},
             "evaluation": {"background": {"enabled": False}},
-            "failurePolicy": "Fail",
+            "failurePolicy": failure_policy,
             **spec,
         },
     }
@@ -246,6 +250,7 @@ def mutating_policy(
     return _policy(
         "MutatingPolicy",
         "placement-mutations",
+        "Ignore",
         {
             "matchConstraints": _match(("CREATE",)),
             "matchConditions": [_NOT_MIRROR],
@@ -295,6 +300,7 @@ def validating_policy(
     return _policy(
         "ValidatingPolicy",
         "placement-validations",
+        "Fail",
         {
             "matchConstraints": _match(("CREATE", "UPDATE")),
             "matchConditions": [_NOT_MIRROR],

@@ -25,6 +25,8 @@ The flags, each for a reason (:func:`kyverno_args`):
   ``:8000`` on every address, clashing with a second Kyverno;
   ``--controllerRuntimeMetricsAddress=0`` turns off the other one (``:8080``);
 * ``--webhookServerHost=127.0.0.1`` with a free port: loopback only, like ``serve``;
+* ``--webhookTimeout=5``: the ``timeoutSeconds`` ``webhook-config`` gives ``serve``'s
+  webhooks (Kyverno's default is 10), so a stalled engine costs the same in both;
 * ``--autoMemLimitEnabled=false``: it would set ``GOMEMLIMIT`` from the machine's memory,
   which changes how its RSS behaves under load from run to run on a shared machine.
 
@@ -237,6 +239,7 @@ def kyverno_args(server: ApiServer, port: int) -> list[str]:
         f"--servicePort={port}",
         f"--caSecretName={CA_SECRET}",
         f"--tlsSecretName={TLS_SECRET}",
+        "--webhookTimeout=5",
         "--admissionReports=false",
         "--omitEvents=PolicyApplied,PolicyViolation,PolicyError,PolicySkipped",
         "--disableMetrics=true",
