@@ -16,17 +16,22 @@ import yaml
 from tests.command import invoke_cli
 from tests.fakeapi import TOKEN, refused_port, running, write_kubeconfig
 from webhooks import certs
+from webhooks.core.config import load_config
 from webhooks.plugins import REGISTRY
 from webhooks.webhookconfig import (
     FIELD_MANAGER,
+    JUDGED_PODS,
     PLURALS,
     WebhookSettings,
     configurations,
+    inactive_halves,
+    judged_pods_condition,
     match_conditions,
     namespace_selector,
     plugin_table,
     rules,
     unchanged_update_expression,
+    without_halves,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -981,3 +986,155 @@ def test_inject_watch_repairs_a_reset_bundle_and_follows_a_rotated_ca(
     assert process.returncode == 0, err
     # First injection, the repair, the rotation: every write is reported.
     assert out.count("caBundle updated") == 2 * len(objects) + 1
+
+
+# --------------------------------------------------------------------------- judged pods
+
+
+def _pod_spec(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "spec": spec}
+
+
+def _default_condition() -> str:
+    table = without_halves(
+        plugin_table(REGISTRY), inactive_halves(REGISTRY, load_config(None, REGISTRY))
+    )
+    enabled = [p.name for p in REGISTRY if p.enabled_by_default]
+    condition = judged_pods_condition(table, enabled)
+    assert condition is not None
+    return condition
+
+
+LT = {"key": "cores", "operator": "Lt", "value": "8", "effect": "NoSchedule"}
+EXISTS = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+@pytest.mark.parametrize(
+    ("resource", "obj", "sent"),
+    [
+        pytest.param("pods", _pod_spec(containers=[]), False, id="a plain pod costs one call"),
+        pytest.param(
+            "pods",
+            _pod_spec(containers=[], tolerations=[EXISTS]),
+            False,
+            id="a pod whose tolerations the API server has already checked is not sent",
+        ),
+        pytest.param(
+            "pods",
+            _pod_spec(containers=[], tolerations=[{"key": "k"}]),
+            False,
+            id="a toleration without an operator is the API server's to judge",
+        ),
+        pytest.param(
+            "pods",
+            _pod_spec(containers=[], tolerations=[EXISTS, LT]),
+            True,
+            id="a comparison operator is sent: the API server's gate may allow what policy forbids",
+        ),
+        pytest.param(
+            "pods",
+            _pod_spec(containers=[], runtimeClassName="gvisor"),
+            True,
+            id="a pod naming a RuntimeClass is sent (missing class, overhead)",
+        ),
+        pytest.param(
+            "pods",
+            _pod_spec(containers=[], overhead={"cpu": "1"}),
+            True,
+            id="a pod that set an overhead itself is sent",
+        ),
+        pytest.param(
+            "deployments",
+            {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}},
+            True,
+            id="every other resource is sent",
+        ),
+    ],
+)
+def test_the_default_validating_webhook_is_sent_only_pods_a_check_can_judge(
+    resource: str, obj: dict[str, Any], sent: bool
+) -> None:
+    activation = {"request": _request(resource=resource), "object": obj}
+    assert _evaluate(_default_condition(), activation) is sent
+
+
+@pytest.mark.parametrize(
+    ("enabled", "plugins", "has_condition"),
+    [
+        pytest.param(
+            ["runtime-class", "taint-toleration-rules"],
+            {},
+            True,
+            id="checks that each say which pods they can judge give a condition",
+        ),
+        pytest.param(
+            ["runtime-class", "extended-resource-toleration"],
+            {"extended-resource-toleration": {"enforce": {"guarded": [{"taintKey": "t"}]}}},
+            False,
+            id="an enforcing check that can judge any pod gives none",
+        ),
+        pytest.param(
+            ["runtime-class", "extended-resource-toleration"],
+            {},
+            True,
+            id="a check that is switched off counts for nothing",
+        ),
+        pytest.param(
+            ["runtime-class", "pod-node-selector"],
+            {},
+            False,
+            id="a check without a condition of its own gives none",
+        ),
+    ],
+)
+def test_the_condition_exists_only_when_every_served_check_bounds_the_pods_it_judges(
+    enabled: list[str], plugins: dict[str, Any], has_condition: bool
+) -> None:
+    raw = {
+        "plugins": {
+            name: {"enabled": name in enabled, **plugins.get(name, {})} for name in REGISTRY.names
+        }
+    }
+    config = load_config(raw, REGISTRY)
+    table = without_halves(plugin_table(REGISTRY), inactive_halves(REGISTRY, config))
+    closed = WebhookSettings(mutating_failure_policy="Fail")
+    objects = configurations(closed, table, enabled)
+    validating = [o for o in objects if o["kind"] == "ValidatingWebhookConfiguration"]
+    names = [c["name"] for o in validating for h in o["webhooks"] for c in h["matchConditions"]]
+    assert (JUDGED_PODS in names) is has_condition
+    off = WebhookSettings(mutating_failure_policy="Fail", skip_unjudged_pods=False)
+    assert JUDGED_PODS not in str(configurations(off, table, enabled))
+    # Failing open, the validating call is every pod's guard against a failed mutating call.
+    assert JUDGED_PODS not in str(configurations(WebhookSettings(), table, enabled))
+
+
+GUARDED = {"guarded": [{"taintKey": "nvidia.com/gpu"}]}
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        pytest.param("extended-resource-toleration", None, id="enforcement absent is off"),
+        pytest.param("extended-resource-toleration", False, id="enforcement false is off"),
+        pytest.param("extended-resource-toleration", GUARDED, id="a guarded list is on"),
+        pytest.param("dedicated-nodes", None, id="dedicated enforcement absent is on"),
+        pytest.param("dedicated-nodes", True, id="dedicated enforcement true is on"),
+        pytest.param("dedicated-nodes", False, id="dedicated enforcement false is off"),
+    ],
+)
+def test_the_chart_s_activity_key_agrees_with_the_plugin_s_activity(name: str, value: Any) -> None:
+    check = REGISTRY.get(name).validate
+    assert check is not None and check.active is not None
+    raw: dict[str, Any] = {"enabled": True}
+    if value is not None:
+        raw[check.active_key] = value
+    config = load_config({"plugins": {name: raw}}, REGISTRY)
+    [row] = [r for r in plugin_table(REGISTRY) if r["name"] == name]
+    chart = bool(value) if value is not None else row["validateActive"]["default"]
+    assert check.active(config.plugins[name].settings) is chart
+
+
+def test_every_switchable_check_names_its_key() -> None:
+    switchable = [p for p in REGISTRY if p.validate is not None and p.validate.active]
+    assert {p.name for p in switchable} == {"extended-resource-toleration", "dedicated-nodes"}
+    assert all(p.validate is not None and p.validate.active_key for p in switchable)

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
+from webhooks.core.config import Config
 from webhooks.core.plugin import PHASES, Phase, Registry
 from webhooks.k8s.podspec import MIRROR_POD_ANNOTATION, POD, TEMPLATE_KINDS, GroupKind
 
@@ -69,6 +70,8 @@ APP_NAME_LABEL: Final = "app.kubernetes.io/name"
 #: Resources registered only in the opt-in Node webhook (:data:`NODE_WEBHOOK_PREFIX`).
 NODE_RESOURCES: Final = frozenset({"nodes"})
 NODE_WEBHOOK_PREFIX: Final = "nodes"
+#: The name of the match condition that leaves out pods no validating check can judge.
+JUDGED_PODS: Final = "a-pod-a-validating-check-can-judge"
 
 #: Who writes Nodes for Kubernetes itself: the node lifecycle, IPAM and cloud node
 #: controllers share the ``node-controller`` service account; without
@@ -132,8 +135,64 @@ def plugin_table(registry: Registry) -> PluginTable:
             keys = sorted(resource_key(g, r) for g, r in half.resources)
             ops = [op for op in OPERATION_ORDER if op in half.operations]
             row[phase] = {key: list(ops) for key in keys}
+        check = plugin.validate
+        if check is not None and check.active is not None:
+            default = check.active(plugin.settings())
+            row["validateActive"] = {"key": check.active_key, "default": default}
+        if check is not None and check.live_pods is not None:
+            row["validatePods"] = check.live_pods
         table.append(row)
     return table
+
+
+def skips_unjudged_pods(settings: WebhookSettings) -> bool:
+    """Whether the validating webhook leaves out the pods no validating check can judge.
+
+    Only when the mutating webhook fails closed: with ``failurePolicy: Ignore`` a pod whose
+    mutating call failed is admitted without the defaults unless the fail-closed validating
+    call refuses it, so that call is the guard of every pod and cannot be left out. With
+    ``Fail`` a failed mutating call refuses the pod by itself, and a validating call no check
+    can answer but "allowed" adds nothing but a round trip.
+    """
+    return settings.skip_unjudged_pods and settings.mutating_failure_policy == "Fail"
+
+
+def inactive_halves(registry: Registry, config: Config) -> set[tuple[str, str]]:
+    """The validating halves that check nothing under ``config`` (``Validator.active``).
+
+    Why they are left out of the webhooks: a call whose answer is always "allowed" costs the
+    API server a round trip per object; and a half that is left out contributes no resource
+    and no condition. The chart decides the same from its values (``validateActive`` in its
+    plugin table: the key and its default).
+    """
+    return {
+        (plugin.name, "validate")
+        for plugin in registry
+        if plugin.validate is not None
+        and plugin.validate.active is not None
+        and not plugin.validate.active(config.plugins[plugin.name].settings)
+    }
+
+
+def judged_pods_condition(table: PluginTable, names: Iterable[str]) -> str | None:
+    """The CEL condition under which a pod can get any answer from the named plugins'
+    validating halves on a live API server, or ``None`` when every pod can.
+
+    Why: most pods meet no validating check the API server has not already applied (see
+    :attr:`~webhooks.core.plugin.Validator.live_pods`), and leaving them out of the
+    validating webhook halves what each pod costs the API server. Other resources are
+    always sent. ``None`` also when no named half handles pods.
+    """
+    wanted = set(names)
+    parts = []
+    for row in table:
+        if row["name"] in wanted and "pods" in (row.get("validate") or {}):
+            if "validatePods" not in row:
+                return None
+            parts.append(f"({row['validatePods']})")
+    if not parts:
+        return None
+    return "request.resource.resource != 'pods' || " + " || ".join(parts)
 
 
 def without_halves(table: PluginTable, halves: Iterable[tuple[str, str]]) -> PluginTable:
@@ -232,6 +291,10 @@ class WebhookSettings:
     #: Users and groups whose requests are never sent (an autoscaler, a descheduler).
     skip_users: tuple[str, ...] = ()
     skip_groups: tuple[str, ...] = ()
+    #: The match condition that leaves out of the validating webhook the pods no enabled
+    #: validating check can judge (:func:`judged_pods_condition`), when the mutating webhook
+    #: fails closed (:func:`skips_unjudged_pods`).
+    skip_unjudged_pods: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.timeout_seconds <= 30:
@@ -447,6 +510,7 @@ def _webhook(
     rule_list: list[dict[str, Any]],
     *,
     nodes: bool = False,
+    judged: str | None = None,
 ) -> dict[str, Any]:
     if nodes:
         policy = settings.nodes_failure_policy
@@ -469,6 +533,8 @@ def _webhook(
         hook["objectSelector"] = dict(settings.object_selector)
     if settings.match_conditions:
         hook["matchConditions"] = match_conditions(settings, nodes=nodes)
+        if judged is not None and phase == "validate" and skips_unjudged_pods(settings):
+            hook["matchConditions"].append({"name": JUDGED_PODS, "expression": judged})
     if phase == "mutate":
         hook["reinvocationPolicy"] = settings.reinvocation_policy
     return hook
@@ -494,12 +560,14 @@ def webhooks_for(
                 if only:
                     name = f"{row['name']}.{phase}.{settings.name}.svc"
                     path = f"/{phase}/{row['name']}"
-                    hooks.append(_webhook(settings, phase, name, path, only))
+                    judged = judged_pods_condition(table, [row["name"]])
+                    hooks.append(_webhook(settings, phase, name, path, only, judged=judged))
     else:
         rule_list = rules(table, phase, enabled, exclude=NODE_RESOURCES)
         if rule_list:
             name = f"{phase}.{settings.name}.svc"
-            hooks.append(_webhook(settings, phase, name, f"/{phase}", rule_list))
+            judged = judged_pods_condition(table, enabled)
+            hooks.append(_webhook(settings, phase, name, f"/{phase}", rule_list, judged=judged))
     if settings.nodes:
         node_rules = rules(table, phase, enabled, only=NODE_RESOURCES)
         if node_rules:

@@ -39,9 +39,11 @@ from webhooks.core.config import load_config
 from webhooks.plugins import REGISTRY
 from webhooks.webhookconfig import (
     WebhookSettings,
+    inactive_halves,
     namespace_selector,
     plugin_table,
     webhooks_for,
+    without_halves,
 )
 
 #: The oldest Kubernetes the chart supports (matchConditions GA), one in between and the
@@ -639,6 +641,20 @@ ENABLED_SETS = [
 ]
 
 
+#: Settings that switch a validating half on or off (``validateActive`` in the table).
+HALF_SETTINGS = {
+    "as the values give them": {},
+    "extended-resource-toleration enforcing": {
+        "extended-resource-toleration": {
+            "enforce": {"guarded": [{"taintKey": "nvidia.com/gpu", "earnedBy": {}}]}
+        }
+    },
+    "dedicated-nodes not enforcing": {"dedicated-nodes": {"enforce": False}},
+}
+
+
+@pytest.mark.parametrize("mutating", ["Ignore", "Fail"], ids=["mutation fails open", "closed"])
+@pytest.mark.parametrize("halves", list(HALF_SETTINGS), ids=list(HALF_SETTINGS))
 @pytest.mark.parametrize("nodes", [False, True], ids=["Nodes off", "Nodes on"])
 @pytest.mark.parametrize("per_plugin", [False, True], ids=["one webhook per phase", "per plugin"])
 @pytest.mark.parametrize(
@@ -652,23 +668,48 @@ ENABLED_SETS = [
         "runtime-class, dedicated-nodes and anti-affinity",
     ],
 )
-def test_template_rules_equal_the_python_rules_for_the_same_table(
-    enabled: list[str], per_plugin: bool, nodes: bool
+def test_template_rules_and_conditions_equal_the_python_ones_for_the_same_values(
+    enabled: list[str], per_plugin: bool, nodes: bool, halves: str, mutating: str
 ) -> None:
-    values = {
-        "plugins": {name: {"enabled": name in enabled} for name in PRODUCT_PLUGINS},
-        "webhooks": {"perPlugin": per_plugin, "nodes": {"enabled": nodes}},
+    plugins: dict[str, dict[str, Any]] = {
+        name: {"enabled": name in enabled, **HALF_SETTINGS[halves].get(name, {})}
+        for name in PRODUCT_PLUGINS
     }
-    objects = render(values)
-    settings = WebhookSettings(name=RELEASE, per_plugin=per_plugin, nodes=nodes)
+    values = {
+        "plugins": plugins,
+        "webhooks": {
+            "perPlugin": per_plugin,
+            "nodes": {"enabled": nodes},
+            "mutating": {"failurePolicy": mutating},
+        },
+    }
+    objects = render(values, upgrade=True)
+    settings = WebhookSettings(
+        name=RELEASE,
+        per_plugin=per_plugin,
+        nodes=nodes,
+        mutating_failure_policy="Fail" if mutating == "Fail" else "Ignore",
+    )
+    config = load_config({"plugins": plugins}, REGISTRY)
+    table = without_halves(chart_table(), inactive_halves(REGISTRY, config))
     for kind, phase in ((MUTATING, "mutate"), (VALIDATING, "validate")):
         configs = of_kind(objects, kind)
         expected = {
-            hook["name"]: (hook["clientConfig"]["service"]["path"], hook["rules"])
-            for hook in webhooks_for(settings, chart_table(), phase, enabled)
+            hook["name"]: (
+                hook["clientConfig"]["service"]["path"],
+                hook["rules"],
+                [c["name"] for c in hook["matchConditions"]],
+                hook["matchConditions"][-1]["expression"],
+            )
+            for hook in webhooks_for(settings, table, phase, enabled)
         }
         got = {
-            hook["name"]: (hook["clientConfig"]["service"]["path"], hook["rules"])
+            hook["name"]: (
+                hook["clientConfig"]["service"]["path"],
+                hook["rules"],
+                [c["name"] for c in hook["matchConditions"]],
+                hook["matchConditions"][-1]["expression"],
+            )
             for config in configs
             for hook in config["webhooks"]
         }
@@ -676,7 +717,7 @@ def test_template_rules_equal_the_python_rules_for_the_same_table(
         assert len(configs) == (1 if expected else 0)
         assert all(
             "nodes" not in rule["resources"]
-            for name, (_, rule_list) in got.items()
+            for name, (_, rule_list, _, _) in got.items()
             if not name.startswith("nodes.")
             for rule in rule_list
         )

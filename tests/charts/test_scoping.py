@@ -75,14 +75,63 @@ def test_the_fixed_conditions_file_is_what_the_python_writes() -> None:
 
 
 def test_by_default_unchanged_updates_are_skipped_and_no_requester_is() -> None:
+    base = [
+        "not-a-mirror-pod",
+        "not-from-a-kubelet",
+        "not-the-suite-itself",
+        "not-an-update-leaving-placement-unchanged",
+    ]
     for _, hook in hooks(render()).values():
-        names = [c["name"] for c in hook["matchConditions"]]
-        assert names == [
-            "not-a-mirror-pod",
-            "not-from-a-kubelet",
-            "not-the-suite-itself",
-            "not-an-update-leaving-placement-unchanged",
-        ]
+        assert [c["name"] for c in hook["matchConditions"]] == base
+
+
+FAIL_CLOSED = {"webhooks": {"mutating": {"failurePolicy": "Fail"}}}
+
+
+@pytest.mark.parametrize(
+    ("values", "sent"),
+    [
+        pytest.param(
+            {}, True, id="with mutation failing open every pod is sent: validation is its guard"
+        ),
+        pytest.param(
+            FAIL_CLOSED,
+            False,
+            id="with mutation failing closed a pod no validating check can judge is not sent",
+        ),
+        pytest.param(
+            {
+                **FAIL_CLOSED,
+                "webhooks": {
+                    **FAIL_CLOSED["webhooks"],
+                    "matchConditions": {"skipUnjudgedPods": False},
+                },
+            },
+            True,
+            id="skipUnjudgedPods false sends every pod",
+        ),
+        pytest.param(
+            {
+                **FAIL_CLOSED,
+                "plugins": {
+                    "extended-resource-toleration": {
+                        "enforce": {"guarded": [{"taintKey": "nvidia.com/gpu", "earnedBy": {}}]}
+                    }
+                },
+            },
+            True,
+            id="an enforcing check that may judge any pod sends every pod",
+        ),
+    ],
+)
+def test_the_validating_webhook_leaves_out_pods_no_enabled_check_can_judge(
+    values: dict[str, Any], sent: bool
+) -> None:
+    [hook] = [
+        hook for kind, hook in hooks(render(values, upgrade=True)).values() if kind == VALIDATING
+    ]
+    names = [c["name"] for c in hook["matchConditions"]]
+    assert ("a-pod-a-validating-check-can-judge" not in names) is sent
 
 
 # --------------------------------------------------------------------------- selectors

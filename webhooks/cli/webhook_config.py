@@ -28,6 +28,7 @@ from webhooks.webhookconfig import (
     api_client,
     ca_bundle_of,
     configurations,
+    inactive_halves,
     inject_ca_bundle,
     plugin_table,
     without_halves,
@@ -98,6 +99,13 @@ POLICIES = click.Choice(["Ignore", "Fail"])
     help="Also send UPDATEs that change no placement field (labels, finalizers, replicas).",
 )
 @click.option(
+    "--validate-every-pod",
+    is_flag=True,
+    help="With --mutating-failure-policy Fail, also send to the validating webhook the pods no "
+    "enabled validating check can judge (the API server has applied the same rules already); "
+    "by default they then cost one call. With Ignore every pod is always sent.",
+)
+@click.option(
     "--skip-user",
     multiple=True,
     help="A user whose requests are never sent (an autoscaler, a descheduler); repeatable.",
@@ -163,6 +171,7 @@ def webhook_config(
     exclude_namespace: tuple[str, ...],
     no_match_conditions: bool,
     send_unchanged_updates: bool,
+    validate_every_pod: bool,
     skip_user: tuple[str, ...],
     skip_group: tuple[str, ...],
     namespace_selector: str | None,
@@ -206,6 +215,7 @@ def webhook_config(
             exclude_namespaces=excluded,
             match_conditions=not no_match_conditions,
             skip_unchanged_updates=not send_unchanged_updates,
+            skip_unjudged_pods=not validate_every_pod,
             skip_users=skip_user,
             skip_groups=skip_group,
             namespace_selector=_selector("--namespace-selector", namespace_selector),
@@ -223,7 +233,7 @@ def webhook_config(
             "in an order and as often as its own reinvocation decides, not as one chain"
         )
     enabled = [p.name for p in REGISTRY if config.plugins[p.name].enabled]
-    table = plugin_table(REGISTRY)
+    table = without_halves(plugin_table(REGISTRY), inactive_halves(REGISTRY, config))
     if native:
         from webhooks.export import webhook_halves
 

@@ -134,13 +134,26 @@ class Validator:
     ``active`` says whether the half checks anything under the plugin's settings (``None``:
     always). Why: a check switched off in the config (``enforce: false``) is not a step of
     the chain, so an exception for it (``exemptNamespaces``) skips nothing and is reported
-    nowhere, while the plugin's mutating half runs as usual.
+    nowhere, while the plugin's mutating half runs as usual. ``active_key`` names the config
+    key whose value decides it (a contract test keeps the two in agreement), so the chart
+    can decide the same from its values without running Python.
+
+    ``live_pods`` is a CEL condition on a Pod (``object``) outside which this half can find
+    nothing in a request that reached a validating webhook of a live API server (``None``:
+    any pod may matter). Why: the API server validates the object itself before it calls
+    validating webhooks, so a check that only repeats its own rules (a toleration's syntax)
+    can never refuse what it accepted; the webhook configuration then leaves such pods out
+    with a match condition, and a pod costs the API server one call instead of two. The
+    condition must over-approximate: a pod it leaves out must get no violation, warning or
+    audit note from this half under any settings.
     """
 
     run: ValidateFn
     resources: frozenset[GroupResource]
     operations: frozenset[str]
     active: Callable[[Any], bool] | None = None
+    active_key: str = ""
+    live_pods: str | None = None
 
 
 Half = Mutator | Validator

@@ -401,7 +401,11 @@ PLUGIN = Plugin(
     settings=Settings,
     mutate=Mutator(mutate, frozenset({PODS}), frozenset({"CREATE"})),
     validate=Validator(
-        validate, frozenset({PODS}), frozenset({"CREATE", "UPDATE"}), active=enforcing
+        validate,
+        frozenset({PODS}),
+        frozenset({"CREATE", "UPDATE"}),
+        active=enforcing,
+        active_key="enforce",
     ),
     enabled_by_default=False,
     moved_settings={

@@ -602,7 +602,11 @@ PLUGIN = Plugin(
     settings=Settings,
     mutate=Mutator(mutate, frozenset({PODS}), frozenset({"CREATE", "UPDATE"})),
     validate=Validator(
-        validate, frozenset({PODS}), frozenset({"CREATE", "UPDATE"}), active=enforcing
+        validate,
+        frozenset({PODS}),
+        frozenset({"CREATE", "UPDATE"}),
+        active=enforcing,
+        active_key="enforce",
     ),
     wrong_kind="expected *core.Pod but got {kind}",
     upstream="ExtendedResourceToleration",

@@ -333,7 +333,14 @@ PLUGIN = Plugin(
     summary="Sets pod overhead and merges scheduling constraints from the pod's RuntimeClass.",
     settings=Settings,
     mutate=Mutator(mutate, frozenset({PODS}), frozenset({"CREATE"})),
-    validate=Validator(validate, frozenset({PODS}), frozenset({"CREATE"})),
+    validate=Validator(
+        validate,
+        frozenset({PODS}),
+        frozenset({"CREATE"}),
+        # Only a named RuntimeClass (missing, or its overhead) or an overhead the pod set
+        # itself can be refused; the API server checks neither before us.
+        live_pods="has(object.spec.runtimeClassName) || has(object.spec.overhead)",
+    ),
     wrong_kind=WRONG_KIND,
     upstream="RuntimeClass",
 )

@@ -128,5 +128,15 @@ PLUGIN = Plugin(
     name="taint-toleration-rules",
     summary="Rejects invalid toleration and taint keys, values, operators and effects.",
     settings=Settings,
-    validate=Validator(validate, RESOURCES, frozenset({"CREATE", "UPDATE"})),
+    validate=Validator(
+        validate,
+        RESOURCES,
+        frozenset({"CREATE", "UPDATE"}),
+        # The API server has already applied these rules to the pod it passes on; only the
+        # comparison operators can differ (its gate on, ``comparisonOperators`` off here).
+        live_pods=(
+            "has(object.spec.tolerations) && object.spec.tolerations.exists(t, "
+            "has(t.operator) && (t.operator == 'Lt' || t.operator == 'Gt'))"
+        ),
+    ),
 )

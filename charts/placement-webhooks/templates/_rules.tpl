@@ -24,6 +24,40 @@ just them, as one chain.
 {{- end }}
 
 {{/*
+"true" when half .phase of plugin table row .row checks anything under the values: a
+validating half with validateActive is on only when its key is set and true in the plugin's
+values, or, absent, when its default is (webhooks/webhookconfig.py inactive_halves()).
+*/}}
+{{- define "placement-webhooks.halfActive" -}}
+{{- $active := .row.validateActive }}
+{{- if or (ne .phase "validate") (not $active) }}true
+{{- else }}
+{{- $settings := index .root.Values.plugins .row.name | default dict }}
+{{- if hasKey $settings $active.key }}{{ if index $settings $active.key }}true{{ end }}
+{{- else if $active.default }}true
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The CEL condition under which a pod can get an answer from the validating halves the webhook
+serves (only plugin .only when set), or "" when any pod can: each half's validatePods, ORed;
+other resources are always sent (webhooks/webhookconfig.py judged_pods_condition()).
+*/}}
+{{- define "placement-webhooks.judgedPods" -}}
+{{- $root := .root }}
+{{- $only := .only | default "" }}
+{{- $parts := list }}
+{{- $every := false }}
+{{- range (include "placement-webhooks.pluginTable" $root | fromYaml).plugins }}
+{{- if and (hasKey . "validate") (or (not $only) (eq $only .name)) (include "placement-webhooks.enabled" (dict "root" $root "name" .name)) (include "placement-webhooks.webhookServes" (dict "root" $root "name" .name "phase" "validate")) (include "placement-webhooks.halfActive" (dict "root" $root "row" . "phase" "validate")) (hasKey .validate "pods") }}
+{{- if hasKey . "validatePods" }}{{ $parts = append $parts (printf "(%s)" .validatePods) }}{{ else }}{{ $every = true }}{{ end }}
+{{- end }}
+{{- end }}
+{{- if and $parts (not $every) }}request.resource.resource != 'pods' || {{ join " || " $parts }}{{ end }}
+{{- end }}
+
+{{/*
 Admission rules for one webhook, as a YAML list: what the enabled plugins' halves of .phase
 handle (only plugin .only when set). A resource handled by several plugins is listed once
 with the union of their operations; resources of one API group with the same operations
@@ -40,7 +74,7 @@ the same list from the server's registry.
 {{- $versions := dict "" "v1" "apps" "v1" "batch" "v1" }}
 {{- $byResource := dict }}
 {{- range (include "placement-webhooks.pluginTable" $root | fromYaml).plugins }}
-{{- if and (hasKey . $phase) (or (not $only) (eq $only .name)) (include "placement-webhooks.enabled" (dict "root" $root "name" .name)) (include "placement-webhooks.webhookServes" (dict "root" $root "name" .name "phase" $phase)) }}
+{{- if and (hasKey . $phase) (or (not $only) (eq $only .name)) (include "placement-webhooks.enabled" (dict "root" $root "name" .name)) (include "placement-webhooks.webhookServes" (dict "root" $root "name" .name "phase" $phase)) (include "placement-webhooks.halfActive" (dict "root" $root "row" . "phase" $phase)) }}
 {{- range $resource, $ops := index . $phase }}
 {{- if not (or (and (eq $nodes "exclude") (eq $resource "nodes")) (and (eq $nodes "only") (ne $resource "nodes"))) }}
 {{- $set := dict }}
@@ -106,6 +140,11 @@ the order webhooks/webhookconfig.py match_conditions() gives them.
 {{- end }}
 {{- if .nodes }}
 {{- $conditions = append $conditions $fixed.nodeControllers }}
+{{- else if and (eq .phase "validate") $settings.skipUnjudgedPods (eq $root.Values.webhooks.mutating.failurePolicy "Fail") }}
+{{- $judged := include "placement-webhooks.judgedPods" (dict "root" $root "only" .only) }}
+{{- if $judged }}
+{{- $conditions = append $conditions (dict "name" "a-pod-a-validating-check-can-judge" "expression" $judged) }}
+{{- end }}
 {{- end }}
 {{- toYaml $conditions }}
 {{- end }}
@@ -158,7 +197,7 @@ conditions), failOpen (every webhook Ignore: the install window, templates/probe
   {{- end }}
   {{- if $values.matchConditions.enabled }}
   matchConditions:
-    {{- include "placement-webhooks.matchConditions" (dict "root" $root "nodes" .nodes) | nindent 4 }}
+    {{- include "placement-webhooks.matchConditions" (dict "root" $root "nodes" .nodes "phase" .phase "only" .only) | nindent 4 }}
   {{- end }}
   sideEffects: None
   timeoutSeconds: {{ $values.timeoutSeconds }}
@@ -183,7 +222,7 @@ for the phase (or one per plugin), then the Node webhook when webhooks.nodes.ena
 {{- range (include "placement-webhooks.pluginTable" $root | fromYaml).plugins }}
 {{- $rules := include "placement-webhooks.rules" (dict "root" $root "phase" $phase "only" .name "nodes" "exclude") }}
 {{- if ne $rules "[]" }}
-{{ include "placement-webhooks.webhook" (merge (dict "name" (printf "%s.%s.%s.svc" .name $phase $fullname) "path" (printf "/%s/%s" $phase .name) "rules" $rules) $common) }}
+{{ include "placement-webhooks.webhook" (merge (dict "name" (printf "%s.%s.%s.svc" .name $phase $fullname) "path" (printf "/%s/%s" $phase .name) "rules" $rules "only" .name) $common) }}
 {{- end }}
 {{- end }}
 {{- else }}
