@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from bench.scale.kyverno_policies import default_policies, fleet_policies
+from bench.scale.kyverno_policies import FLEET, for_config
 from controlplane.harness import ApiServerOptions, ControlPlane, ControlPlaneOptions
 from controlplane.harness.admission import read, setup_for
 from controlplane.harness.components import ApiServer
@@ -40,12 +40,6 @@ from controlplane.harness.modes import apiserver_options
 from controlplane.harness.rest import Rest
 from tests.controlplane.conftest import FIGURES, started_plane
 
-REPO = Path(__file__).resolve().parents[2]
-FLEET = REPO / "bench" / "configs" / "fleet.yaml"
-#: What fleet.yaml asks for (defaults, dedicated tenant namespaces, the guarded GPU taint),
-#: used until bench/configs/fleet.yaml exists.
-FLEET_INTENT = Path(__file__).parent / "configs" / "kyverno-fleet.yaml"
-
 try:
     binary()
 except NotBuilt as exc:
@@ -53,6 +47,13 @@ except NotBuilt as exc:
 
 TENANT = "tenant-a"
 PLAIN = "plain"
+#: A namespace with its own failover seconds (read with fleet.yaml's namespaceOverrides):
+#: a valid not-ready override and an unusable unreachable one (the default applies).
+FAILOVER = "failover"
+FAILOVER_ANNOTATIONS = {
+    "placement-webhooks.io/not-ready-seconds": "30",
+    "placement-webhooks.io/unreachable-seconds": "soon",
+}
 GROUP_LABEL = "placement-webhooks.io/dedicated"
 
 #: (config, pod, field path) -> why it cannot be made equal. Empty: every pod agrees.
@@ -86,6 +87,7 @@ NOT_READY_60 = {
     "effect": "NoExecute",
     "tolerationSeconds": 60,
 }
+NOT_READY_300 = {**NOT_READY_60, "tolerationSeconds": 300}
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 ZONE_TERM = {
     "matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]}]
@@ -153,6 +155,9 @@ WORKLOAD: list[tuple[str, dict[str, Any]]] = [
         ),
     ),
     (TENANT, _pod("tenant-any-group", tolerations=[{"key": "dedicated", "operator": "Exists"}])),
+    (FAILOVER, _pod("failover-plain")),
+    (FAILOVER, _pod("failover-own-default", tolerations=[NOT_READY_300, NOT_READY_300])),
+    (FAILOVER, _pod("failover-own-seconds", tolerations=[NOT_READY_60])),
 ]
 
 
@@ -165,14 +170,8 @@ class Side:
     refusals: dict[str, str]
 
 
-def _fleet() -> Path:
-    return FLEET if FLEET.is_file() else FLEET_INTENT
-
-
-CONFIGS: dict[str, tuple[Path | None, Any]] = {
-    "default": (None, default_policies),
-    "fleet": (_fleet(), fleet_policies),
-}
+#: The configs compared: the built-in defaults and the fleet's.
+CONFIGS: dict[str, Path | None] = {"default": None, "fleet": FLEET}
 
 
 def _kyverno_options(name: str, config: Path | None) -> ApiServerOptions:
@@ -215,10 +214,15 @@ def differences(left: Any, right: Any, path: str = "") -> list[tuple[str, Any, A
 
 def _prepare(server: ApiServer) -> None:
     rest = Rest(server)
-    for name, labels in ((PLAIN, {}), (TENANT, {GROUP_LABEL: "team-a"})):
+    namespaces: list[tuple[str, dict[str, Any]]] = [
+        (PLAIN, {}),
+        (TENANT, {"labels": {GROUP_LABEL: "team-a"}}),
+        (FAILOVER, {"annotations": FAILOVER_ANNOTATIONS}),
+    ]
+    for name, metadata in namespaces:
         rest.create(
             "/api/v1/namespaces",
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}},
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, **metadata}},
         )
         rest.create(
             f"/api/v1/namespaces/{name}/serviceaccounts",
@@ -251,7 +255,7 @@ class Bed:
 def bed() -> Iterator[Bed]:
     """The four API servers, both Kyvernos started and their policies in force."""
     apiservers = []
-    for name, (config, _) in CONFIGS.items():
+    for name, config in CONFIGS.items():
         apiservers.append(apiserver_options("webhooks", config, name=f"webhooks-{name}"))
         apiservers.append(_kyverno_options(name, config))
     options = ControlPlaneOptions(
@@ -266,7 +270,7 @@ def bed() -> Iterator[Bed]:
             for name, kyverno in kyvernos.items():
                 server = plane.apiservers[f"kyverno-{name}"]
                 wait_ready(kyverno, server)
-                install_policies(server, CONFIGS[name][1]())
+                install_policies(server, for_config(CONFIGS[name]))
             for server in plane.apiservers.values():
                 _prepare(server)
             yield Bed(plane, kyvernos)
@@ -315,6 +319,10 @@ def test_kyverno_stores_the_same_pods(bed: Bed, config: str) -> None:
     assert gpu is not None and GPU_TOLERATION in gpu["spec"]["tolerations"]
     tenant = webhooks.stored["tenant-plain"]
     assert tenant is not None and ("affinity" in tenant["spec"]) == (config == "fleet")
+    failover = webhooks.stored["failover-plain"]
+    assert failover is not None
+    seconds = [t["tolerationSeconds"] for t in failover["spec"]["tolerations"]]
+    assert seconds == ([30, 300] if config == "fleet" else [300, 300])
     # The configs differ where they must: the fleet config refuses foreign tolerations.
     expected_refusals = {
         "default": [],
