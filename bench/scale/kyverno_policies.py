@@ -46,8 +46,8 @@ compared. Autogen is off (``serve`` does not mutate pod templates outside Daemon
 is background evaluation (only admission is compared).
 
 Failure policies are ``serve``'s as ``webhook-config`` registers it by default: the mutation
-fails open (``Ignore``), the validation closed (``Fail``); the harness starts Kyverno with
-``serve``'s 5 s webhook timeout. So a fault hits both engines under the same rules.
+fails open (``Ignore``), the validation closed (``Fail``), both with ``serve``'s 5 s
+timeout. So a fault hits both engines under the same rules.
 """
 
 from __future__ import annotations
@@ -72,6 +72,9 @@ NOT_COVERED = ("runtime-class", "daemonset-tolerations")
 #: Plugins the policies cannot stand for at all.
 UNTRANSLATED = ("pod-node-selector", "pod-toleration-restriction", "anti-affinity-topology")
 _ACTIONS = {"enforce": "Deny", "warn": "Warn", "audit": "Audit"}
+#: ``webhook-config``'s ``timeoutSeconds``: Kyverno writes each policy's own into the
+#: webhook it registers for it (10 s unless the policy says).
+TIMEOUT_SECONDS = 5
 
 
 class Untranslated(ValueError):
@@ -293,6 +296,7 @@ def _policy(kind: str, name: str, failure_policy: str, spec: dict[str, Any]) -> 
             "autogen": {"podControllers": {"controllers": []}},
             "evaluation": {"background": {"enabled": False}},
             "failurePolicy": failure_policy,
+            "webhookConfiguration": {"timeoutSeconds": TIMEOUT_SECONDS},
             **spec,
         },
     }

@@ -26,7 +26,8 @@ The flags, each for a reason (:func:`kyverno_args`):
   ``--controllerRuntimeMetricsAddress=0`` turns off the other one (``:8080``);
 * ``--webhookServerHost=127.0.0.1`` with a free port: loopback only, like ``serve``;
 * ``--webhookTimeout=5``: the ``timeoutSeconds`` ``webhook-config`` gives ``serve``'s
-  webhooks (Kyverno's default is 10), so a stalled engine costs the same in both;
+  webhooks (Kyverno's default is 10) for Kyverno's own webhooks; those of the policies
+  take theirs from each policy (``spec.webhookConfiguration``);
 * ``--autoMemLimitEnabled=false``: it would set ``GOMEMLIMIT`` from the machine's memory,
   which changes how its RSS behaves under load from run to run on a shared machine.
 
@@ -96,6 +97,8 @@ EXCLUDED_NAMESPACES = ("kube-system", "kube-node-lease", NAMESPACE, "placement-w
 POLICY_VALIDATING = "kyverno-policy-validating-webhook-cfg"
 RESOURCE_MUTATING = "kyverno-resource-mutating-webhook-cfg"
 RESOURCE_VALIDATING = "kyverno-resource-validating-webhook-cfg"
+#: The webhook of :data:`POLICY_VALIDATING`, as the API server's metrics name it.
+POLICY_WEBHOOK = "validate-policy.kyverno.svc"
 
 POLICIES_API = "/apis/policies.kyverno.io/v1"
 _PLURALS = {"MutatingPolicy": "mutatingpolicies", "ValidatingPolicy": "validatingpolicies"}
@@ -344,11 +347,12 @@ def _answers(server: ApiServer, rest: Rest) -> bool:
     answer = rest.create(f"{POLICIES_API}/mutatingpolicies?dryRun=All", _probe_policy())
     if not answer.allowed:
         return False
-    text = apiserver_metrics(server)
     calls = metric_sum(
-        text, "apiserver_admission_webhook_admission_duration_seconds_count", type="validating"
+        apiserver_metrics(server),
+        "apiserver_admission_webhook_admission_duration_seconds_count",
+        name=POLICY_WEBHOOK,
     )
-    return calls > 0 and "validate-policy.kyverno.svc" in text
+    return calls > 0
 
 
 def launch_kyverno(directory: Path, server: ApiServer) -> KyvernoServer:
@@ -509,8 +513,9 @@ def install_policies(
     Why both: Ready says Kyverno compiled the policy and wrote its webhook; the sentinels
     (a mutation and a warning for pods with a label only the probe carries) say the API
     server has loaded that webhook and Kyverno's engine holds policies created before them.
-    A policy ``default`` pod probe needs the ``default`` ServiceAccount, created here if
-    missing. The sentinels stay installed: they match nothing else.
+    The probe pod (in ``default``) needs the ``default`` ServiceAccount, created here if
+    missing. The sentinels are then deleted, and waited for until Kyverno has taken their
+    webhooks out, so the API server runs ``policies`` and nothing else.
     """
     rest = Rest(server)
     rest.create(
@@ -530,3 +535,22 @@ def install_policies(
                 f"Kyverno policies not in force in {timeout:g} s; not Ready: {waiting}"
             )
         time.sleep(0.3)
+    for sentinel in SENTINELS:
+        plural = _PLURALS[sentinel["kind"]]
+        rest.call("DELETE", f"{POLICIES_API}/{plural}/{sentinel['metadata']['name']}")
+    wait_until(
+        lambda: not _sentinel_webhooks(rest),
+        timeout=timeout,
+        what="rid of the sentinels' webhooks",
+        interval=0.3,
+    )
+
+
+def _sentinel_webhooks(rest: Rest) -> list[str]:
+    """The webhooks Kyverno still has registered for the sentinel policies."""
+    names = []
+    for kind in _WEBHOOK_KINDS:
+        answer = rest.call("GET", f"{_ADMISSION_API}/{kind}")
+        for item in (answer.body or {}).get("items") or []:
+            names += [w["name"] for w in item.get("webhooks") or [] if "zz-sentinel" in w["name"]]
+    return names
