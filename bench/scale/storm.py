@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from bench.scale import procs
 from bench.scale.modes import Mode, apiserver_for, installed_modes
 from controlplane.harness import ControllerManagerOptions, ControlPlaneOptions, running
-from controlplane.harness.components import ApiServer
+from controlplane.harness.components import DEFAULT_CONTROLLERS, ApiServer
 from controlplane.harness.fleet import FleetShape, create_fleet
 from controlplane.harness.kwok import start_kwok
 from controlplane.harness.nativepolicies import ensure_namespace
@@ -36,6 +36,7 @@ from controlplane.harness.rest import Rest
 NAMESPACE = "storm"
 IMAGE = "registry.k8s.io/pause:3.10"
 MANAGER = ControllerManagerOptions(
+    controllers=(*DEFAULT_CONTROLLERS, "job-controller"),
     node_monitor_period="5s",
     node_monitor_grace_period="40s",
     extra_args=("--kube-api-qps=500", "--kube-api-burst=1000"),
@@ -80,35 +81,62 @@ class PodWatch:
         self._thread.join(10)
 
     def _run(self) -> None:
+        """Read events until stopped; a stream the server ends is reopened from the last
+        resourceVersion seen, so no event is lost to a watch timeout."""
         parts = urlsplit(self._server.url)
         context = ssl.create_default_context(cafile=str(self._server.credentials.serving.ca))
-        conn = http.client.HTTPSConnection(parts.hostname, parts.port, context=context)
-        self._conn = conn
-        path = (
-            f"/api/v1/namespaces/{NAMESPACE}/pods?watch=1&labelSelector={self._selector}"
-            "&allowWatchBookmarks=false"
-        )
         token = self._server.credentials.tokens["admin"]
-        conn.request("GET", path, headers={"Authorization": f"Bearer {token}"})
-        response = conn.getresponse()
-        self._ready.set()
-        times = self.times
-        with contextlib.suppress(OSError, ValueError, http.client.HTTPException):
-            while not self._stop.is_set():
-                line = response.readline()
-                if not line:
+        version = ""
+        while not self._stop.is_set():
+            conn = http.client.HTTPSConnection(parts.hostname, parts.port, context=context)
+            self._conn = conn
+            path = f"/api/v1/namespaces/{NAMESPACE}/pods?watch=1&labelSelector={self._selector}" + (
+                f"&resourceVersion={version}" if version else ""
+            )
+            try:
+                conn.request("GET", path, headers={"Authorization": f"Bearer {token}"})
+                response = conn.getresponse()
+                self._ready.set()
+                version = self._read(response, version)
+            except (OSError, http.client.HTTPException):
+                if self._stop.is_set():
                     return
-                now = time.monotonic()
+                time.sleep(0.2)
+            finally:
+                conn.close()
+
+    def _read(self, response: http.client.HTTPResponse, version: str) -> str:
+        """Record every event of one stream; returns the last resourceVersion seen.
+
+        Why bytes split by hand: ``read1`` hands over whatever has arrived, whole events or
+        not, and a line is complete only at its newline; parsing per line keeps one event
+        that cannot be read from ending the watch.
+        """
+        times = self.times
+        pending = b""
+        while not self._stop.is_set():
+            data = response.read1(65536)
+            if not data:
+                return version
+            now = time.monotonic()
+            pending += data
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if not line.strip():
+                    continue
                 event = json.loads(line)
                 pod = event.get("object", {})
-                name = pod.get("metadata", {}).get("name")
-                if not name or event.get("type") == "DELETED":
+                metadata = pod.get("metadata", {})
+                version = metadata.get("resourceVersion", version)
+                name = metadata.get("name")
+                if not name or event.get("type") in ("DELETED", "ERROR", "BOOKMARK"):
                     continue
                 times.created.setdefault(name, now)
                 if pod.get("spec", {}).get("nodeName"):
                     times.scheduled.setdefault(name, now)
                 if pod.get("status", {}).get("phase") in ("Running", "Succeeded"):
                     times.running.setdefault(name, now)
+        return version
 
 
 def _template(app: str, restart: str) -> dict[str, Any]:
