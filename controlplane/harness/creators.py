@@ -61,6 +61,15 @@ class Creators:
         with self._lock:
             return sorted(self.outcomes, key=lambda o: o.at)
 
+    def clean_for(self, seconds: float, since: float) -> bool:
+        """Whether creates have all succeeded for ``seconds`` (at least one of them), counted
+        from ``since`` or the last failure after it, whichever is later."""
+        with self._lock:
+            recent = [o for o in self.outcomes if o.at >= since]
+        failures = [o.at for o in recent if not o.ok]
+        start = max([since, *failures])
+        return any(o.ok and o.at > start for o in recent) and time.time() - start >= seconds
+
     def _connect(self) -> http.client.HTTPSConnection:
         parts = urlsplit(self.server.url)
         context = ssl.create_default_context(cafile=str(self.server.credentials.serving.ca))

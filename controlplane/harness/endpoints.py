@@ -182,6 +182,7 @@ class Forwarder:
         while True:
             if state.exited:
                 return
+            started = time.monotonic()
             ok = await self._probe_once(state.backend)
             if ok:
                 state.successes, state.failures = state.successes + 1, 0
@@ -191,7 +192,8 @@ class Forwarder:
                 state.failures, state.successes = state.failures + 1, 0
                 if state.failures >= self.probe.failure_threshold:
                     self._publish(state, False, "readiness probe failed")
-            await asyncio.sleep(self.probe.period)
+            # The kubelet's prober ticks every period, however long a probe took.
+            await asyncio.sleep(max(0.0, self.probe.period - (time.monotonic() - started)))
 
     async def _pleg(self) -> None:
         while True:
@@ -263,10 +265,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 class ServiceAddress:
     """The forwarder as a component of the harness, and the endpoints it is told about."""
 
-    def __init__(self, directory: Path, host: str = "127.0.0.1") -> None:
+    def __init__(self, directory: Path, host: str = "127.0.0.1", port: int = 0) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self.host = host
-        self.port = free_port()
+        self.port = port or free_port()
         self.state = directory / "endpoints.json"
         self.state.write_text("[]")
         args = [

@@ -3,7 +3,7 @@
 Each run is its own control plane (etcd, kube-apiserver in mode ``webhooks``, the
 controller-manager; no scheduler: pods stay Pending, admission is what is measured) and its
 own :class:`~controlplane.harness.replicas.WebhookService` of two replicas behind one
-Service address, registered exactly as ``webhook-config`` prints it with
+Service (its ClusterIP on loopback), registered exactly as ``webhook-config`` prints it with
 ``--mutating-failure-policy`` (``Fail`` unless told otherwise; the validating webhook is
 ``Fail`` by default) and its default 5 s timeout.
 
@@ -13,7 +13,8 @@ client limits raised (:data:`CONTROLLER_QPS`, :data:`CONTROLLER_BURST`) so that 
 API server or the webhooks, is never what caps the rate; beside it, client threads
 (:mod:`.creators`) create pods alternately in ``tenant-a`` (no GPU) and in ``plain`` (a GPU,
 no group), timing every outcome. ``lead`` seconds in, the fault; the client threads go on
-until ``tail`` seconds after it ended; then the Deployment is waited for. Last, a
+until ``tail`` seconds after it ended and for ``tail / 2`` seconds
+without a failure (at most ``hold`` seconds); then the Deployment is waited for. Last, a
 Namespace-dependent probe: ``tenant-b`` (made unlabelled before the storm) is labelled as
 group ``b`` and a few pods are created there, which get their policy only if serve's
 Namespace cache followed the change, i.e. its watch is alive after the fault. Every stored
@@ -45,6 +46,7 @@ from controlplane.harness.modes import apiserver_options
 from controlplane.harness.objects import create_namespace
 from controlplane.harness.process import Component, wait_until
 from controlplane.harness.replicas import WebhookService
+from controlplane.harness.servicenet import loopback_service_range, service_flag
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "bench" / "configs" / "faults.yaml"
@@ -78,6 +80,8 @@ class StormOptions:
     mutating_failure_policy: str = "Fail"
     config: Path = CONFIG
     settle: float = 240.0
+    #: The longest the client threads go on after a fault, waiting for steady creates.
+    hold: float = 150.0
 
 
 @dataclass(slots=True)
@@ -101,6 +105,8 @@ class FaultResult:
     rejections: dict[tuple[str, str, str], float] = field(default_factory=dict)
     fail_open: float = 0.0
     create_codes: dict[str, float] = field(default_factory=dict)
+    #: The most common failure messages (client threads' and the controller's), with counts.
+    errors: list[tuple[str, int]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -433,12 +439,12 @@ def run_fault(
     """One run: a new control plane, two replicas, the storm, ``fault`` in its middle."""
     if fault not in INJECT:
         raise ValueError(f"unknown fault {fault!r} (faults: {', '.join(FAULTS)})")
-    extra: tuple[str, ...] = ()
+    extra: tuple[str, ...] = (service_flag(loopback_service_range()),)
     if fault == "etcd-compacted":
         # With its watch cache, the API server serves our watch from memory and its
         # bookmarks keep our resourceVersion current: a compaction never reaches us. Without
         # it for Namespaces, a re-watch from our last version goes to etcd and gets 410.
-        extra = ("--watch-cache-sizes=namespaces#0",)
+        extra += ("--watch-cache-sizes=namespaces#0",)
     api = dataclasses.replace(
         apiserver_options("webhooks", options.config, extra_args=extra), webhooks=False
     )
@@ -491,9 +497,15 @@ def _storm(bed: Bed, fault: str, result: FaultResult, say: Callable[[str], None]
     say(f"{fault}: injecting at {time.time() - began:.1f} s")
     fault_began, fault_ended = INJECT[fault](bed)
     deadline = fault_ended + options.tail
-    while time.time() < deadline or (bed.hold_until is not None and not bed.hold_until()):
-        if time.time() > fault_ended + 150:
-            bed.notes.append("gave up waiting after 150 s")
+
+    def done() -> bool:
+        if time.time() < deadline or not creators.clean_for(options.tail / 2, fault_ended):
+            return False
+        return bed.hold_until is None or bed.hold_until()
+
+    while not done():
+        if time.time() > fault_ended + options.hold:
+            bed.notes.append(f"gave up waiting for steady creates after {options.hold:g} s")
             break
         time.sleep(0.5)
     if bed.hold_until is not None:
@@ -532,14 +544,20 @@ def _account(
 ) -> None:
     totals = bed.counters.finish()
     codes = {key[1]: value for key, value in totals.items() if key[0] == "creates"}
-    unreached = [o for o in outcomes if o.status == 0]
+    # Creates no API server counted: those that reached none, and those an API server
+    # refused while shutting down, after its counters were read for the last time.
+    restarted = bool(bed.restarted)
+    unreached = [
+        o for o in outcomes if o.status == 0 or (restarted and not o.ok and began <= o.at <= ended)
+    ]
     result.create_codes = codes
     result.attempted = int(sum(codes.values())) + len(unreached)
     result.failed = int(sum(v for code, v in codes.items() if code != "201")) + len(unreached)
     result.client_attempted = len(outcomes)
     result.client_failed = sum(1 for o in outcomes if not o.ok)
     messages = [o.message for o in outcomes if not o.ok] + _failed_create_events(bed.plane.api)
-    top = top_errors(messages, 3)
+    result.errors = top_errors(messages, 10)
+    top = result.errors[:3]
     result.top_error = f"{top[0][0]} (×{top[0][1]})" if top else ""
     result.notes += [f"error ×{n}: {message}" for message, n in top]
     result.recovery = recovery(outcomes, began, ended)
@@ -547,6 +565,10 @@ def _account(
     result.rejections = {(k[1], k[2], k[3]): v for k, v in totals.items() if k[0] == "rejections"}
     result.fail_open = totals.get(("fail_open",), 0.0)
     events = [e for e in bed.service.address.events() if "ready" in e and e["t"] >= began]
+    watch = ", ".join(f"{k} {int(v)}" for k, v in namespace_watch(bed.service).items())
+    result.notes.append(f"serve's Namespace caches, both replicas: {watch}")
+    if not events:
+        result.notes.append("both replicas stayed in rotation: every readiness probe passed")
     for event in events:
         state = "in" if event["ready"] else "out of"
         result.notes.append(

@@ -1,10 +1,15 @@
-"""Several ``serve`` replicas behind one Service address, registered as ``webhook-config`` prints.
+"""Several ``serve`` replicas behind one Service, registered as ``webhook-config`` prints.
 
 A Deployment's replicas run the same command with the same config and mount the same TLS
-Secret; the API server reaches them through the Service (:mod:`.endpoints`) and trusts the
-CA in the configurations' ``caBundle``. Here every replica reads one cert directory whose
-CA key is kept in memory, so a fault can rotate the serving certificate (a new key and leaf
-from the same CA, as cert-manager renews one) under the running replicas. Each replica can
+Secret; the API server reaches them through their Service and trusts the CA in the
+configurations' ``caBundle``. Here the Service is real (``placement-webhooks`` in namespace
+``placement-webhooks``, what ``webhook-config`` refers to by default) and its ClusterIP is a
+loopback address (:mod:`.servicenet`: the API server must run with
+:func:`~.servicenet.loopback_service_range`), so kube-apiserver resolves and dials it exactly
+as in a cluster; what listens on ClusterIP:443 is the modelled kube-proxy (:mod:`.endpoints`).
+Every replica reads one cert directory whose CA key is kept in memory, so a fault can rotate
+the serving certificate (a new key and leaf from the same CA, as cert-manager renews one)
+under the running replicas. Each replica can
 be killed, stopped, started again, stalled (SIGSTOP) and resumed, one at a time or all.
 """
 
@@ -22,10 +27,50 @@ import yaml
 
 from controlplane.harness.components import ApiServer, fetch
 from controlplane.harness.endpoints import Backend, ServiceAddress
+from controlplane.harness.objects import create_namespace
 from controlplane.harness.pki import HOSTS
 from controlplane.harness.process import Component, free_port, wait_until
 from controlplane.harness.webhookserver import REPO, register, serve_args
-from webhooks.certs import CA_FILE, CERT_FILE, KEY_FILE, issue_leaf, new_ca, write_files
+from webhooks.certs import (
+    CA_FILE,
+    CERT_FILE,
+    KEY_FILE,
+    issue_leaf,
+    new_ca,
+    service_hosts,
+    write_files,
+)
+
+#: The Service ``webhook-config`` refers to by default, and its port.
+SERVICE = NAMESPACE = "placement-webhooks"
+SERVICE_PORT = 443
+
+
+def _create_service(server: ApiServer) -> str:
+    """The namespace and the selector-less Service of the replicas; returns its ClusterIP.
+
+    Selector-less because no pod objects exist: the endpoints are the forwarder's to know.
+    """
+    from controlplane.harness.servicenet import cluster_ip
+
+    with server.client() as api_client:
+        create_namespace(api_client, NAMESPACE)
+        service = {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": SERVICE},
+            "spec": {"ports": [{"name": "https", "port": SERVICE_PORT, "targetPort": 8443}]},
+        }
+        status, body = server.request("POST", f"/api/v1/namespaces/{NAMESPACE}/services", service)
+        if status != 201:
+            raise RuntimeError(f"creating the Service: HTTP {status} {body}")
+        ip, _ = cluster_ip(api_client, NAMESPACE, SERVICE)
+    if not ip.startswith("127."):
+        raise RuntimeError(
+            f"ClusterIP {ip} is not loopback: start the API server with a "
+            "--service-cluster-ip-range from servicenet.loopback_service_range()"
+        )
+    return str(ip)
 
 
 class Replica:
@@ -100,7 +145,8 @@ class WebhookService:
         self.ca_file = self.cert_dir / CA_FILE
         self.rotations = 0
         self._write_leaf()
-        self.address = ServiceAddress(directory / "service")
+        ip = _create_service(server)
+        self.address = ServiceAddress(directory / "service", host=ip, port=SERVICE_PORT)
         self.replicas: list[Replica] = []
         for index in range(replicas):
             name = f"serve-{index}"
@@ -115,7 +161,8 @@ class WebhookService:
             self.replicas.append(Replica(name, directory / name, args, port, metrics))
 
     def _write_leaf(self) -> None:
-        leaf = issue_leaf(self._ca, hosts=HOSTS, days=30)
+        hosts = [*service_hosts(SERVICE, NAMESPACE), *HOSTS]
+        leaf = issue_leaf(self._ca, hosts=hosts, days=30)
         self.cert_dir.mkdir(parents=True, exist_ok=True)
         write_files(
             [
@@ -165,10 +212,10 @@ class WebhookService:
         self.publish()
 
     def configurations(self, extra: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-        """What ``webhook-config --url <Service address> --ca-file <CA>`` prints."""
+        """What ``webhook-config --ca-file <CA>`` prints: the default Service reference."""
         from tests.command import run_cli
 
-        args = ["webhook-config", f"--url={self.address.url}", f"--ca-file={self.ca_file}"]
+        args = ["webhook-config", f"--ca-file={self.ca_file}"]
         if self.config is not None:
             args.append(f"--config={self.config}")
         proc = run_cli(*args, *extra)
