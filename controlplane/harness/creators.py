@@ -31,6 +31,7 @@ class Outcome:
     ok: bool
     status: int
     message: str = ""
+    seconds: float = 0.0
 
 
 @dataclass(slots=True)
@@ -86,6 +87,7 @@ class Creators:
             namespace, pod = self.make(thread, index)
             index += 1
             body = json.dumps(pod)
+            sent = time.monotonic()
             try:
                 connection.request("POST", f"/api/v1/namespaces/{namespace}/pods", body, headers)
                 response = connection.getresponse()
@@ -98,7 +100,8 @@ class Creators:
                 status, message = 0, f"client: {exc.__class__.__name__}: {exc}"
                 self._stop.wait(0.05)  # an API server that is down refuses in microseconds
             with self._lock:
-                self.outcomes.append(Outcome(time.time(), status == 201, status, message))
+                took = time.monotonic() - sent
+                self.outcomes.append(Outcome(time.time(), status == 201, status, message, took))
             if self.interval:
                 self._stop.wait(self.interval)
         connection.close()
