@@ -17,7 +17,7 @@ EDITABLE := PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(PIP) ins
 SERVE_STAMP := $(VENV)/.serve-installed
 TEST_STAMP  := $(VENV)/.test-installed
 
-.PHONY: sweep yaml-reference chart-native image-size serve test lint typecheck unit system-deps properties bench bench-deps bench-check bench-churn bench-hostile bench-audit bench-growth lock lock-upgrade clean controlplane controlplane-mod cluster e2e
+.PHONY: scale scale-tools sweep yaml-reference chart-native image-size serve test lint typecheck unit system-deps properties bench bench-deps bench-check bench-churn bench-hostile bench-audit bench-growth lock lock-upgrade clean controlplane controlplane-mod cluster e2e
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -169,6 +169,24 @@ MODE ?= in-tree
 CONFIG ?=
 cluster: controlplane
 	@$(BIN)/python -m controlplane.harness --mode=$(MODE) $(if $(CONFIG),--config=$(CONFIG))
+
+# The fleet-scale bench (docs/scale.md): kwok and Kyverno built once into the control-plane
+# cache, then every installation side by side through steady creates and storms on a kwok
+# fleet, the faults, failover at scale and the offline tools at scale. Not part of CI (it
+# takes most of an hour on 2 cores). NODES sizes the storms' and failover's fleets;
+# OFFLINE_NODES/OFFLINE_PODS the explain/audit bed; ARGS passes options to the first part,
+# e.g. ARGS='--modes in-tree,webhooks --only steady'.
+NODES ?= 200
+OFFLINE_NODES ?= 1000
+OFFLINE_PODS ?= 30000
+scale-tools: controlplane
+	@$(BIN)/python -m controlplane.build --scale-tools
+
+scale: scale-tools
+	$(BIN)/python -m bench.scale --nodes $(NODES) $(ARGS)
+	$(BIN)/python -m bench.scale.faults
+	$(BIN)/python -m bench.scale.failover --nodes $(NODES)
+	$(BIN)/python -m bench.scale.offline --nodes $(OFFLINE_NODES) --pods $(OFFLINE_PODS)
 
 # The real-control-plane suite. pyproject's addopts ignore tests/controlplane, so `make test`
 # never collects it; naming the directory here collects it (pytest >= 8 collects a path
