@@ -1138,3 +1138,15 @@ def test_every_switchable_check_names_its_key() -> None:
     switchable = [p for p in REGISTRY if p.validate is not None and p.validate.active]
     assert {p.name for p in switchable} == {"extended-resource-toleration", "dedicated-nodes"}
     assert all(p.validate is not None and p.validate.active_key for p in switchable)
+
+
+def test_with_every_mutation_native_the_condition_needs_no_fail_closed_mutating_webhook() -> None:
+    # As `webhook-config --native` registers the defaults: no mutating webhook at all, so no
+    # mutating call can fail open and the validating call guards nothing a condition skips.
+    config = load_config(None, REGISTRY)
+    table = without_halves(plugin_table(REGISTRY), inactive_halves(REGISTRY, config))
+    mutating = {(row["name"], "mutate") for row in table if "mutate" in row}
+    enabled = [p.name for p in REGISTRY if config.plugins[p.name].enabled]
+    objects = configurations(WebhookSettings(), without_halves(table, mutating), enabled)
+    assert [o["kind"] for o in objects] == ["ValidatingWebhookConfiguration"]
+    assert JUDGED_PODS in str(objects)

@@ -145,16 +145,20 @@ def plugin_table(registry: Registry) -> PluginTable:
     return table
 
 
-def skips_unjudged_pods(settings: WebhookSettings) -> bool:
-    """Whether the validating webhook leaves out the pods no validating check can judge.
+def skips_unjudged_pods(settings: WebhookSettings, mutating: bool) -> bool:
+    """Whether the validating webhook leaves out the pods no validating check can judge
+    (``mutating``: whether a mutating webhook is registered for pods too).
 
-    Only when the mutating webhook fails closed: with ``failurePolicy: Ignore`` a pod whose
-    mutating call failed is admitted without the defaults unless the fail-closed validating
-    call refuses it, so that call is the guard of every pod and cannot be left out. With
-    ``Fail`` a failed mutating call refuses the pod by itself, and a validating call no check
-    can answer but "allowed" adds nothing but a round trip.
+    Only when no mutating call can fail open: with a mutating webhook whose
+    ``failurePolicy`` is ``Ignore``, a pod whose mutating call failed is admitted without
+    the defaults unless the fail-closed validating call refuses it, so that call is every
+    pod's guard. With ``Fail`` a failed mutating call refuses the pod by itself; with no
+    mutating webhook (every mutation native, ``--native``) nothing can fail open. Then a
+    validating call no check can answer but "allowed" adds nothing but a round trip.
     """
-    return settings.skip_unjudged_pods and settings.mutating_failure_policy == "Fail"
+    return settings.skip_unjudged_pods and (
+        not mutating or settings.mutating_failure_policy == "Fail"
+    )
 
 
 def inactive_halves(registry: Registry, config: Config) -> set[tuple[str, str]]:
@@ -533,7 +537,7 @@ def _webhook(
         hook["objectSelector"] = dict(settings.object_selector)
     if settings.match_conditions:
         hook["matchConditions"] = match_conditions(settings, nodes=nodes)
-        if judged is not None and phase == "validate" and skips_unjudged_pods(settings):
+        if judged is not None and phase == "validate":
             hook["matchConditions"].append({"name": JUDGED_PODS, "expression": judged})
     if phase == "mutate":
         hook["reinvocationPolicy"] = settings.reinvocation_policy
@@ -553,6 +557,8 @@ def webhooks_for(
     nothing is left out.
     """
     hooks: list[dict[str, Any]] = []
+    mutating = bool(rules(table, "mutate", enabled, exclude=NODE_RESOURCES))
+    skip = phase == "validate" and skips_unjudged_pods(settings, mutating)
     if settings.per_plugin:
         for row in table:
             if row["name"] in enabled and row.get(phase):
@@ -560,13 +566,13 @@ def webhooks_for(
                 if only:
                     name = f"{row['name']}.{phase}.{settings.name}.svc"
                     path = f"/{phase}/{row['name']}"
-                    judged = judged_pods_condition(table, [row["name"]])
+                    judged = judged_pods_condition(table, [row["name"]]) if skip else None
                     hooks.append(_webhook(settings, phase, name, path, only, judged=judged))
     else:
         rule_list = rules(table, phase, enabled, exclude=NODE_RESOURCES)
         if rule_list:
             name = f"{phase}.{settings.name}.svc"
-            judged = judged_pods_condition(table, enabled)
+            judged = judged_pods_condition(table, enabled) if skip else None
             hooks.append(_webhook(settings, phase, name, f"/{phase}", rule_list, judged=judged))
     if settings.nodes:
         node_rules = rules(table, phase, enabled, only=NODE_RESOURCES)

@@ -140,7 +140,7 @@ the order webhooks/webhookconfig.py match_conditions() gives them.
 {{- end }}
 {{- if .nodes }}
 {{- $conditions = append $conditions $fixed.nodeControllers }}
-{{- else if and (eq .phase "validate") $settings.skipUnjudgedPods (eq $root.Values.webhooks.mutating.failurePolicy "Fail") }}
+{{- else if and (eq .phase "validate") $settings.skipUnjudgedPods (or (eq $root.Values.webhooks.mutating.failurePolicy "Fail") (eq (include "placement-webhooks.rules" (dict "root" $root "phase" "mutate" "nodes" "exclude")) "[]")) }}
 {{- $judged := include "placement-webhooks.judgedPods" (dict "root" $root "only" .only) }}
 {{- if $judged }}
 {{- $conditions = append $conditions (dict "name" "a-pod-a-validating-check-can-judge" "expression" $judged) }}
