@@ -144,8 +144,8 @@ sweep: $(TEST_STAMP)
 image-size: $(TEST_STAMP)
 	$(BIN)/python -m tests.imagesize
 
-# The real control plane (needs Go and the Go module proxy). One pinned Kubernetes release,
-# KUBERNETES_VERSION in controlplane/release.py; binaries built once into
+# The real control plane (needs Go and the Go module proxy), with Helm and kwok beside it. One
+# pinned Kubernetes release, KUBERNETES_VERSION in controlplane/release.py; binaries built once into
 # ${XDG_CACHE_HOME:-~/.cache}/placement-webhooks/controlplane/<version>/ and reused.
 controlplane: $(TEST_STAMP)
 	@$(BIN)/python -m controlplane.build
@@ -183,6 +183,7 @@ scale-tools: controlplane
 	@$(BIN)/python -m controlplane.build --scale-tools
 
 scale: scale-tools
+	PLACEMENT_REQUIRE_KYVERNO=1 $(BIN)/pytest tests/controlplane/test_kyverno_peer.py
 	$(BIN)/python -m bench.scale --nodes $(NODES) $(ARGS)
 	$(BIN)/python -m bench.scale.faults
 	$(BIN)/python -m bench.scale.failover --nodes $(NODES)
