@@ -14,8 +14,8 @@ rounds' ratios with their spread):
 * ``check`` of ``--pods`` Pods (2,000), the benchmarks' ~4 KB Pod in namespace ``shop``,
   with each config.
 
-It prints the CPU times and the ratios; targets: ``check`` at most 2x the parse, and the
-full config at most 1.3x the default on the Pods. Run it with ``make bench-check`` or
+It prints the CPU times and the ratios; target: ``check`` at most 2x the parse. The full
+config's ratio to the default is a diagnosis (its target is retired: docs/performance.md). Run it with ``make bench-check`` or
 ``python -m bench.check_bench [--docs N] [--pods N] [--repeat R]``.
 """
 
@@ -277,7 +277,7 @@ def main() -> None:
     print(f"check, default config:   {pods_default:.3f} s")
     print(f"check, full config:      {pods_full:.3f} s")
     ratio = scenario.spread(scenario.ratios(pods_full_t, pods_default_t))
-    print(f"full / default:          {ratio} (target <= 1.3x)")
+    print(f"full / default:          {ratio}")
 
 
 if __name__ == "__main__":
