@@ -52,6 +52,8 @@ def run_steady(args: argparse.Namespace) -> None:
                 prefix=f"c{concurrency}-",
             )
             print("\n".join(steady.table(concurrency, tallies)), flush=True)
+            print(f"capacity at concurrency {concurrency} (from the admission CPU above):")
+            print("\n".join(steady.capacity(tallies)), flush=True)
 
 
 def run_storms(args: argparse.Namespace) -> None:

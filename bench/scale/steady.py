@@ -9,6 +9,7 @@ own admission histograms say (the mutating and validating steps, mean and p99 bu
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Iterator
@@ -52,6 +53,8 @@ class Tally:
     apiserver_cpu: float = 0.0
     step_before: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     step_after: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    rss_kib: int = 0
+    pss_kib: int = 0
 
     @property
     def created(self) -> int:
@@ -154,6 +157,8 @@ def run(
                     tally.errors[key] = tally.errors.get(key, 0) + 1
     for name, item in modes.items():
         tallies[name].step_after = _histograms(item.server)
+        if item.admission_pids:
+            tallies[name].rss_kib, tallies[name].pss_kib = procs.memory_kib(item.admission_pids)
     return tallies
 
 
@@ -163,7 +168,7 @@ def table(concurrency: int, tallies: dict[str, Tally], floor: str = "in-tree") -
         f"steady creates, concurrency {concurrency}",
         f"  {'mode':16} {'pods':>6} {'fail':>5} {'p50 ms':>7} {'p90 ms':>7} {'p99 ms':>7}"
         f" {'+p50':>6} {'+p99':>6} {'pods/s':>7} {'adm CPU s/1k':>12} {'api CPU s/1k':>12}"
-        f" {'admit p99':>9} {'valid p99':>9}",
+        f" {'admit p99':>9} {'valid p99':>9} {'RSS MiB':>7} {'PSS MiB':>7}",
     ]
     base = tallies.get(floor)
     for name, tally in tallies.items():
@@ -186,7 +191,37 @@ def table(concurrency: int, tallies: dict[str, Tally], floor: str = "in-tree") -
             f" {percentile(tally.seconds, 0.9) * 1e3:7.2f} {p99:7.2f} {add50:>6} {add99:>6}"
             f" {tally.created / tally.wall:7.0f} {adm}"
             f" {tally.apiserver_cpu * per_k:12.2f} {steps[0]} {steps[1]}"
+            + (
+                f" {tally.rss_kib / 1024:7.0f} {tally.pss_kib / 1024:7.0f}"
+                if tally.pss_kib
+                else f" {'-':>7} {'-':>7}"
+            )
         )
         for error, count in sorted(tally.errors.items(), key=lambda kv: -kv[1])[:2]:
             lines.append(f"  {'':16} {count} x {error}")
+    return lines
+
+
+def capacity(tallies: dict[str, Tally], rates: tuple[int, ...] = (100, 1000)) -> list[str]:
+    """The capacity model from measured CPU: pods a second one core of the admission
+    processes can take, and replicas of 2 cores each (at most half busy, plus one spare)
+    for the given pod-create rates.
+
+    Why CPU and not the throughput seen: on a shared machine the client, the API server
+    and etcd take cores too, so the throughput here is a floor; the CPU the admission
+    processes burn per pod is what a dedicated replica's cores divide.
+    """
+    lines = []
+    for name, tally in tallies.items():
+        if not tally.admission_cpu or not tally.seconds:
+            continue
+        per_pod = tally.admission_cpu / tally.created
+        per_core = 1 / per_pod
+        replicas = ", ".join(
+            f"{rate} pods/s: {math.ceil(rate * per_pod / (2 * 0.5)) + 1}" for rate in rates
+        )
+        lines.append(
+            f"  {name:16} {per_pod * 1e3:.2f} ms CPU a pod = {per_core:,.0f} pods/s per core;"
+            f" replicas of 2 cores: {replicas}"
+        )
     return lines
