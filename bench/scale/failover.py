@@ -21,9 +21,10 @@ Why ``--node-eviction-rate`` is raised (100 nodes/s, given to the controller and
 ``explain`` alike): at upstream's 0.1 the controller taints a zone's failed nodes ten
 seconds apart in the order its cache lists them, which is no order a forecast can know;
 the forecast of the whole set would hold and each pod's would not. Why the controller-
-manager's client may send 1,000 requests/s: a namespace's evictions all fall due in the
-same second, and at its default 20/s the client's own rate limit, not the controllers,
-would decide when the last pod goes.
+manager's client may send 1,000 requests/s
+(:data:`controlplane.harness.fleet.CONTROLLER_MANAGER_ARGS`): a namespace's evictions all
+fall due in the same second, and at its default 20/s the client's own rate limit, not the
+controllers, would decide when the last pod goes.
 
 Prints one row per namespace: pods evicted, the forecast, the measured median and maximum
 (seconds from the node's last renewal), the largest error. Target: every pod within 2 s.
@@ -47,14 +48,13 @@ from typing import Any
 import yaml
 
 from controlplane.harness import (
-    ControllerManagerOptions,
     ControlPlane,
     ControlPlaneOptions,
     create_namespace,
     running,
 )
 from controlplane.harness.cli import placement_webhooks
-from controlplane.harness.fleet import FleetShape, create_fleet
+from controlplane.harness.fleet import FleetShape, controller_manager, create_fleet
 from controlplane.harness.kwok import lease_renewals, start_kwok, stop_heartbeats
 from controlplane.harness.modes import apiserver_options
 
@@ -91,16 +91,7 @@ def plane_options(config: Path) -> ControlPlaneOptions:
     :data:`EVICTION_RATE`, and a controller-manager client without a tight rate limit."""
     return ControlPlaneOptions(
         apiservers=(apiserver_options("webhooks", config, name="main"),),
-        controller_manager=ControllerManagerOptions(
-            node_monitor_period="500ms",
-            node_monitor_grace_period=f"{GRACE}s",
-            extra_args=(
-                f"--node-eviction-rate={EVICTION_RATE}",
-                f"--secondary-node-eviction-rate={EVICTION_RATE}",
-                "--kube-api-qps=1000",
-                "--kube-api-burst=2000",
-            ),
-        ),
+        controller_manager=controller_manager(GRACE, eviction_rate=EVICTION_RATE),
     )
 
 

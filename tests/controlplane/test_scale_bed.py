@@ -15,8 +15,10 @@ tree, where nothing pins it); the webhooks refuse what the fleet's policy refuse
 node that stops renewing its Lease has its pods evicted at ``explain``'s forecast, within
 2 s, for a namespace whose own failover time is 3 s.
 
-kwok renews Leases every quarter of :data:`LEASE_SECONDS` (2 s here) and the node monitor
-grace period is 10 s, so the failure shows in seconds.
+kwok renews Leases every quarter of :data:`LEASE_SECONDS` (2 s here), writes node status
+heartbeats every :data:`STATUS_SECONDS`, and the node monitor grace period is 10 s, so the
+failure shows in seconds, and the test sees that the failed node's Lease and heartbeat both
+stopped while another node's went on.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from controlplane.harness import ControllerManagerOptions, ControlPlane, ControlPlaneOptions
+from controlplane.harness import ControlPlane, ControlPlaneOptions
 from controlplane.harness.cli import placement_webhooks
 from controlplane.harness.components import DRA_CONTROLLERS
 from controlplane.harness.fleet import (
@@ -37,9 +39,16 @@ from controlplane.harness.fleet import (
     POOL_LABEL,
     Fleet,
     FleetShape,
+    controller_manager,
     create_fleet,
 )
-from controlplane.harness.kwok import KwokNotBuilt, lease_renewals, start_kwok, stop_heartbeats
+from controlplane.harness.kwok import (
+    KwokNotBuilt,
+    heartbeats,
+    lease_renewals,
+    start_kwok,
+    stop_heartbeats,
+)
 from controlplane.harness.modes import apiserver_options
 from controlplane.harness.objects import create_namespace, pod_manifest
 from controlplane.harness.process import wait_until
@@ -49,6 +58,7 @@ FLEET_CONFIG = Path(__file__).parents[2] / "bench" / "configs" / "fleet.yaml"
 NODES = 30
 REPLICAS = 300
 LEASE_SECONDS = 8
+STATUS_SECONDS = 4
 GRACE = 10
 FAST = 3
 WITHIN = 2.0
@@ -76,20 +86,18 @@ def bed(request: pytest.FixtureRequest) -> Iterator[Bed]:
     mode = request.param
     options = ControlPlaneOptions(
         apiservers=(apiserver_options(mode, MODES[mode], name="main"),),
-        controller_manager=ControllerManagerOptions(
-            node_monitor_period="500ms",
-            node_monitor_grace_period=f"{GRACE}s",
-            controllers=DRA_CONTROLLERS,
-            extra_args=(
-                "--node-eviction-rate=100",
-                "--kube-api-qps=500",
-                "--kube-api-burst=1000",
-            ),
+        controller_manager=controller_manager(
+            GRACE, eviction_rate=100, controllers=DRA_CONTROLLERS
         ),
     )
     with started_plane(options, f"scale bed, {mode}") as plane:
         try:
-            kwok = start_kwok(plane.directory / "kwok", plane.api, lease_seconds=LEASE_SECONDS)
+            kwok = start_kwok(
+                plane.directory / "kwok",
+                plane.api,
+                lease_seconds=LEASE_SECONDS,
+                status_seconds=STATUS_SECONDS,
+            )
         except KwokNotBuilt as exc:
             pytest.fail(str(exc), pytrace=False)
         try:
@@ -287,6 +295,12 @@ def test_the_webhooks_refuse_what_the_fleets_policy_refuses(
     assert says in answer.message
 
 
+def _heartbeats(bed: Bed) -> dict[str, Any]:
+    status, body = bed.plane.api.get("/api/v1/nodes")
+    assert status == 200, body
+    return dict(heartbeats(body["items"]))
+
+
 def test_a_node_that_stops_renewing_has_its_pods_evicted_at_explains_forecast(bed: Bed) -> None:
     if bed.mode != "webhooks":
         pytest.skip("the namespace's own failover time is the webhooks' (namespaceOverrides)")
@@ -330,6 +344,7 @@ def test_a_node_that_stops_renewing_has_its_pods_evicted_at_explains_forecast(be
     stop_heartbeats(api, [failing])
     time.sleep(1)  # a renewal already under way lands
     last = lease_renewals(api)[failing].timestamp()
+    beats = _heartbeats(bed)
     seen: dict[str, float] = {}
 
     def all_evicted() -> bool:
@@ -348,4 +363,8 @@ def test_a_node_that_stops_renewing_has_its_pods_evicted_at_explains_forecast(be
         + " s"
     )
     assert lease_renewals(api)[failing].timestamp() == last, "kwok stopped renewing"
+    after = _heartbeats(bed)
+    assert after[failing] == beats[failing], "kwok stopped the status heartbeat"
+    healthy = bed.fleet.pools["general"][1]
+    assert after[healthy] != beats[healthy], "and goes on beating for the others"
     assert all(abs(s - forecast) <= WITHIN for s in measured.values()), measured
