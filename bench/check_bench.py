@@ -15,7 +15,8 @@ rounds' ratios with their spread):
   with each config.
 
 It prints the CPU times and the ratios; target: ``check`` at most 2x the parse. The full
-config's ratio to the default is a diagnosis (its target is retired: docs/performance.md). Run it with ``make bench-check`` or
+config's ratio to the default is a diagnosis (its target is retired: docs/performance.md).
+Run it with ``make bench-check`` or
 ``python -m bench.check_bench [--docs N] [--pods N] [--repeat R]``.
 """
 
