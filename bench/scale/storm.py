@@ -2,8 +2,9 @@
 
 A Deployment scaled from 0 to ``replicas``, then a Job of ``completions`` (parallelism
 ``parallelism``), on a control plane of its own per mode: etcd, the mode's API server,
-kube-scheduler (its defaults: 50 QPS, burst 100), kube-controller-manager (client QPS 500,
-burst 1,000, so the ReplicaSet and Job controllers are not what caps the rate), kwok and a
+kube-scheduler (its defaults: 50 QPS, burst 100), kube-controller-manager
+(:func:`~controlplane.harness.fleet.controller_manager`: client QPS raised, so the
+ReplicaSet and Job controllers are not what caps the rate), kwok and a
 fleet of ``nodes``. A pod watch records, per pod, when it was first seen, first bound and
 first Running (or Succeeded): time to all created, scheduled and Running, and the create
 rate in 5-second steps. Modes run one after another (a storm saturates the machine; two at
@@ -26,21 +27,18 @@ from urllib.parse import urlsplit
 
 from bench.scale import procs
 from bench.scale.modes import Mode, apiserver_for, installed_modes
-from controlplane.harness import ControllerManagerOptions, ControlPlaneOptions, running
+from controlplane.harness import ControlPlaneOptions, running
 from controlplane.harness.components import DEFAULT_CONTROLLERS, ApiServer
-from controlplane.harness.fleet import FleetShape, create_fleet
+from controlplane.harness.fleet import FleetShape, controller_manager, create_fleet
 from controlplane.harness.kwok import start_kwok
 from controlplane.harness.nativepolicies import ensure_namespace
 from controlplane.harness.rest import Rest
 
 NAMESPACE = "storm"
 IMAGE = "registry.k8s.io/pause:3.10"
-MANAGER = ControllerManagerOptions(
-    controllers=(*DEFAULT_CONTROLLERS, "job-controller"),
-    node_monitor_period="5s",
-    node_monitor_grace_period="40s",
-    extra_args=("--kube-api-qps=500", "--kube-api-burst=1000"),
-)
+#: The fleet's controller-manager (client QPS raised, so the ReplicaSet and Job controllers
+#: do not cap the rate), with the Job controller for the Job storm.
+MANAGER = controller_manager(controllers=(*DEFAULT_CONTROLLERS, "job-controller"))
 
 
 @dataclass(slots=True)
