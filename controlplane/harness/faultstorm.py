@@ -50,7 +50,7 @@ from controlplane.harness.replicas import WebhookService
 from controlplane.harness.servicenet import loopback_service_range, service_flag
 
 REPO = Path(__file__).resolve().parents[2]
-CONFIG = REPO / "bench" / "configs" / "faults.yaml"
+CONFIG = REPO / "bench" / "configs" / "fleet.yaml"
 #: The controller-manager's client limits (upstream: 20 and 30), far above any rate reached.
 CONTROLLER_QPS = 2000
 CONTROLLER_BURST = 4000
