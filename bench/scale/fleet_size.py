@@ -89,7 +89,7 @@ def measure(nodes: int, idle: float) -> Size:
                 "kwok": kwok,
                 "kube-apiserver": plane.api.component,
             }
-            for component in plane._components:
+            for component in plane.components:
                 if component.name in ("etcd", "kube-controller-manager"):
                     watched[component.name] = component
             before = {name: cpu_seconds(c.proc.pid) for name, c in watched.items()}

@@ -78,6 +78,11 @@ class ControlPlane:
         """The first API server (the only one, in most tests)."""
         return next(iter(self.apiservers.values()))
 
+    @property
+    def components(self) -> tuple[Component, ...]:
+        """Every running component, in start order: what a bench reads CPU and memory of."""
+        return tuple(self._components)
+
     def _add(self, component: Component) -> Component:
         self._components.append(component)
         return component
