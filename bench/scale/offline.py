@@ -27,6 +27,7 @@ import argparse
 import os
 import tempfile
 import time
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -209,7 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 sizes.append(measure(nodes, pods, args.sample, args.seed, Path(tmp)))
             except Exception as exc:  # a size that does not hold is a result, not a crash
-                print(f"{nodes:,} nodes / {pods:,} pods did not hold: {exc}", flush=True)
+                print(f"{nodes:,} nodes / {pods:,} pods did not hold: {exc!r}", flush=True)
+                traceback.print_exc()
     print(f"\nexplain and audit at scale on {os.cpu_count()} cores (sample seed {args.seed}):")
     print(table(sizes))
     if len(sizes) == 2:

@@ -24,6 +24,7 @@ only for room others took would be a disagreement about the workload, not about 
 
 from __future__ import annotations
 
+import functools
 import json
 import ssl
 import time
@@ -242,6 +243,12 @@ def workload_objects(fleet: FleetShape, shape: WorkloadShape | None = None) -> W
     return Workload(namespaces, deployments, pods)
 
 
+@functools.cache
+def _context(cafile: str) -> ssl.SSLContext:
+    """One TLS context per CA file: read once, not once per request."""
+    return ssl.create_default_context(cafile=cafile)
+
+
 def request(
     server: ApiServer, method: str, path: str, body: Any = None, *, tries: int = TRIES
 ) -> tuple[int, Any]:
@@ -251,7 +258,7 @@ def request(
     starting server, while an API server storing tens of thousands of pods on a busy
     machine may take longer to answer a create or a page of a LIST, and is not broken.
     """
-    context = ssl.create_default_context(cafile=str(server.credentials.serving.ca))
+    context = _context(str(server.credentials.serving.ca))
     headers = {"Authorization": f"Bearer {server.credentials.tokens['admin']}"}
     data = None
     if body is not None:
