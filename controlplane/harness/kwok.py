@@ -30,6 +30,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import json
+import shutil
 import subprocess
 import urllib.request
 from collections.abc import Iterable, Iterator, Mapping
@@ -74,8 +75,13 @@ def module_dir() -> Path:
     Why ask ``go``: the module cache's place depends on ``GOMODCACHE``/``GOPATH``, and the
     build already downloaded the module, so this answers from the cache without a network.
     """
+    go = shutil.which("go")
+    if go is None:
+        raise KwokNotBuilt(
+            "Go is not installed (`go` is not on PATH): kwok's Stages are read from its module"
+        )
     proc = subprocess.run(
-        [build._go(), "mod", "download", "-json", f"{KWOK.module}@{KWOK.version}"],
+        [go, "mod", "download", "-json", f"{KWOK.module}@{KWOK.version}"],
         cwd=KWOK.module_dir,
         capture_output=True,
         text=True,

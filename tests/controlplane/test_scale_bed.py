@@ -13,10 +13,14 @@ pool their policy says (a GPU pod on the GPU pool, a DRA claim on a node whose s
 the device, a tenant's pod on its pool through the webhooks and on the general pool in
 tree, where nothing pins it); the webhooks refuse what the fleet's policy refuses; and one
 node that stops renewing its Lease has its pods evicted at ``explain``'s forecast, within
-2 s, for a namespace whose own failover time is 3 s.
+2 s, for a namespace whose own failover time is 3 s. Apart from any cluster: the fleet's
+objects have every pool over every zone, its tenant pools are what ``dedicated-nodes`` reads,
+and its policy lacks in tree exactly the settings upstream has no counterpart for.
 
-kwok renews Leases every quarter of :data:`LEASE_SECONDS` (2 s here) and the node monitor
-grace period is 10 s, so the failure shows in seconds.
+kwok renews Leases every quarter of :data:`LEASE_SECONDS` (2 s here), writes node status
+heartbeats every :data:`STATUS_SECONDS`, and the node monitor grace period is 10 s, so the
+failure shows in seconds, and the test sees that the failed node's Lease and heartbeat both
+stopped while another node's went on.
 """
 
 from __future__ import annotations
@@ -28,27 +32,40 @@ from typing import Any
 
 import pytest
 
-from controlplane.harness import ControllerManagerOptions, ControlPlane, ControlPlaneOptions
+from controlplane.harness import ControlPlane, ControlPlaneOptions
+from controlplane.harness.admission import read, untranslatable
 from controlplane.harness.cli import placement_webhooks
 from controlplane.harness.components import DRA_CONTROLLERS
 from controlplane.harness.fleet import (
+    DEDICATED_KEY,
     GPU_CLASS,
     GPU_RESOURCE,
     POOL_LABEL,
+    TENANT_NAMESPACE_LABEL,
     Fleet,
     FleetShape,
+    controller_manager,
     create_fleet,
+    fleet_objects,
 )
-from controlplane.harness.kwok import KwokNotBuilt, lease_renewals, start_kwok, stop_heartbeats
+from controlplane.harness.kwok import (
+    KwokNotBuilt,
+    heartbeats,
+    lease_renewals,
+    start_kwok,
+    stop_heartbeats,
+)
 from controlplane.harness.modes import apiserver_options
 from controlplane.harness.objects import create_namespace, pod_manifest
 from controlplane.harness.process import wait_until
 from tests.controlplane.conftest import FIGURES, started_plane
+from webhooks.plugins import dedicated_nodes
 
 FLEET_CONFIG = Path(__file__).parents[2] / "bench" / "configs" / "fleet.yaml"
 NODES = 30
 REPLICAS = 300
 LEASE_SECONDS = 8
+STATUS_SECONDS = 4
 GRACE = 10
 FAST = 3
 WITHIN = 2.0
@@ -76,20 +93,18 @@ def bed(request: pytest.FixtureRequest) -> Iterator[Bed]:
     mode = request.param
     options = ControlPlaneOptions(
         apiservers=(apiserver_options(mode, MODES[mode], name="main"),),
-        controller_manager=ControllerManagerOptions(
-            node_monitor_period="500ms",
-            node_monitor_grace_period=f"{GRACE}s",
-            controllers=DRA_CONTROLLERS,
-            extra_args=(
-                "--node-eviction-rate=100",
-                "--kube-api-qps=500",
-                "--kube-api-burst=1000",
-            ),
+        controller_manager=controller_manager(
+            GRACE, eviction_rate=100, controllers=DRA_CONTROLLERS
         ),
     )
     with started_plane(options, f"scale bed, {mode}") as plane:
         try:
-            kwok = start_kwok(plane.directory / "kwok", plane.api, lease_seconds=LEASE_SECONDS)
+            kwok = start_kwok(
+                plane.directory / "kwok",
+                plane.api,
+                lease_seconds=LEASE_SECONDS,
+                status_seconds=STATUS_SECONDS,
+            )
         except KwokNotBuilt as exc:
             pytest.fail(str(exc), pytrace=False)
         try:
@@ -287,6 +302,12 @@ def test_the_webhooks_refuse_what_the_fleets_policy_refuses(
     assert says in answer.message
 
 
+def _heartbeats(bed: Bed) -> dict[str, Any]:
+    status, body = bed.plane.api.get("/api/v1/nodes")
+    assert status == 200, body
+    return dict(heartbeats(body["items"]))
+
+
 def test_a_node_that_stops_renewing_has_its_pods_evicted_at_explains_forecast(bed: Bed) -> None:
     if bed.mode != "webhooks":
         pytest.skip("the namespace's own failover time is the webhooks' (namespaceOverrides)")
@@ -330,6 +351,7 @@ def test_a_node_that_stops_renewing_has_its_pods_evicted_at_explains_forecast(be
     stop_heartbeats(api, [failing])
     time.sleep(1)  # a renewal already under way lands
     last = lease_renewals(api)[failing].timestamp()
+    beats = _heartbeats(bed)
     seen: dict[str, float] = {}
 
     def all_evicted() -> bool:
@@ -348,4 +370,65 @@ def test_a_node_that_stops_renewing_has_its_pods_evicted_at_explains_forecast(be
         + " s"
     )
     assert lease_renewals(api)[failing].timestamp() == last, "kwok stopped renewing"
+    after = _heartbeats(bed)
+    assert after[failing] == beats[failing], "kwok stopped the status heartbeat"
+    healthy = bed.fleet.pools["general"][1]
+    assert after[healthy] != beats[healthy], "and goes on beating for the others"
     assert all(abs(s - forecast) <= WITHIN for s in measured.values()), measured
+
+
+# -- the fleet and its policy, without a cluster ------------------------------------------
+
+
+def test_the_fleets_tenant_pools_are_what_dedicated_nodes_reads_by_default() -> None:
+    settings = dedicated_nodes.Settings()
+    assert (
+        settings.key,
+        settings.effect,
+        settings.namespace_label,
+    ) == (DEDICATED_KEY, "NoSchedule", TENANT_NAMESPACE_LABEL)
+
+
+def test_the_fleets_policy_lacks_in_tree_exactly_the_three_settings_upstream_has_not() -> None:
+    problems = untranslatable(read(FLEET_CONFIG))
+    assert [p.split(":")[0] for p in problems] == [
+        "plugins.default-toleration-seconds.namespaceOverrides",
+        "plugins.extended-resource-toleration.enforce",
+        "plugins.dedicated-nodes",
+    ]
+
+
+SHAPES = [
+    pytest.param(SHAPE, id="the small bed's thirty nodes have every pool"),
+    pytest.param(FleetShape(), id="the default two hundred nodes"),
+    pytest.param(
+        FleetShape(nodes=1000, tenants=("a", "b", "c")), id="a thousand nodes, three tenants"
+    ),
+]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_fleet_has_its_pools_over_every_zone_and_a_slice_per_gpu_node(
+    shape: FleetShape,
+) -> None:
+    objects = fleet_objects(shape)
+    nodes = [o for o in objects if o["kind"] == "Node"]
+    assert len(nodes) == shape.nodes
+    assert len({n["metadata"]["name"] for n in nodes}) == shape.nodes
+    assert len({n["spec"]["podCIDR"] for n in nodes}) == shape.nodes
+    pools: dict[str, set[str]] = {}
+    for node in nodes:
+        labels = node["metadata"]["labels"]
+        pools.setdefault(labels[POOL_LABEL], set()).add(labels["topology.kubernetes.io/zone"])
+        assert node["status"]["capacity"]["pods"] == "110"
+    assert set(pools) == {"general", "gpu", *shape.tenants}
+    assert pools["general"] == set(shape.zones)
+    gpu_nodes = {n["metadata"]["name"] for n in nodes if GPU_RESOURCE in n["status"]["capacity"]}
+    assert gpu_nodes == {
+        n["metadata"]["name"] for n in nodes if n["metadata"]["labels"][POOL_LABEL] == "gpu"
+    }
+    slices = [o for o in objects if o["kind"] == "ResourceSlice"]
+    assert sorted(s["spec"]["nodeName"] for s in slices) == sorted(gpu_nodes)
+    assert [o["metadata"]["name"] for o in objects if o["kind"] == "DeviceClass"] == [GPU_CLASS]
+    namespaces = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Namespace"}
+    assert set(namespaces) == set(shape.tenants)
