@@ -3,7 +3,7 @@ bindings, and ``audit`` of the whole cluster, with their time and memory (issue 
 
 For each size (``--nodes``/``--pods``, and half of both first unless ``--no-growth``): a fresh
 control plane (etcd, kube-apiserver with the in-tree plugins of our default config,
-kube-scheduler and kube-controller-manager at 500 requests per second), kwok, the fleet of
+kube-scheduler at 500 requests per second, the fleet's kube-controller-manager), kwok, the fleet of
 :mod:`controlplane.harness.fleet`, then the workload of :mod:`controlplane.harness.workload`
 (Deployments over many namespaces, GPU and tenant pods, bare pods, pods that fit nowhere),
 until every pod is bound or found unschedulable by the real scheduler. Then:

@@ -31,9 +31,9 @@ from typing import Any
 
 from controlplane.harness import components
 from controlplane.harness.compare import disagreements
-from controlplane.harness.components import ApiServer, ControllerManagerOptions
+from controlplane.harness.components import ApiServer
 from controlplane.harness.controlplane import ControlPlane, ControlPlaneOptions, running
-from controlplane.harness.fleet import Fleet, FleetShape, create_fleet
+from controlplane.harness.fleet import Fleet, FleetShape, controller_manager, create_fleet
 from controlplane.harness.kwok import start_kwok
 from controlplane.harness.modes import apiserver_options
 from controlplane.harness.process import Component, wait_until
@@ -249,9 +249,9 @@ def audit_cluster(server: ApiServer, directory: Path, config: Path | None = None
     return Audit(dict(summary.get("objects", {})), len(results), dict(counted), affected, run)
 
 
-#: The client rate the scheduler and controller-manager get on a bed of tens of thousands
-#: of pods: their default (50 per second, bursts of 100) would make binding 30,000 pods a
-#: ten-minute wait on the client's rate limiter alone.
+#: The client rate the scheduler gets on a bed of tens of thousands of pods: its default
+#: (50 per second, bursts of 100) would make binding 30,000 pods a ten-minute wait on the
+#: client's rate limiter alone. (The controller-manager gets the fleet's own rate.)
 API_QPS = ("--kube-api-qps=500", "--kube-api-burst=1000")
 
 
@@ -281,7 +281,8 @@ def start_scheduler(plane: ControlPlane) -> Component:
 @contextlib.contextmanager
 def offline_bed(shape: FleetShape, *, ready_timeout: float = 900.0) -> Iterator[Bed]:
     """A control plane (etcd, kube-apiserver with the in-tree plugins of our default config,
-    kube-scheduler and kube-controller-manager at :data:`API_QPS`), kwok, and the fleet of
+    kube-scheduler at :data:`API_QPS`, kube-controller-manager as
+    :func:`~controlplane.harness.fleet.controller_manager` makes it), kwok, and the fleet of
     ``shape`` written and Ready; everything stopped afterwards.
 
     Why the in-tree plugins of our default config: ``explain`` admits each pod with our
@@ -291,9 +292,9 @@ def offline_bed(shape: FleetShape, *, ready_timeout: float = 900.0) -> Iterator[
     options = ControlPlaneOptions(
         apiservers=(apiserver_options("in-tree", None, name="main"),),
         scheduler=False,
-        controller_manager=ControllerManagerOptions(
-            node_monitor_period="5s", node_monitor_grace_period="50s", extra_args=API_QPS
-        ),
+        # Upstream's node monitor timing: a kwok Lease renewed late on a busy machine must
+        # not make a node NotReady and its pods evicted in the middle of a measurement.
+        controller_manager=controller_manager(50, period="5s"),
     )
     with running(options) as plane:
         scheduler = start_scheduler(plane)
