@@ -10,7 +10,11 @@ until every pod is bound or found unschedulable by the real scheduler. Then:
 
 * ``explain --kubeconfig -o json`` over every node and a stratified random sample of
   ``--sample`` pods (``--seed``), judged pod by pod against the scheduler's decision
-  (:func:`controlplane.harness.compare.disagreements`); its wall time and peak RSS;
+  (:func:`controlplane.harness.compare.disagreements`); its wall time and peak RSS. Before
+  it, the run waits until every node is Ready and untainted, and the sampled unschedulable
+  pods are created again so that the scheduler's reasons are about the nodes explain
+  reads (on a loaded machine kwok may renew a Lease late and a node be tainted a while:
+  the run counts such nodes and prints them);
 * ``audit --kubeconfig -o json --config bench/configs/fleet.yaml`` over the whole cluster
   (the fleet's policy, stricter than the defaults the cluster admitted with, so there is
   something to find); its wall time, peak RSS, the objects it read and its results.
@@ -39,7 +43,10 @@ from controlplane.harness.offline import (
     audit_cluster,
     explain_sample,
     offline_bed,
+    redecide,
     sample,
+    settle,
+    unhealthy_nodes,
 )
 from controlplane.harness.process import wait_until
 from controlplane.harness.workload import (
@@ -71,6 +78,8 @@ class Size:
     unschedulable: int
     explain: Agreement
     audit: Audit
+    #: Nodes seen not Ready or tainted not-ready/unreachable at some poll during the run.
+    flapped: set[str]
 
 
 def _progress(label: str, began: float, done: int, total: int) -> None:
@@ -90,8 +99,10 @@ def measure(nodes: int, pods: int, sample_size: int, seed: int, directory: Path)
         began = time.monotonic()
         create_workload(bed.api, workload)
         last = [0.0]
+        flapped: set[str] = set()
 
         def all_created() -> bool:
+            flapped.update(unhealthy_nodes(bed.api))
             count = created_count(bed.api, workload)
             if time.monotonic() - last[0] > 30:
                 last[0] = time.monotonic()
@@ -102,6 +113,7 @@ def measure(nodes: int, pods: int, sample_size: int, seed: int, directory: Path)
         created = time.monotonic() - began
 
         def all_decided() -> bool:
+            flapped.update(unhealthy_nodes(bed.api))
             pending, undecided_ = undecided(bed.api)
             if time.monotonic() - last[0] > 30:
                 last[0] = time.monotonic()
@@ -119,7 +131,20 @@ def measure(nodes: int, pods: int, sample_size: int, seed: int, directory: Path)
             flush=True,
         )
         keys = sample(mine, sample_size, seed)
+        # The scheduler judged the unschedulable pods minutes ago, maybe while some node was
+        # tainted; explain must be compared with a decision made on the nodes it reads.
+        flapped.update(unhealthy_nodes(bed.api))
+        settled = settle(bed.api)
+        mine = redecide(bed.api, mine, keys)
         agreement = explain_sample(bed.api, mine, keys, directory / f"{nodes}" / "explain")
+        after = unhealthy_nodes(bed.api)
+        flapped.update(after)
+        print(
+            f"nodes not Ready or tainted at some poll: {len(flapped)} "
+            f"{sorted(flapped)[:10]}; settled {settled:.1f} s before explain; "
+            f"unhealthy right after explain: {len(after)}",
+            flush=True,
+        )
         print(f"explain: {_explain_line(agreement)}", flush=True)
         audited = audit_cluster(bed.api, directory / f"{nodes}" / "audit", FLEET_CONFIG)
         print(f"audit: {_audit_line(audited)}", flush=True)
@@ -133,6 +158,7 @@ def measure(nodes: int, pods: int, sample_size: int, seed: int, directory: Path)
             len(mine) - bound,
             agreement,
             audited,
+            flapped,
         )
 
 
@@ -158,8 +184,8 @@ def table(sizes: Sequence[Size]) -> str:
     lines = [
         "| nodes | pods | fleet Ready s | pods created s | all decided s | bound | unschedulable "
         "| explain sample | agree | disagree | explain s | explain MiB | audit pods "
-        "| audit results | audit s | audit MiB |",
-        "|---" * 16 + "|",
+        "| audit results | audit s | audit MiB | nodes that flapped |",
+        "|---" * 17 + "|",
     ]
     for s in sizes:
         e, a = s.explain, s.audit
@@ -168,7 +194,7 @@ def table(sizes: Sequence[Size]) -> str:
             f"| {s.decided_s:.1f} | {s.bound:,} | {s.unschedulable:,} | {e.sampled} | {e.agreed} "
             f"| {len(e.disagreements)} | {e.run.seconds:.1f} | {e.run.peak_rss_mib:.0f} "
             f"| {a.objects.get('Pod', 0):,} | {a.findings:,} | {a.run.seconds:.1f} "
-            f"| {a.run.peak_rss_mib:.0f} |"
+            f"| {a.run.peak_rss_mib:.0f} | {len(s.flapped)} |"
         )
     return "\n".join(lines)
 

@@ -38,11 +38,12 @@ from controlplane.harness.kwok import start_kwok
 from controlplane.harness.modes import apiserver_options
 from controlplane.harness.process import Component, wait_until
 from controlplane.harness.scheduling import Outcome
-from controlplane.harness.workload import KIND_LABEL, decision_of
+from controlplane.harness.workload import KIND_LABEL, decision_of, list_all, request
+
+NOT_READY = "node.kubernetes.io/not-ready"
+UNREACHABLE = "node.kubernetes.io/unreachable"
 
 TIMEOUT = 3600.0
-#: Every sampled pod is placed on every node: far more pairs than the CLI's default allows.
-MAX_PAIRS = 100_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +134,79 @@ def _as_created(pod: Mapping[str, Any]) -> dict[str, Any]:
     return created
 
 
+def unhealthy_nodes(server: ApiServer) -> set[str]:
+    """Nodes not Ready, or carrying a ``not-ready``/``unreachable`` taint, right now.
+
+    Why watch them: on a loaded machine kwok may renew a Lease late, and the node lifecycle
+    controller then taints the node for a while. A scheduler that judged a pod while a node
+    was tainted, and an ``explain`` that reads the node after, see different clusters; the
+    bench says when that happened instead of calling it a disagreement about ``explain``.
+    """
+    bad: set[str] = set()
+    for node in list_all(server, "/api/v1/nodes"):
+        conditions = node.get("status", {}).get("conditions") or []
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+        tainted = any(
+            t.get("key", "") in (NOT_READY, UNREACHABLE)
+            for t in node.get("spec", {}).get("taints") or []
+        )
+        if not ready or tainted:
+            bad.add(node["metadata"]["name"])
+    return bad
+
+
+def settle(server: ApiServer, *, timeout: float = 600.0) -> float:
+    """Wait until every node is Ready and untainted; the seconds it took."""
+    began = time.monotonic()
+    wait_until(lambda: not unhealthy_nodes(server), timeout=timeout, what="settled", interval=2)
+    return time.monotonic() - began
+
+
+def redecide(
+    server: ApiServer, pods: Mapping[str, Mapping[str, Any]], keys: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """The pods ``keys`` that the scheduler found unschedulable and no controller owns,
+    deleted and created again as their creators sent them, until decided anew; returns
+    ``pods`` with their new stored forms.
+
+    Why: such a pod's reasons are those of the scheduler's last attempt, which may be
+    minutes old, and nodes may have changed since (:func:`unhealthy_nodes`); a fresh
+    attempt on a settled cluster is what ``explain``, reading the nodes now, must match.
+    """
+    fresh = {k: dict(v) for k, v in pods.items()}
+    again = [
+        k
+        for k in keys
+        if not pods[k]["spec"].get("nodeName") and not pods[k]["metadata"].get("ownerReferences")
+    ]
+    for key in again:
+        namespace, name = key.split("/", 1)
+        path = f"/api/v1/namespaces/{namespace}/pods"
+        status, body = request(server, "DELETE", f"{path}/{name}", {"gracePeriodSeconds": 0})
+        if status not in (200, 404):
+            raise RuntimeError(f"could not delete {key}: {status} {body}")
+        wait_until(
+            lambda p=f"{path}/{name}": request(server, "GET", p)[0] == 404,
+            timeout=60,
+            what=f"deleted ({key})",
+        )
+        status, body = request(server, "POST", path, _as_created(pods[key]))
+        if status != 201:
+            raise RuntimeError(f"could not create {key} again: {status} {body}")
+
+    def decided() -> bool:
+        for key in again:
+            namespace, name = key.split("/", 1)
+            status, body = request(server, "GET", f"/api/v1/namespaces/{namespace}/pods/{name}")
+            if status != 200 or decision_of(body) is None:
+                return False
+            fresh[key] = body
+        return True
+
+    wait_until(decided, timeout=300, what=f"decided again ({len(again)} pods)", interval=1)
+    return fresh
+
+
 @dataclass(frozen=True, slots=True)
 class Agreement:
     """``explain`` against the scheduler on a sample: counts, disagreements, cost."""
@@ -183,8 +257,6 @@ def explain_sample(
             str(server.kubeconfig),
             "-o",
             "json",
-            "--max-pairs",
-            str(MAX_PAIRS),
             str(manifests),
         ],
         directory,

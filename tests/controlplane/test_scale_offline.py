@@ -20,7 +20,15 @@ import pytest
 from controlplane.harness.binaries import NotBuilt
 from controlplane.harness.fleet import POOL_LABEL, FleetShape
 from controlplane.harness.kwok import KwokNotBuilt
-from controlplane.harness.offline import Bed, audit_cluster, explain_sample, offline_bed, sample
+from controlplane.harness.offline import (
+    Bed,
+    audit_cluster,
+    explain_sample,
+    offline_bed,
+    redecide,
+    sample,
+    settle,
+)
 from controlplane.harness.process import wait_until
 from controlplane.harness.workload import (
     KIND_LABEL,
@@ -108,7 +116,9 @@ def test_explain_agrees_with_the_scheduler_on_a_sample_of_the_fleets_pods(
 ) -> None:
     assert len(loaded.pods) == loaded.workload.expected
     keys = sample(loaded.pods, SAMPLE, SEED)
-    agreement = explain_sample(loaded.bed.api, loaded.pods, keys, tmp_path)
+    settle(loaded.bed.api, timeout=60)
+    pods = redecide(loaded.bed.api, loaded.pods, keys)
+    agreement = explain_sample(loaded.bed.api, pods, keys, tmp_path)
     FIGURES.append(
         f"scale offline: explain over {agreement.nodes} nodes and {agreement.sampled} of "
         f"{len(loaded.pods)} pods ({agreement.bound} bound, {agreement.unschedulable} "
