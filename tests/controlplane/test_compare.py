@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from controlplane.harness.scheduling import reasons
-from tests.controlplane.compare import (
+from controlplane.harness.compare import (
     AFFINITY,
     PREFILTERED,
     TERMS_CONFLICT,
@@ -20,6 +19,7 @@ from tests.controlplane.compare import (
     node_reasons,
     predicted_reasons,
 )
+from controlplane.harness.scheduling import reasons
 
 PREEMPTION = " preemption: 0/14 nodes are available: 14 Preemption is not helpful for scheduling."
 

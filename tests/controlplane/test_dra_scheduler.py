@@ -45,12 +45,12 @@ from controlplane.harness import (
     running,
 )
 from controlplane.harness.cli import in_process
+from controlplane.harness.compare import disagreements
 from controlplane.harness.components import DRA_CONTROLLERS
 from controlplane.harness.scheduling import decisions
 from controlplane.harness.timeline import Timeline
 from tests import dra
 from tests.command import invoke_cli
-from tests.controlplane.compare import disagreements
 from tests.controlplane.conftest import FIGURES
 
 NAMESPACE = "dra"

@@ -46,9 +46,9 @@ from controlplane.harness import (
     node_manifest,
     running,
 )
+from controlplane.harness.compare import disagreements, explained
 from controlplane.harness.modes import apiserver_options
 from controlplane.harness.scheduling import decisions
-from tests.controlplane.compare import disagreements, explained
 from tests.controlplane.conftest import FIGURES
 from webhooks.explain.pods import pod_requests
 from webhooks.k8s.quantity import parse_resource_list
