@@ -353,13 +353,14 @@ def _controller_args(binary: Path, kubeconfig: Path, directory: Path) -> tuple[l
 
 
 def start_scheduler(
-    binaries: Binaries, directory: Path, server: ApiServer
+    binaries: Binaries, directory: Path, server: ApiServer, extra_args: tuple[str, ...] = ()
 ) -> tuple[Component, int]:
-    """kube-scheduler for ``server`` with leader election off; returns it and its port."""
+    """kube-scheduler for ``server`` with leader election off and ``extra_args`` (a client
+    rate, say); returns it and its port."""
     args, port = _controller_args(
         binaries.kube_scheduler, server.kubeconfigs["scheduler"], directory
     )
-    return Component("kube-scheduler", args, directory / "scheduler.log"), port
+    return Component("kube-scheduler", [*args, *extra_args], directory / "scheduler.log"), port
 
 
 def start_controller_manager(

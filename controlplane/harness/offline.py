@@ -334,13 +334,8 @@ def start_scheduler(plane: ControlPlane) -> Component:
     harness takes no scheduler flags; this one is the same command line plus the rate
     (the flags apply because no ``--config`` is given).
     """
-    args, port = components._controller_args(
-        plane.binaries.kube_scheduler,
-        plane.api.kubeconfigs["scheduler"],
-        plane.directory / "scheduler",
-    )
-    scheduler = Component(
-        "kube-scheduler", [*args, *API_QPS], plane.directory / "scheduler" / "scheduler.log"
+    scheduler, port = components.start_scheduler(
+        plane.binaries, plane.directory / "scheduler", plane.api, API_QPS
     )
     try:
         wait_until(partial(components.healthz, port), timeout=60, components=[scheduler])
