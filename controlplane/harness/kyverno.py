@@ -432,21 +432,26 @@ def _pod_rule() -> dict[str, Any]:
     }
 
 
+#: What both sentinels share: pods carrying the sentinel's label, no autogen, no background.
+_SENTINEL_SCOPE: dict[str, Any] = {
+    "matchConstraints": _pod_rule(),
+    "matchConditions": [
+        {
+            "name": "sentinel",
+            "expression": f"'{SENTINEL_LABEL}' in object.metadata.?labels.orValue({{}})",
+        }
+    ],
+    "autogen": {"podControllers": {"controllers": []}},
+    "evaluation": {"background": {"enabled": False}},
+}
+
 SENTINELS: list[dict[str, Any]] = [
     {
         "apiVersion": "policies.kyverno.io/v1",
         "kind": "MutatingPolicy",
         "metadata": {"name": "zz-sentinel"},
         "spec": {
-            "matchConstraints": _pod_rule(),
-            "matchConditions": [
-                {
-                    "name": "sentinel",
-                    "expression": f"'{SENTINEL_LABEL}' in object.metadata.?labels.orValue({{}})",
-                }
-            ],
-            "autogen": {"podControllers": {"controllers": []}},
-            "evaluation": {"background": {"enabled": False}},
+            **_SENTINEL_SCOPE,
             "mutations": [
                 {
                     "patchType": "JSONPatch",
@@ -465,15 +470,7 @@ SENTINELS: list[dict[str, Any]] = [
         "kind": "ValidatingPolicy",
         "metadata": {"name": "zz-sentinel"},
         "spec": {
-            "matchConstraints": _pod_rule(),
-            "matchConditions": [
-                {
-                    "name": "sentinel",
-                    "expression": f"'{SENTINEL_LABEL}' in object.metadata.?labels.orValue({{}})",
-                }
-            ],
-            "autogen": {"podControllers": {"controllers": []}},
-            "evaluation": {"background": {"enabled": False}},
+            **_SENTINEL_SCOPE,
             "validationActions": ["Warn"],
             "validations": [{"expression": "false", "message": "kyverno-sentinel"}],
         },
