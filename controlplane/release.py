@@ -1,17 +1,16 @@
-"""The one pinned Kubernetes release, and where its binaries are cached.
+"""The Kubernetes release the real control plane runs, and where its binaries are cached.
 
-Every real-control-plane test runs against one Kubernetes release, so ``KUBERNETES_VERSION``
-below is the only place that names it: the Go modules under ``gomod/`` are generated from it
-(``make controlplane-mod``), the build stamps its output with it, and the harness finds the
-binaries through it. The binaries live outside the work tree because a cold build takes many
-minutes and every clone and worktree of the project can share one.
+Every real-control-plane test runs against one supported release at a time: the newest by
+default, another when ``KUBERNETES_VERSION`` names it (``KUBERNETES_VERSION=v1.34.4 make
+e2e``; ``1.34`` means the same). The supported releases and what each serves are the
+product's table, ``webhooks.k8s.releases``; this module only picks a row and says where its
+Go modules and binaries are. Each release has its own generated modules under
+``gomod/releases/<version>/`` (``make controlplane-mod``) and its own cache directory, so
+switching back and forth never rebuilds. Helm, kwok and Kyverno are the same programs for
+every release, so they are built once into ``tools/`` beside them.
 
-Why v1.37.2: it is the newest patch of the newest minor the Go module proxy serves, and its
-``go.mod`` asks for Go 1.26.0, which the project's machines have (no toolchain download).
-Its ``cmd/kubeadm/app/constants`` recommends etcd 3.7.0, which the generator reads from there.
-
-This module uses only the standard library: ``make e2e`` imports it before anything else, and
-``make test`` never imports it at all.
+The etcd of each release is the one its ``cmd/kubeadm/app/constants`` recommends, which the
+generator reads from there. ``make test`` never imports this module.
 """
 
 from __future__ import annotations
@@ -21,7 +20,59 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-KUBERNETES_VERSION: Final = "v1.37.2"
+from webhooks.k8s.releases import (
+    MUTATING_ADMISSION_POLICY,
+    NEWEST,
+    RELEASES,
+    Release,
+    UnsupportedRelease,
+    release,
+)
+
+
+def _chosen() -> Release:
+    """The release ``$KUBERNETES_VERSION`` names (the newest when unset).
+
+    Only a patch that a row was proven on is accepted: the modules are generated for that
+    tag, and a different patch would need modules nobody generated.
+    """
+    wanted = os.environ.get("KUBERNETES_VERSION", "").strip()
+    if not wanted:
+        return NEWEST
+    try:
+        row = release(wanted)
+    except UnsupportedRelease as exc:
+        raise SystemExit(f"KUBERNETES_VERSION: {exc}") from None
+    if wanted.count(".") == 2 and wanted.lstrip("vV") != row.proven.lstrip("v"):
+        proven = ", ".join(r.proven for r in RELEASES)
+        raise SystemExit(
+            f"KUBERNETES_VERSION={wanted}: the control plane builds the proven patches only "
+            f"({proven})"
+        )
+    return row
+
+
+#: The release of this run, and its tag.
+RELEASE: Final = _chosen()
+KUBERNETES_VERSION: Final = RELEASE.proven
+
+
+def apiserver_flags(row: Release = RELEASE) -> tuple[str, ...]:
+    """What every test API server of ``row`` is started with beyond the release's defaults.
+
+    Only MutatingAdmissionPolicy, where it is a beta that is off by default (1.34, 1.35):
+    ``export``'s output and the chart's ``native.enabled`` are proven there "with the
+    gate", as the docs tell a self-managed cluster to run it. Everything else stays as the
+    release ships it, which is what a managed cluster runs.
+    """
+    if row.mutating_policies_by_default:
+        return ()
+    return (
+        f"--feature-gates={MUTATING_ADMISSION_POLICY}=true",
+        f"--runtime-config={row.mutating_policy_api}=true",
+    )
+
+
 #: Helm, built beside the control plane for the chart's install/upgrade/rollback proofs.
 #: v4.3.1 is the newest Helm the Go module proxy serves; its go.mod asks for the same
 #: client-go line (v0.37) and Go 1.26.0. Helm 4 is the current major: new releases are
@@ -30,8 +81,9 @@ HELM_VERSION: Final = "v4.3.1"
 HELM_MODULE: Final = "helm.sh/helm/v4"
 
 GOMOD_DIR: Final = Path(__file__).resolve().parent / "gomod"
-KUBERNETES_MODULE_DIR: Final = GOMOD_DIR / "kubernetes"
-ETCD_MODULE_DIR: Final = GOMOD_DIR / "etcd"
+RELEASE_MODULES_DIR: Final = GOMOD_DIR / "releases"
+KUBERNETES_MODULE_DIR: Final = RELEASE_MODULES_DIR / KUBERNETES_VERSION / "kubernetes"
+ETCD_MODULE_DIR: Final = RELEASE_MODULES_DIR / KUBERNETES_VERSION / "etcd"
 HELM_MODULE_DIR: Final = GOMOD_DIR / "helm"
 
 BINARIES: Final = ("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager")
@@ -102,3 +154,8 @@ def binary_dir(version: str = KUBERNETES_VERSION) -> Path:
     One directory per version, so switching the pin back and forth never rebuilds twice.
     """
     return cache_root() / version
+
+
+def tools_dir() -> Path:
+    """Where Helm, kwok and Kyverno are built: one copy whatever the release."""
+    return cache_root() / "tools"

@@ -24,6 +24,7 @@ from controlplane.harness import auditlog, pki
 from controlplane.harness.admission import AdmissionSetup
 from controlplane.harness.binaries import Binaries
 from controlplane.harness.process import Component, free_port
+from controlplane.release import apiserver_flags
 
 SERVICE_CIDR = "10.0.0.0/24"
 #: The address the API server writes into the ``kubernetes`` Service's endpoints. It is never
@@ -306,7 +307,7 @@ def start_apiserver(
         args.append(f"--admission-control-config-file={config_file}")
     if options.audit:
         args += auditlog.flags(directory)
-    args += [*admission.flags, *options.extra_args]
+    args += [*apiserver_flags(), *admission.flags, *options.extra_args]
     kubeconfigs = {
         who: pki.write_kubeconfig(
             directory / f"{who}.kubeconfig",

@@ -21,7 +21,7 @@ import yaml
 
 from controlplane import build
 from controlplane.harness.binaries import NotBuilt
-from controlplane.release import HELM_VERSION, binary_dir
+from controlplane.release import HELM_VERSION, tools_dir
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "placement-webhooks"
@@ -31,10 +31,10 @@ def locate_helm() -> Path:
     """The cached ``helm`` of the pinned version; :class:`NotBuilt` says how to make it."""
     if not build.is_helm_built():
         raise NotBuilt(
-            f"no finished build of Helm {HELM_VERSION} in {binary_dir()}: "
+            f"no finished build of Helm {HELM_VERSION} in {tools_dir()}: "
             "run `make controlplane` (needs Go and the Go module proxy)"
         )
-    return binary_dir() / "helm"
+    return tools_dir() / "helm"
 
 
 class HelmError(RuntimeError):

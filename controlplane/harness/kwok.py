@@ -43,7 +43,7 @@ from controlplane import build
 from controlplane.harness.components import ApiServer, fetch
 from controlplane.harness.nodes import NODE_LEASE_NAMESPACE
 from controlplane.harness.process import Component, free_port, wait_until
-from controlplane.release import KWOK, binary_dir
+from controlplane.release import KWOK, tools_dir
 
 #: The label kwok selects the Nodes it manages by; its value is :data:`MANAGED_VALUE`.
 MANAGED_LABEL = "scale.placement-webhooks.io/kwok"
@@ -136,13 +136,13 @@ def start_kwok(
     loopback; kwok starts serving it only after its controllers started watching.
     """
     if not build.is_tool_built(KWOK):
-        raise KwokNotBuilt(f"no finished build of kwok in {binary_dir()}: run `make scale`")
+        raise KwokNotBuilt(f"no finished build of kwok in {tools_dir()}: run `make scale`")
     directory.mkdir(parents=True, exist_ok=True)
     stages = directory / "stages.yaml"
     stages.write_text(yaml.safe_dump_all(stage_documents(status_seconds), sort_keys=False))
     port = free_port()
     args = [
-        str(binary_dir() / KWOK.name),
+        str(tools_dir() / KWOK.name),
         f"--kubeconfig={server.kubeconfig}",
         f"--config={stages}",
         f"--manage-nodes-with-label-selector={MANAGED_LABEL}={MANAGED_VALUE}",

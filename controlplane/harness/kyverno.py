@@ -60,7 +60,7 @@ from controlplane.harness.components import ApiServer
 from controlplane.harness.metrics import apiserver_metrics, metric_sum
 from controlplane.harness.process import Component, ComponentError, free_port, wait_until
 from controlplane.harness.rest import Rest
-from controlplane.release import KYVERNO, binary_dir
+from controlplane.release import KYVERNO, tools_dir
 
 NAMESPACE = "kyverno"
 #: The admission controller's names, as the chart's Deployment gives them.
@@ -157,7 +157,7 @@ def memory_kib(pid: int) -> tuple[int, int]:
 
 def binary() -> Path:
     """The built ``kyverno``; :class:`NotBuilt` says how to make it."""
-    path = binary_dir() / KYVERNO.name
+    path = tools_dir() / KYVERNO.name
     if not path.is_file():
         raise NotBuilt(
             f"no {path}: run `.venv/bin/python -m controlplane.build --scale-tools` "

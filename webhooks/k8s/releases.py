@@ -1,0 +1,192 @@
+"""The Kubernetes releases placement-webhooks supports, and what each one serves.
+
+Why one table: what differs between releases (the API version of MutatingAdmissionPolicy,
+the version DeviceTaintRule is served at, whether a feature gate exists and is on by
+default) decides what ``export`` writes, what ``webhook-config`` and the chart register,
+what the cache and ``explain`` read, and how the test control plane starts. Every one of
+those reads this table; nothing else decides by version. The chart cannot import Python,
+so ``chart/templates/_releases.tpl`` is generated from it (``make chart-releases``) and a
+test keeps the two equal.
+
+Every fact below was read from the release's own ``pkg/features/kube_features.go`` and
+``pkg/registry/*/rest`` (the Go module ``k8s.io/kubernetes`` at the ``proven`` tag), and
+each row is proven by ``KUBERNETES_VERSION=<proven> make e2e``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+_VERSION: Final = re.compile(r"[vV]?(\d{1,4})\.(\d{1,4})(?![\d])")
+
+Stage = Literal["alpha", "beta", "ga"]
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """A feature gate as one release has it: its stage and whether it is on by default.
+
+    Why both: a managed cluster runs the defaults, so "on by default" is what a user gets;
+    the stage says whether a self-managed cluster may turn it on at all (alpha gates are
+    refused by most managed offerings).
+    """
+
+    stage: Stage
+    default: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """One supported minor release of Kubernetes and what its API server offers."""
+
+    #: ``(1, 34)``.
+    minor: tuple[int, int]
+    #: The patch release every fact here was proven on.
+    proven: str
+    #: The API version MutatingAdmissionPolicy (and its binding) is served at.
+    mutating_policy_version: str
+    #: The API version DeviceTaintRule is served at, when its gate is on.
+    device_taint_rule_version: str
+    #: The gates this project's features depend on, as this release has them. A gate
+    #: absent from the map does not exist in the release (the API server refuses it).
+    gates: Mapping[str, Gate] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """``1.34``: how people and ``--kubernetes-version`` name a release."""
+        return f"{self.minor[0]}.{self.minor[1]}"
+
+    def gate_on(self, gate: str) -> bool:
+        """Whether ``gate`` is on in this release's defaults (a missing gate is off)."""
+        found = self.gates.get(gate)
+        return found is not None and found.default
+
+    @property
+    def mutating_policies_by_default(self) -> bool:
+        """Whether MutatingAdmissionPolicy is served without a gate or runtime-config."""
+        return self.gate_on(MUTATING_ADMISSION_POLICY)
+
+    @property
+    def mutating_policy_api(self) -> str:
+        """``admissionregistration.k8s.io/<version>`` of MutatingAdmissionPolicy."""
+        return f"admissionregistration.k8s.io/{self.mutating_policy_version}"
+
+    @property
+    def device_taint_rule_api(self) -> str:
+        """``resource.k8s.io/<version>`` of DeviceTaintRule."""
+        return f"resource.k8s.io/{self.device_taint_rule_version}"
+
+
+MUTATING_ADMISSION_POLICY: Final = "MutatingAdmissionPolicy"
+#: KEP-5004: a DeviceClass's ``extendedResourceName`` lets pods ask for devices by name.
+DRA_EXTENDED_RESOURCE: Final = "DRAExtendedResource"
+#: KEP-5055: taints on devices (in ResourceSlices), tolerated by claims.
+DRA_DEVICE_TAINTS: Final = "DRADeviceTaints"
+#: KEP-5055: the DeviceTaintRule API.
+DRA_DEVICE_TAINT_RULES: Final = "DRADeviceTaintRules"
+#: KEP-5793: admission policies and webhook configurations loaded from files at start-up.
+STATIC_ADMISSION: Final = "ManifestBasedAdmissionControlConfig"
+#: KEP-5471: ``Lt``/``Gt`` tolerations.
+TOLERATION_COMPARISONS: Final = "TaintTolerationComparisonOperators"
+
+_ALPHA_OFF: Final = Gate("alpha", False)
+_BETA_OFF: Final = Gate("beta", False)
+_BETA_ON: Final = Gate("beta", True)
+_GA: Final = Gate("ga", True)
+
+#: Oldest first. DynamicResourceAllocation (``resource.k8s.io/v1``) is GA and on in all of
+#: them, and ValidatingAdmissionPolicy is ``v1`` in all of them, so neither has a column.
+RELEASES: Final[tuple[Release, ...]] = (
+    Release(
+        (1, 34),
+        "v1.34.4",
+        "v1beta1",
+        "v1alpha3",
+        {
+            MUTATING_ADMISSION_POLICY: _BETA_OFF,
+            DRA_EXTENDED_RESOURCE: _ALPHA_OFF,
+            DRA_DEVICE_TAINTS: _ALPHA_OFF,
+        },
+    ),
+    Release(
+        (1, 35),
+        "v1.35.4",
+        "v1beta1",
+        "v1alpha3",
+        {
+            MUTATING_ADMISSION_POLICY: _BETA_OFF,
+            DRA_EXTENDED_RESOURCE: _ALPHA_OFF,
+            DRA_DEVICE_TAINTS: _ALPHA_OFF,
+            DRA_DEVICE_TAINT_RULES: _ALPHA_OFF,
+            TOLERATION_COMPARISONS: _ALPHA_OFF,
+        },
+    ),
+    Release(
+        (1, 36),
+        "v1.36.3",
+        "v1",
+        "v1beta2",
+        {
+            MUTATING_ADMISSION_POLICY: _GA,
+            DRA_EXTENDED_RESOURCE: _BETA_ON,
+            DRA_DEVICE_TAINTS: _BETA_ON,
+            DRA_DEVICE_TAINT_RULES: _BETA_OFF,
+            TOLERATION_COMPARISONS: _ALPHA_OFF,
+            STATIC_ADMISSION: _ALPHA_OFF,
+        },
+    ),
+    Release(
+        (1, 37),
+        "v1.37.2",
+        "v1",
+        "v1",
+        {
+            MUTATING_ADMISSION_POLICY: _GA,
+            DRA_EXTENDED_RESOURCE: _GA,
+            DRA_DEVICE_TAINTS: _GA,
+            DRA_DEVICE_TAINT_RULES: _GA,
+            TOLERATION_COMPARISONS: _ALPHA_OFF,
+            STATIC_ADMISSION: _BETA_ON,
+        },
+    ),
+)
+NEWEST: Final = RELEASES[-1]
+OLDEST: Final = RELEASES[0]
+
+
+class UnsupportedRelease(ValueError):
+    """A version names no supported release; the message lists the ones there are."""
+
+
+def parse_minor(text: str) -> tuple[int, int]:
+    """``(1, 34)`` from ``1.34``, ``v1.34.4``, ``v1.34.4-eks-1234``.
+
+    Why so lenient: managed clusters report ``gitVersion`` with vendor suffixes; only the
+    major and minor decide what a release serves.
+    """
+    match = _VERSION.match(text.strip())
+    if match is None:
+        raise UnsupportedRelease(f"{text[:40]!r} is not a Kubernetes version (expected e.g. 1.34)")
+    return int(match.group(1)), int(match.group(2))
+
+
+def release(text: str) -> Release:
+    """The supported release ``text`` names; :class:`UnsupportedRelease` otherwise.
+
+    A release newer than the newest row is read as the newest (what is GA there stays
+    GA); an older one is refused, naming the oldest supported.
+    """
+    minor = parse_minor(text)
+    for row in RELEASES:
+        if row.minor == minor:
+            return row
+    if minor > NEWEST.minor:
+        return NEWEST
+    names = ", ".join(r.name for r in RELEASES)
+    raise UnsupportedRelease(
+        f"Kubernetes {minor[0]}.{minor[1]} is not supported (supported: {names}); "
+        f"{OLDEST.name} is the oldest"
+    )
