@@ -38,6 +38,7 @@ from controlplane.harness.controlplane import ControlPlane
 from controlplane.harness.modes import apiserver_options
 from controlplane.harness.nativepolicies import SENTINELS, ensure_namespace, install
 from controlplane.harness.rest import Rest, collection
+from controlplane.release import RELEASE
 from webhooks.export import export
 from webhooks.plugins import REGISTRY
 
@@ -92,8 +93,8 @@ def apiserver_for(mode: Mode, extra_args: tuple[str, ...] = ()) -> ApiServerOpti
             admission=_twins_off(mode.name).admission,
             webhooks=True,
             webhook_config=mode.config,
-            webhook_args=("--native",),
-            serve_args=("--native",),
+            webhook_args=("--native", "--kubernetes-version", RELEASE.name),
+            serve_args=("--native", "--kubernetes-version", RELEASE.name),
         )
     else:
         base = _twins_off(mode.name)
@@ -143,7 +144,9 @@ def install_mode(mode: Mode, plane: ControlPlane, directory: Path) -> Installed:
     if mode.name in plane.webhooks:
         installed.admission_pids.append(plane.webhooks[mode.name].component.proc.pid)
     if mode.name in ("native", "hybrid"):
-        exported = export(read(mode.config), REGISTRY, hybrid=mode.name == "hybrid")
+        exported = export(
+            read(mode.config), REGISTRY, hybrid=mode.name == "hybrid", release=RELEASE
+        )
         install(rest, list(exported.objects))
         for sentinel in SENTINELS:
             rest.call("DELETE", f"{collection(sentinel)}/{sentinel['metadata']['name']}")

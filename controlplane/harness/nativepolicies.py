@@ -5,6 +5,10 @@ a request sent right after ``kubectl apply`` may not meet them. Two sentinels (a
 and a validating policy for pods carrying a label only the sentinel probe uses) are created
 *after* the exported objects; informers deliver events in resourceVersion order, so once
 both sentinels act, every object created before them is loaded too.
+
+The MutatingAdmissionPolicy sentinel is at the API version the running release serves
+(:data:`controlplane.release.RELEASE`; ``v1beta1`` on 1.34 and 1.35, whose test API servers
+turn the gate on); ValidatingAdmissionPolicy is ``v1`` on every supported release.
 """
 
 from __future__ import annotations
@@ -13,9 +17,13 @@ import time
 from typing import Any
 
 from controlplane.harness.rest import Answer, Rest
+from controlplane.release import RELEASE
 
 SENTINEL_LABEL = "placement-webhooks.io/sentinel"
+#: ValidatingAdmissionPolicy's API, the same on every supported release.
 API = "admissionregistration.k8s.io/v1"
+#: MutatingAdmissionPolicy's API on the running release.
+MUTATING_API = RELEASE.mutating_policy_api
 
 _MATCH = {
     "resourceRules": [
@@ -31,7 +39,7 @@ _CONDITION = [
 
 SENTINELS: list[dict[str, Any]] = [
     {
-        "apiVersion": API,
+        "apiVersion": MUTATING_API,
         "kind": "MutatingAdmissionPolicy",
         "metadata": {"name": "zz-sentinel"},
         "spec": {
@@ -52,7 +60,7 @@ SENTINELS: list[dict[str, Any]] = [
         },
     },
     {
-        "apiVersion": API,
+        "apiVersion": MUTATING_API,
         "kind": "MutatingAdmissionPolicyBinding",
         "metadata": {"name": "zz-sentinel"},
         "spec": {"policyName": "zz-sentinel"},

@@ -29,6 +29,7 @@ from controlplane.harness.admission import TWINS, AdmissionSetup, read
 from controlplane.harness.modes import apiserver_options
 from controlplane.harness.nativepolicies import SENTINELS, ensure_namespace, install
 from controlplane.harness.rest import Rest, collection
+from controlplane.release import RELEASE
 from webhooks.export import export
 from webhooks.plugins import REGISTRY
 
@@ -73,7 +74,7 @@ def one_run(config: Path | None, pods: int, warmup: int) -> dict[str, list[float
     times: dict[str, list[float]] = {name: [] for name in SERVERS}
     with running(options) as plane:
         clients = {name: Rest(plane.apiservers[name]) for name in SERVERS}
-        install(clients["native"], list(export(read(config), REGISTRY).objects))
+        install(clients["native"], list(export(read(config), REGISTRY, release=RELEASE).objects))
         for sentinel in SENTINELS:
             path = f"{collection(sentinel)}/{sentinel['metadata']['name']}"
             clients["native"].call("DELETE", path)

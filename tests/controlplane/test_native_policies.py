@@ -21,9 +21,7 @@ from controlplane.harness.rest import Rest, collection
 from tests.controlplane.conftest import STARTS
 from tests.controlplane.native import cases
 from tests.controlplane.native.observe import Case, Observation, run
-from tests.controlplane.native.pair import CONTROLLERS, Pair, native_options, pair
-from webhooks.export import export
-from webhooks.plugins import REGISTRY
+from tests.controlplane.native.pair import CONTROLLERS, Pair, export_here, native_options, pair
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = Path(__file__).parent / "configs"
@@ -62,7 +60,7 @@ def test_the_example_config_s_policies_are_accepted_and_type_check_clean() -> No
     )
     with running(options) as plane:
         rest = Rest(plane.api)
-        exported = export(read(EXAMPLE), REGISTRY)
+        exported = export_here(read(EXAMPLE))
         install(rest, list(exported.objects))
         names = [
             o["metadata"]["name"]
@@ -115,7 +113,7 @@ def test_an_expired_exception_still_applies_natively(rollout: Pair) -> None:
     webhook, native = _both(rollout, case, "trial")
     assert not webhook.allowed and "TopologyKey topology.kubernetes.io/zone" in webhook.reason
     assert native.allowed
-    lines = export(read(CONFIGS / "native-rollout.yaml"), REGISTRY).report()
+    lines = export_here(read(CONFIGS / "native-rollout.yaml")).report()
     assert any(
         line.startswith("exceptions[1] (zone-spread-trial): exact except:") for line in lines
     )
@@ -178,7 +176,7 @@ def test_a_runtime_class_policy_made_again_after_its_last_removal_sees_no_new_ru
     with running(options) as plane:
         rest = Rest(plane.api)
         rest.apply_all(cases.runtime_class_objects())
-        objects = list(export(read(None), REGISTRY, ("runtime-class",)).objects)
+        objects = list(export_here(read(None), ("runtime-class",)).objects)
         install(rest, objects)
         ensure_namespace(rest, "p")
         before = rest.create(

@@ -1,9 +1,10 @@
 """``placement-webhooks export``: the enabled policy as native admission policies, and a report.
 
-Why: a cluster on Kubernetes 1.36+ can run much of the policy inside the API server, with no
-webhook to call; the report says, per plugin and setting, whether the native policies do
-exactly what the webhooks do (``exact``), what differs (``exact except: ...``), or why
-nothing was exported (``not exported: ...``). The same config drives it as the server.
+Why: a cluster can run much of the policy inside the API server, with no webhook to call
+(MutatingAdmissionPolicy is GA from Kubernetes 1.36, a beta behind its gate on 1.34 and
+1.35); the report says, per plugin and setting, whether the native policies do exactly what
+the webhooks do (``exact``), what differs (``exact except: ...``), or why nothing was exported
+(``not exported: ...``). The same config drives it as the server.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import click
 import yaml
 
 from webhooks.cli.common import config_option, fail, read_config_or_exit
+from webhooks.cli.kubeversion import chosen_release, kubernetes_version_option
 from webhooks.webhookconfig import DEFAULT_EXCLUDED_NAMESPACES, WebhookSettings
 
 #: Exit status when something enabled is not exported exactly (the report says what).
@@ -93,6 +95,7 @@ def write(target: str, objects: list[dict[str, Any]], report: list[str]) -> None
     help="Another namespace the policies never act in; repeatable. "
     f"{' and '.join(DEFAULT_EXCLUDED_NAMESPACES)} always are.",
 )
+@kubernetes_version_option(server=True)
 def export(
     config_path: str | None,
     plugins: tuple[str, ...],
@@ -101,13 +104,18 @@ def export(
     name: str,
     namespace: str,
     exclude_namespace: tuple[str, ...],
+    kubernetes_version: str | None,
+    kubeconfig: str | None,
+    kube_context: str | None,
 ) -> None:
     """Print the policy as MutatingAdmissionPolicies and ValidatingAdmissionPolicies.
 
-    Objects are admissionregistration.k8s.io/v1 (Kubernetes 1.36+), with their bindings;
-    the report goes to stderr and heads the YAML as comments, one line per plugin and
-    setting. Exit 0 when everything exported is exact, 1 when something is not, 2 on
-    unusable input.
+    Objects are for one Kubernetes release (--kubernetes-version, or the cluster's with
+    --kubeconfig; default the newest): MutatingAdmissionPolicies at the API version it
+    serves (v1beta1 on 1.34 and 1.35, behind their feature gate), and only CEL it accepts
+    (a plugin that needs more is not exported, and says why). The report goes to stderr
+    and heads the YAML as comments, one line per plugin and setting. Exit 0 when everything
+    exported is exact, 1 when something is not, 2 on unusable input.
     """
     from webhooks.export import export as build
     from webhooks.plugins import REGISTRY
@@ -118,7 +126,8 @@ def export(
         fail(f"--plugin: unknown plugin {unknown[0]!r} (known: {', '.join(REGISTRY.names)})")
     excluded = tuple(dict.fromkeys([*DEFAULT_EXCLUDED_NAMESPACES, *exclude_namespace]))
     settings = WebhookSettings(name=name, namespace=namespace, exclude_namespaces=excluded)
-    result = build(config, REGISTRY, plugins, settings, hybrid=hybrid)
+    target = chosen_release(kubernetes_version, kubeconfig, kube_context)
+    result = build(config, REGISTRY, plugins, settings, hybrid=hybrid, release=target)
     report = result.report()
     write(output, list(result.objects), report)
     for line in report:

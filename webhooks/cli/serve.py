@@ -7,12 +7,15 @@ far less useful message.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
 import click
 
 from webhooks.cli.common import config_option, fail, read_config_or_exit
+from webhooks.cli.kubeversion import chosen_release, kubernetes_version_option
+from webhooks.k8s.releases import Release
 from webhooks.server.budget import HEAD_TIMEOUT, MAX_PLAIN_CONNECTIONS
 
 
@@ -87,6 +90,7 @@ from webhooks.server.budget import HEAD_TIMEOUT, MAX_PLAIN_CONNECTIONS
     "native admission policies of `placement-webhooks export --hybrid` do not do exactly "
     "(what `webhook-config --native` registers), as one chain in chain order.",
 )
+@kubernetes_version_option()
 def serve(
     config_path: str | None,
     bind: str,
@@ -102,6 +106,7 @@ def serve(
     max_metrics_connections: int,
     head_timeout: float,
     native: bool,
+    kubernetes_version: str | None,
 ) -> None:
     """Serve the webhooks over HTTPS under gunicorn.
 
@@ -113,6 +118,7 @@ def serve(
     from webhooks.server.runner import ServeOptions, WebhookServer
 
     config = read_config_or_exit(config_path)  # fail fast, naming the key, before any worker starts
+    kept_by = functools.partial(_webhook_halves, release=chosen_release(kubernetes_version))
     _check_cluster_source(config)
     if cert_dir is None:
         directory = Path("certs")
@@ -139,10 +145,10 @@ def serve(
         max_connections=max_connections,
         max_metrics_connections=max_metrics_connections,
         head_timeout=head_timeout,
-        kept=_webhook_halves if native else None,
+        kept=kept_by if native else None,
     )
     if native:
-        kept = sorted(f"{name}/{phase}" for name, phase in _webhook_halves(config))
+        kept = sorted(f"{name}/{phase}" for name, phase in kept_by(config))
         click.echo(
             f"placement-webhooks: --native: serving {', '.join(kept) or 'nothing'}; "
             "native admission policies run the rest",
@@ -154,8 +160,9 @@ def serve(
         fail(str(exc), code=1)
 
 
-def _webhook_halves(config: Any) -> frozenset[tuple[str, str]]:
-    """The halves a hybrid installation's webhook keeps under ``config`` (``--native``).
+def _webhook_halves(config: Any, release: Release) -> frozenset[tuple[str, str]]:
+    """The halves a hybrid installation's webhook keeps under ``config`` on ``release``
+    (``--native``, ``--kubernetes-version``).
 
     Why here: only the CLI may depend on the export; the server is handed this function
     and calls it with each config it loads (at start and on SIGHUP).
@@ -163,7 +170,7 @@ def _webhook_halves(config: Any) -> frozenset[tuple[str, str]]:
     from webhooks.export import webhook_halves
     from webhooks.plugins import REGISTRY
 
-    return webhook_halves(config, REGISTRY)
+    return webhook_halves(config, REGISTRY, release)
 
 
 def _check_cluster_source(config: Any) -> None:

@@ -18,6 +18,7 @@ import click
 import yaml
 
 from webhooks.cli.common import config_option, fail, read_config_or_exit
+from webhooks.cli.kubeversion import chosen_release, kubernetes_version_option
 from webhooks.configfile import read_document
 from webhooks.manifests.errors import Refused
 from webhooks.webhookconfig import (
@@ -154,6 +155,7 @@ POLICIES = click.Choice(["Ignore", "Fail"])
     help="With --inject: keep running, and every SECONDS re-read --ca-file and re-inject "
     "wherever a caBundle differs (after a helm upgrade or a CA rotation). 0: once.",
 )
+@kubernetes_version_option()
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help="For --inject.")
 @click.option("--context", "kube_context", help="Kubeconfig context, for --inject.")
 def webhook_config(
@@ -185,6 +187,7 @@ def webhook_config(
     watch_seconds: float,
     kubeconfig: str | None,
     kube_context: str | None,
+    kubernetes_version: str | None,
 ) -> None:
     """Print the Mutating- and ValidatingWebhookConfiguration, or --inject a caBundle.
 
@@ -192,12 +195,13 @@ def webhook_config(
     mutating and Fail for validating, sideEffects None, timeout 5 s, reinvocation
     IfNeeded, rules for exactly what the enabled plugins handle except Nodes (--nodes).
     With --native, only what native admission policies do not do exactly is registered,
-    for a `serve --native`.
+    for a `serve --native`, on the release `export --hybrid` wrote for (--kubernetes-version).
     Exit 1 when --inject fails at the API server, 2 on unusable input.
     """
     from webhooks.plugins import REGISTRY
 
     config = read_config_or_exit(config_path)
+    target = chosen_release(kubernetes_version)
     ca_bundle = _read_ca(Path(ca_file)) if ca_file else ""
     excluded = tuple(dict.fromkeys([*DEFAULT_EXCLUDED_NAMESPACES, *exclude_namespace]))
     try:
@@ -237,7 +241,7 @@ def webhook_config(
     if native:
         from webhooks.export import webhook_halves
 
-        served = webhook_halves(config, REGISTRY)
+        served = webhook_halves(config, REGISTRY, target)
         halves = {(row["name"], phase) for row in table for phase in ("mutate", "validate")}
         table = without_halves(table, halves - served)
     objects = configurations(settings, table, enabled)

@@ -27,7 +27,7 @@ requests the webhook would have been sent.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from webhooks.core.chain import MAX_PASSES
@@ -53,6 +53,7 @@ from webhooks.export.model import (
 )
 from webhooks.export.translators import TRANSLATORS
 from webhooks.k8s.podspec import POD, TEMPLATE_RESOURCES
+from webhooks.k8s.releases import NEWEST, RELEASES, Release
 from webhooks.webhookconfig import (
     API_VERSION,
     GROUP_VERSIONS,
@@ -187,11 +188,19 @@ class Planned:
     mutate: Verdict | None
     validate: Verdict | None
     lines: tuple[Line, ...]
+    #: The phases the release's CEL cannot express.
+    refused: frozenset[str] = frozenset()
 
 
-def _plan(plugin: Plugin, config: Config) -> Planned:
+def _plan(plugin: Plugin, config: Config, release: Release) -> Planned:
     rules = config.plugins[plugin.name]
-    translation = TRANSLATORS[plugin.name](rules.settings)
+    translated = TRANSLATORS[plugin.name](rules.settings)
+    translation = _for_release(translated, release)
+    refused = frozenset(
+        phase
+        for phase in ("mutate", "validate")
+        if getattr(translation, phase) != getattr(translated, phase)
+    )
     lines: list[Line] = list(translation.lines)
     mutate, validate = translation.mutate, translation.validate
     mutations = translation.mutations
@@ -235,6 +244,93 @@ def _plan(plugin: Plugin, config: Config) -> Planned:
         overrides=tuple((o.namespace_selector, o.action) for o in rules.action_overrides),
         mutate=mutate if plugin.mutate is not None else None,
         validate=validate,
+        lines=tuple(lines),
+        refused=refused,
+    )
+
+
+# --------------------------------------------------------------------------- releases
+
+
+def _half_expressions(translation: Translation, phase: str) -> Iterator[str]:
+    """Every CEL expression of one half of ``translation`` (``mutate`` or ``validate``)."""
+    if phase == "mutate":
+        for mutation in translation.mutations:
+            yield mutation.expression
+            yield from (expression for _, expression in mutation.variables)
+    for part in translation.validating:
+        if part.phase != phase:
+            continue
+        for check in part.checks:
+            yield from (check.expression, check.message)
+        yield from (expression for _, expression in (*part.variables, *part.conditions))
+
+
+def missing_libraries(
+    translation: Translation, phase: str, release: Release
+) -> dict[str, list[str]]:
+    """The CEL libraries one half of ``translation`` calls that ``release`` does not offer to
+    a new admission policy, each with the calls found."""
+    missing: dict[str, list[str]] = {}
+    for expression in _half_expressions(translation, phase):
+        for library, calls in cel.library_calls(expression).items():
+            if not release.cel_offers(library):
+                missing.setdefault(library, [])
+                missing[library] += [c for c in calls if c not in missing[library]]
+    return missing
+
+
+def _refusal(release: Release, halves: Sequence[str], missing: Mapping[str, Sequence[str]]) -> str:
+    """Why ``release`` cannot run ``halves``: the library, the calls, where it comes from."""
+    env = f"{release.cel_environment[0]}.{release.cel_environment[1]}"
+    parts = []
+    for library, calls in missing.items():
+        first = next((r.name for r in RELEASES if r.cel_offers(library)), "")
+        since = f"; Kubernetes {first} offers it" if first else ""
+        parts.append(f"CEL's {library} library ({', '.join(calls)}{since})")
+    words = " and ".join(_WORDS[h] for h in halves) + (" halves" if len(halves) > 1 else " half")
+    return (
+        f"on Kubernetes {release.name} its {words} need{'s' if len(halves) == 1 else ''} "
+        f"{' and '.join(parts)}, which its API server refuses in a new admission policy "
+        f"(new expressions compile against the {env} CEL environment)"
+    )
+
+
+_WORDS = {"mutate": "mutating", "validate": "validating"}
+
+
+def _for_release(translation: Translation, release: Release) -> Translation:
+    """``translation`` less the halves ``release``'s CEL cannot express, each refused with a
+    line naming the missing library.
+
+    Why a refusal rather than a policy: the API server refuses the whole object over one
+    call it lacks, so sending it would fail the installation instead of one plugin.
+    """
+    halves = {"mutate": translation.mutate, "validate": translation.validate}
+    missing: dict[str, list[str]] = {}
+    refused = []
+    for phase, verdict in halves.items():
+        if verdict is None or verdict == NOT_EXPORTED:
+            continue
+        found = missing_libraries(translation, phase, release)
+        if found:
+            halves[phase] = NOT_EXPORTED
+            refused.append(phase)
+            for library, calls in found.items():
+                known = missing.setdefault(library, [])
+                known += [c for c in calls if c not in known]
+    if not refused:
+        return translation
+    key = f"plugins.{translation.plugin}"
+    own = [line for line in translation.lines if line.subject == key]
+    why = "; ".join([*(line.why for line in own if line.why), _refusal(release, refused, missing)])
+    lines = [Line(key, NOT_EXPORTED, why), *(line for line in translation.lines if line not in own)]
+    return dataclasses.replace(
+        translation,
+        mutations=() if "mutate" in refused else translation.mutations,
+        validating=tuple(p for p in translation.validating if p.phase not in refused),
+        mutate=halves["mutate"],
+        validate=halves["validate"],
         lines=tuple(lines),
     )
 
@@ -390,6 +486,7 @@ def _mutating(
     conditions: Iterable[Variable] = (),
     runtime_class: bool = False,
     reinvocation: str = "Never",
+    release: Release = NEWEST,
 ) -> list[dict[str, Any]]:
     operations = {op for _, m in entries for op in m.operations}
     spec: dict[str, Any] = {}
@@ -406,13 +503,13 @@ def _mutating(
         binding["paramRef"] = {"selector": {}, "parameterNotFoundAction": "Allow"}
     return [
         {
-            "apiVersion": API_VERSION,
+            "apiVersion": release.mutating_policy_api,
             "kind": "MutatingAdmissionPolicy",
             "metadata": _metadata(name, settings),
             "spec": spec,
         },
         {
-            "apiVersion": API_VERSION,
+            "apiVersion": release.mutating_policy_api,
             "kind": "MutatingAdmissionPolicyBinding",
             "metadata": _metadata(name, settings),
             "spec": binding,
@@ -509,7 +606,10 @@ def _validating(
 
 
 def _objects(
-    plan: Sequence[Planned], settings: WebhookSettings, halves: frozenset[tuple[str, str]] | None
+    plan: Sequence[Planned],
+    settings: WebhookSettings,
+    halves: frozenset[tuple[str, str]] | None,
+    release: Release,
 ) -> list[dict[str, Any]]:
     def wanted(planned: Planned, phase: str, verdict: Verdict | None) -> bool:
         if verdict is None or verdict == NOT_EXPORTED:
@@ -533,7 +633,9 @@ def _objects(
             "request.operation != 'CREATE' || !has(object.spec.runtimeClassName)",
         )
         if without_class:
-            objects += _mutating(base, settings, without_class, "pods", conditions=[skip])
+            objects += _mutating(
+                base, settings, without_class, "pods", conditions=[skip], release=release
+            )
         objects += _mutating(
             f"{base}-runtime-class",
             settings,
@@ -547,11 +649,14 @@ def _objects(
                 )
             ],
             runtime_class=True,
+            release=release,
         )
     elif pods:
-        objects += _mutating(base, settings, pods, "pods")
+        objects += _mutating(base, settings, pods, "pods", release=release)
     if daemonsets:
-        objects += _mutating(f"{base}-daemonsets", settings, daemonsets, "daemonsets")
+        objects += _mutating(
+            f"{base}-daemonsets", settings, daemonsets, "daemonsets", release=release
+        )
     for planned in plan:
         for part in planned.translation.validating:
             verdict = planned.mutate if part.phase == "mutate" else planned.validate
@@ -588,17 +693,20 @@ def export(
     settings: WebhookSettings | None = None,
     *,
     hybrid: bool = False,
+    release: Release = NEWEST,
 ) -> Export:
     """The enabled plugins (or exactly ``only``) as native policies, and the report.
 
     ``settings`` scope the policies as the webhooks are scoped (their defaults are the
     chart's). With ``hybrid`` only the halves a hybrid installation runs natively are
     exported (:func:`native_halves`), and the report says what of each plugin its webhook
-    keeps.
+    keeps. ``release`` is the Kubernetes release the objects are for: the API version of
+    its MutatingAdmissionPolicies, and the CEL its API server accepts (a half that needs
+    more is refused, and a hybrid installation's webhook keeps it).
     """
     settings = settings or WebhookSettings()
     chosen = [p for p in registry if p.name in only] if only else config.chain(registry)
-    plan = [_plan(plugin, config) for plugin in chosen]
+    plan = [_plan(plugin, config, release) for plugin in chosen]
     native = native_halves(plan)
     kept = _kept(plan, native)
     lines: list[Line] = []
@@ -611,8 +719,9 @@ def export(
         verdicts[name] = own[0].verdict
         lines += own
     lines += _exception_lines(config, verdicts)
-    objects = _objects(plan, settings, native if hybrid else None)
-    return Export(tuple(objects), tuple(lines), native, kept, tuple(verdicts))
+    objects = _objects(plan, settings, native if hybrid else None, release)
+    refused = frozenset((p.plugin.name, phase) for p in plan for phase in p.refused)
+    return Export(tuple(objects), tuple(lines), native, kept, tuple(verdicts), refused)
 
 
 def _kept(plan: Sequence[Planned], native: Halves) -> Halves:
@@ -622,14 +731,16 @@ def _kept(plan: Sequence[Planned], native: Halves) -> Halves:
     return frozenset(active - native)
 
 
-def webhook_halves(config: Config, registry: Registry) -> Halves:
+def webhook_halves(config: Config, registry: Registry, release: Release = NEWEST) -> Halves:
     """The (plugin, phase) halves of the enabled plugins a hybrid installation's webhook
-    keeps: :attr:`Export.webhook` of :func:`export`, without building any object.
+    keeps on ``release``: :attr:`Export.webhook` of :func:`export`, without building any
+    object.
 
     Why one function: ``webhook-config --native`` registers exactly these and ``serve
-    --native`` runs exactly these, so the two cannot disagree about what runs where.
+    --native`` runs exactly these, so the two cannot disagree about what runs where (given
+    the same ``--kubernetes-version``).
     """
-    plan = [_plan(plugin, config) for plugin in config.chain(registry)]
+    plan = [_plan(plugin, config, release) for plugin in config.chain(registry)]
     return _kept(plan, native_halves(plan))
 
 
@@ -638,4 +749,11 @@ def setting_names(plugin: Plugin) -> list[str]:
     return [camel(f.name) for f in dataclasses.fields(plugin.settings)]
 
 
-__all__ = ["ACTIONS", "export", "native_halves", "setting_names", "webhook_halves"]
+__all__ = [
+    "ACTIONS",
+    "export",
+    "missing_libraries",
+    "native_halves",
+    "setting_names",
+    "webhook_halves",
+]

@@ -19,9 +19,10 @@ Conventions, each forced by how the API server types admission CEL:
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from webhooks.k8s.names import (
     DNS1123_SUBDOMAIN_MAX_LENGTH,
@@ -38,6 +39,13 @@ from webhooks.k8s.names import (
     TOO_MANY_PARTS_MSG,
 )
 from webhooks.k8s.podspec import POD_SPEC_PATHS, PodSpecPath
+from webhooks.k8s.releases import (
+    CEL_LISTS,
+    CEL_OPTIONAL,
+    CEL_QUANTITY,
+    CEL_STRINGS,
+    CEL_TWO_VARIABLE,
+)
 
 #: What a qualified name (label key, toleration key) looks like, anchored: CEL's
 #: ``matches`` finds the pattern anywhere, and RE2's ``$`` is the end of the text.
@@ -361,3 +369,42 @@ def by_template_kind(choose: Callable[[PodSpecPath], str]) -> str:
     for path, kind in reversed(branches.items()):
         out = f"request.kind.kind == '{kind}' ? {choose(path)} : {out}"
     return out
+
+
+# --------------------------------------------------------------------------- libraries
+
+#: The calls by which an expression uses each CEL library of
+#: :data:`webhooks.k8s.releases.CEL_LIBRARIES`, as this package writes them. Why by the text:
+#: a release's API server refuses a whole policy over one call its CEL environment lacks, so
+#: ``export`` must know, per release, which of its expressions it can send at all.
+LIBRARY_CALLS: Final[Mapping[str, re.Pattern[str]]] = {
+    CEL_OPTIONAL: re.compile(
+        r"\.\?\w+|\.(?:orValue|hasValue|optMap|optFlatMap)\(|\boptional\.\w+\("
+    ),
+    CEL_QUANTITY: re.compile(r"\b(?:quantity|isQuantity)\("),
+    CEL_STRINGS: re.compile(
+        r"\.(?:charAt|indexOf|lastIndexOf|lowerAscii|upperAscii|replace|split|substring|trim"
+        r"|join|quote)\("
+    ),
+    CEL_TWO_VARIABLE: re.compile(
+        r"\.(?:transformList|transformMap|transformMapEntry)\("
+        r"|\.(?:all|exists|existsOne)\(\s*\w+\s*,\s*\w+\s*,"
+    ),
+    CEL_LISTS: re.compile(
+        r"\blists\.\w+\(|\.(?:distinct|flatten|sort|sortBy|slice|first|last|reverse)\("
+    ),
+}
+
+_LITERAL: Final = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+
+
+def library_calls(expression: str) -> dict[str, list[str]]:
+    """The libraries ``expression`` calls, each with the calls found (``lists.range``),
+    in first-use order; string literals are left out, so a message naming a call is none."""
+    code = _LITERAL.sub("''", expression)
+    found: dict[str, list[str]] = {}
+    for library, pattern in LIBRARY_CALLS.items():
+        calls = [m.group(0).rstrip("(, ").split("(")[0].lstrip(".") for m in pattern.finditer(code)]
+        if calls:
+            found[library] = list(dict.fromkeys(calls))
+    return found

@@ -144,7 +144,8 @@ class Export:
     ``native`` holds the (plugin, phase) halves a hybrid installation runs natively:
     exported exactly, and for mutations also a prefix of the chain (see
     :func:`webhooks.export.assemble.native_halves`); ``webhook`` the halves its webhooks
-    still serve: every other half that checks anything under the settings.
+    still serve: every other half that checks anything under the settings; ``refused``
+    those of them the release's CEL cannot express at all.
     """
 
     objects: tuple[dict[str, object], ...]
@@ -152,6 +153,8 @@ class Export:
     native: frozenset[tuple[str, str]] = frozenset()
     webhook: frozenset[tuple[str, str]] = frozenset()
     plugins: tuple[str, ...] = field(default_factory=tuple)
+    #: The (plugin, phase) halves the release's CEL cannot express (the report says why).
+    refused: frozenset[tuple[str, str]] = frozenset()
 
     @property
     def exact(self) -> bool:

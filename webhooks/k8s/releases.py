@@ -9,7 +9,8 @@ so ``chart/templates/_releases.tpl`` is generated from it (``make chart-releases
 test keeps the two equal.
 
 Every fact below was read from the release's own ``pkg/features/kube_features.go`` and
-``pkg/registry/*/rest`` (the Go module ``k8s.io/kubernetes`` at the ``proven`` tag), and
+``pkg/registry/*/rest`` (the Go module ``k8s.io/kubernetes`` at the ``proven`` tag), the CEL
+facts from ``k8s.io/apiserver`` at the matching tag (``pkg/cel/environment/base.go``), and
 each row is proven by ``KUBERNETES_VERSION=<proven> make e2e``.
 """
 
@@ -50,6 +51,12 @@ class Release:
     mutating_policy_version: str
     #: The API version DeviceTaintRule is served at, when its gate is on.
     device_taint_rule_version: str
+    #: The CEL environment the API server compiles a *new* admission policy expression
+    #: against: its minimum compatibility version, one minor below the release
+    #: (``environment.DefaultCompatibilityVersion``; ``NewExpressions`` in
+    #: ``pkg/apis/admissionregistration/validation``). A library younger than this is
+    #: refused when the policy is created, though the release's own CEL has it.
+    cel_environment: tuple[int, int]
     #: The gates this project's features depend on, as this release has them. A gate
     #: absent from the map does not exist in the release (the API server refuses it).
     gates: Mapping[str, Gate] = field(default_factory=dict)
@@ -74,6 +81,11 @@ class Release:
         """``admissionregistration.k8s.io/<version>`` of MutatingAdmissionPolicy."""
         return f"admissionregistration.k8s.io/{self.mutating_policy_version}"
 
+    def cel_offers(self, library: str) -> bool:
+        """Whether a new admission policy expression may use CEL ``library`` (a key of
+        :data:`CEL_LIBRARIES`) on this release."""
+        return CEL_LIBRARIES[library] <= self.cel_environment
+
     @property
     def device_taint_rule_api(self) -> str:
         """``resource.k8s.io/<version>`` of DeviceTaintRule."""
@@ -92,6 +104,22 @@ STATIC_ADMISSION: Final = "ManifestBasedAdmissionControlConfig"
 #: KEP-5471: ``Lt``/``Gt`` tolerations.
 TOLERATION_COMPARISONS: Final = "TaintTolerationComparisonOperators"
 
+#: The CEL libraries admission policy expressions of this project use, and the CEL
+#: environment version that first offers each (``IntroducedVersion`` in
+#: ``k8s.io/apiserver/pkg/cel/environment/base.go``, the same in v0.34.4 to v0.37.2).
+CEL_OPTIONAL: Final = "optional types"
+CEL_QUANTITY: Final = "quantity"
+CEL_STRINGS: Final = "strings (version 2)"
+CEL_TWO_VARIABLE: Final = "two-variable comprehensions"
+CEL_LISTS: Final = "lists (cel-go ext.Lists version 3)"
+CEL_LIBRARIES: Final[Mapping[str, tuple[int, int]]] = {
+    CEL_OPTIONAL: (1, 28),
+    CEL_QUANTITY: (1, 28),
+    CEL_STRINGS: (1, 29),
+    CEL_TWO_VARIABLE: (1, 32),
+    CEL_LISTS: (1, 34),
+}
+
 _ALPHA_OFF: Final = Gate("alpha", False)
 _BETA_OFF: Final = Gate("beta", False)
 _BETA_ON: Final = Gate("beta", True)
@@ -105,6 +133,7 @@ RELEASES: Final[tuple[Release, ...]] = (
         "v1.34.4",
         "v1beta1",
         "v1alpha3",
+        (1, 33),
         {
             MUTATING_ADMISSION_POLICY: _BETA_OFF,
             DRA_EXTENDED_RESOURCE: _ALPHA_OFF,
@@ -116,6 +145,7 @@ RELEASES: Final[tuple[Release, ...]] = (
         "v1.35.4",
         "v1beta1",
         "v1alpha3",
+        (1, 34),
         {
             MUTATING_ADMISSION_POLICY: _BETA_OFF,
             DRA_EXTENDED_RESOURCE: _ALPHA_OFF,
@@ -129,6 +159,7 @@ RELEASES: Final[tuple[Release, ...]] = (
         "v1.36.3",
         "v1",
         "v1beta2",
+        (1, 35),
         {
             MUTATING_ADMISSION_POLICY: _GA,
             DRA_EXTENDED_RESOURCE: _BETA_ON,
@@ -143,6 +174,7 @@ RELEASES: Final[tuple[Release, ...]] = (
         "v1.37.2",
         "v1",
         "v1",
+        (1, 36),
         {
             MUTATING_ADMISSION_POLICY: _GA,
             DRA_EXTENDED_RESOURCE: _GA,

@@ -7,6 +7,12 @@ under its own prefix; a controller-manager runs the ValidatingAdmissionPolicy st
 controller against the native one, so its type checking can be read. The same
 RuntimeClasses exist on both, created before the policies: a policy's param informer lists
 them when it starts.
+
+Everything is exported for the running release (:data:`controlplane.release.RELEASE`): its
+MutatingAdmissionPolicy version, and only the CEL it accepts. Where the release refuses a
+plugin's half, the native API server runs as a hybrid installation (the webhook keeps what
+the release cannot express), so the comparison covers everything exported and the refusal
+is what the report says; :attr:`Pair.refused` lets a test about one half say it was refused.
 """
 
 from __future__ import annotations
@@ -28,7 +34,9 @@ from controlplane.harness.admission import TWINS, AdmissionSetup, read
 from controlplane.harness.modes import apiserver_options
 from controlplane.harness.nativepolicies import install
 from controlplane.harness.rest import Rest
+from controlplane.release import RELEASE
 from tests.controlplane.native import cases
+from webhooks.core.config import Config
 from webhooks.export import Export, export
 from webhooks.plugins import REGISTRY
 
@@ -47,6 +55,19 @@ class Pair:
     exported: Export
 
     @property
+    def refused(self) -> frozenset[tuple[str, str]]:
+        """The (plugin, phase) halves the running release's CEL cannot express."""
+        return self.exported.refused
+
+    def refusal(self, plugin: str) -> str:
+        """The report's line for ``plugin`` when the release refused a half of it, else ""."""
+        if not any(name == plugin for name, _ in self.refused):
+            return ""
+        return next(
+            line for line in self.exported.report() if line.startswith(f"plugins.{plugin}:")
+        )
+
+    @property
     def policy_names(self) -> list[str]:
         """The ValidatingAdmissionPolicies installed on the native API server."""
         return [
@@ -54,6 +75,15 @@ class Pair:
             for obj in self.exported.objects
             if obj["kind"] == "ValidatingAdmissionPolicy"
         ]
+
+
+def export_here(config: Config, only: tuple[str, ...] = (), *, hybrid: bool = False) -> Export:
+    """``export --kubernetes-version <the running release>`` of ``config``."""
+    return export(config, REGISTRY, only, hybrid=hybrid, release=RELEASE)
+
+
+#: What ``serve --native`` and ``webhook-config --native`` are given beside ``--native``.
+RELEASE_ARGS = ("--kubernetes-version", RELEASE.name)
 
 
 def native_options(name: str = "native") -> ApiServerOptions:
@@ -71,9 +101,12 @@ def pair(
     """Both API servers for ``config``; ``extra`` objects are created on both first.
 
     ``hybrid``: the native API server also runs ``serve --native``, registered with
-    ``webhook-config --native``, beside the policies ``export --hybrid`` prints.
+    ``webhook-config --native``, beside the policies ``export --hybrid`` prints; also when
+    the running release refuses a half (see the module docstring).
     """
-    exported = export(read(config), REGISTRY, hybrid=hybrid)
+    exported = export_here(read(config), hybrid=hybrid)
+    if exported.refused and not hybrid:
+        hybrid, exported = True, export_here(read(config), hybrid=True)
     native = native_options()
     if hybrid:
         native = ApiServerOptions(
@@ -81,8 +114,8 @@ def pair(
             admission=native.admission,
             webhooks=True,
             webhook_config=config,
-            webhook_args=("--native",),
-            serve_args=("--native",),
+            webhook_args=("--native", *RELEASE_ARGS),
+            serve_args=("--native", *RELEASE_ARGS),
         )
     options = ControlPlaneOptions(
         apiservers=(native, apiserver_options("webhooks", config)),
