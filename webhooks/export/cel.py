@@ -398,13 +398,19 @@ LIBRARY_CALLS: Final[Mapping[str, re.Pattern[str]]] = {
 _LITERAL: Final = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 
 
+def _call_name(found: str) -> str:
+    """``lists.range``, ``distinct``, ``.?labels``: a match as the report names it."""
+    name = found.split("(", maxsplit=1)[0]
+    return name if name.startswith(".?") else name.lstrip(".")
+
+
 def library_calls(expression: str) -> dict[str, list[str]]:
     """The libraries ``expression`` calls, each with the calls found (``lists.range``),
     in first-use order; string literals are left out, so a message naming a call is none."""
     code = _LITERAL.sub("''", expression)
     found: dict[str, list[str]] = {}
     for library, pattern in LIBRARY_CALLS.items():
-        calls = [m.group(0).rstrip("(, ").split("(")[0].lstrip(".") for m in pattern.finditer(code)]
+        calls = [_call_name(m.group(0)) for m in pattern.finditer(code)]
         if calls:
             found[library] = list(dict.fromkeys(calls))
     return found
