@@ -6,12 +6,14 @@ Sprig functions, ``fromYaml``, ``lookup`` and schema validation behave as in Hel
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
 
 import helm_python as helm
 import yaml
+from helm_python import _native
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "placement-webhooks"
@@ -26,17 +28,20 @@ def render(
     namespace: str = NAMESPACE,
     chart_dir: Path = CHART,
     upgrade: bool = False,
+    kube_version: str | None = None,
 ) -> list[dict[str, Any]]:
     """Every object the chart renders for ``values`` (NOTES.txt and empty documents dropped),
-    hooks included, as `helm install` renders them (``upgrade``: as `helm upgrade` does)."""
-    with helm.Chart.load(str(chart_dir)) as chart:
-        manifests = chart.render(
-            values,
-            name=name,
-            namespace=namespace,
-            is_install=not upgrade,
-            is_upgrade=upgrade,
-        )
+    hooks included, as `helm install` renders them (``upgrade``: as `helm upgrade` does),
+    for a cluster of ``kube_version`` (``helm template --kube-version``; Helm's default
+    otherwise)."""
+    manifests = _manifests(
+        values,
+        name=name,
+        namespace=namespace,
+        chart_dir=chart_dir,
+        upgrade=upgrade,
+        kube_version=kube_version,
+    )
     objects: list[dict[str, Any]] = []
     for path, text in sorted(manifests.items()):
         if path.endswith("NOTES.txt"):
@@ -45,10 +50,38 @@ def render(
     return objects
 
 
-def notes(values: dict[str, Any] | None = None) -> str:
+def _manifests(
+    values: dict[str, Any] | None,
+    *,
+    name: str = RELEASE,
+    namespace: str = NAMESPACE,
+    chart_dir: Path = CHART,
+    upgrade: bool = False,
+    kube_version: str | None = None,
+) -> dict[str, str]:
+    """Each template's rendered text, by path.
+
+    Why the SDK's render call directly when a version is given: its Python wrapper does not
+    pass ``kube_version`` on, while the engine beneath takes it (``.Capabilities.KubeVersion``).
+    """
+    opts: dict[str, Any] = {"name": name, "namespace": namespace}
+    opts |= {"is_install": not upgrade, "is_upgrade": upgrade}
+    with helm.Chart.load(str(chart_dir)) as chart:
+        if kube_version is None:
+            return chart.render(values, **opts)
+        raw = _native.call_string(
+            "helm_render",
+            chart._raw(),  # the handle the wrapper passes itself
+            json.dumps(values) if values is not None else None,
+            json.dumps({**opts, "kube_version": kube_version}),
+        )
+        manifests: dict[str, str] = json.loads(raw)
+        return manifests
+
+
+def notes(values: dict[str, Any] | None = None, *, kube_version: str | None = None) -> str:
     """The rendered NOTES.txt."""
-    with helm.Chart.load(str(CHART)) as chart:
-        manifests = chart.render(values, name=RELEASE, namespace=NAMESPACE, is_install=True)
+    manifests = _manifests(values, kube_version=kube_version)
     return next(text for path, text in manifests.items() if path.endswith("NOTES.txt"))
 
 

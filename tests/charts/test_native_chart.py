@@ -11,8 +11,12 @@ import yaml
 from click.testing import CliRunner
 
 from tests.charts import native
-from tests.charts.render import NAMESPACE, RELEASE, of_kind, render
+from tests.charts.render import NAMESPACE, RELEASE, notes, of_kind, render
 from webhooks.cli import main
+from webhooks.core.config import load_config
+from webhooks.export import export
+from webhooks.k8s.releases import RELEASES, release
+from webhooks.plugins import REGISTRY
 
 ON = {"native": {"enabled": True}}
 POLICY_KINDS = (
@@ -144,3 +148,103 @@ def test_values_the_packaged_policies_do_not_fit_are_refused(
 ) -> None:
     with pytest.raises(Exception, match=refused):
         render({**ON, **values})
+
+
+# --------------------------------------------------------------------------- per release
+
+
+def _api_versions(objects: list[dict[str, Any]]) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for obj in _policies(objects):
+        found.setdefault(obj["kind"], set()).add(obj["apiVersion"])
+    return found
+
+
+def test_the_releases_template_is_made_from_the_table_of_releases() -> None:
+    text = native.RELEASES_TPL.read_text(encoding="utf-8")
+    assert text == native.releases_template(), "_releases.tpl is stale: make chart-native"
+    for row in RELEASES:
+        assert f'name: "{row.name}"\nmutatingPolicyApi: {row.mutating_policy_api}\n' in text
+
+
+@pytest.mark.parametrize(
+    ("kube_version", "mutating", "webhook"),
+    [
+        pytest.param(
+            "1.34.0",
+            None,
+            {f"mutate.{RELEASE}.svc": "/mutate", f"validate.{RELEASE}.svc": "/validate"},
+            id="1.34: its CEL expresses no default mutation, the webhook keeps them",
+        ),
+        pytest.param(
+            "v1.35.4-eks-4a5b6c",
+            "admissionregistration.k8s.io/v1beta1",
+            {f"validate.{RELEASE}.svc": "/validate"},
+            id="1.35 (a vendor's version): v1beta1",
+        ),
+        pytest.param(
+            "1.36.0",
+            "admissionregistration.k8s.io/v1",
+            {f"validate.{RELEASE}.svc": "/validate"},
+            id="1.36: v1",
+        ),
+        pytest.param(
+            "1.37.2",
+            "admissionregistration.k8s.io/v1",
+            {f"validate.{RELEASE}.svc": "/validate"},
+            id="1.37: v1",
+        ),
+        pytest.param(
+            "1.40.0",
+            "admissionregistration.k8s.io/v1",
+            {f"validate.{RELEASE}.svc": "/validate"},
+            id="a release newer than the table: the newest's",
+        ),
+    ],
+)
+def test_native_enabled_installs_what_export_makes_for_the_cluster_s_release(
+    kube_version: str, mutating: str | None, webhook: dict[str, str]
+) -> None:
+    objects = render(ON, kube_version=kube_version)
+    found = _api_versions(objects)
+    if mutating is None:
+        assert "MutatingAdmissionPolicy" not in found
+    else:
+        assert found["MutatingAdmissionPolicy"] == {mutating}
+        assert found["MutatingAdmissionPolicyBinding"] == {mutating}
+    assert _hooks(objects) == webhook
+    name = release(kube_version).name
+    args = _serve_args(objects)
+    assert args[args.index("--kubernetes-version") + 1] == name
+    kept = export_for_chart(name).webhook
+    assert {phase for _, phase in kept} == {path.lstrip("/") for path in webhook.values()}
+
+
+def export_for_chart(name: str) -> Any:
+    """``export --hybrid --kubernetes-version name`` of the chart's default values."""
+    values = native.values_file()
+    document = {"plugins": values["plugins"], "exceptions": values.get("exceptions") or []}
+    return export(load_config(document, REGISTRY), REGISTRY, hybrid=True, release=release(name))
+
+
+def test_native_enabled_on_a_release_below_the_oldest_fails_naming_the_supported_ones() -> None:
+    with pytest.raises(Exception, match=r"oldest supported release is 1\.34 \(supported: 1\.34"):
+        render(ON, kube_version="1.33.5")
+
+
+def test_below_the_oldest_release_the_chart_without_native_policies_still_renders() -> None:
+    assert render(kube_version="1.33.5")
+
+
+@pytest.mark.parametrize(
+    ("kube_version", "gate"),
+    [
+        pytest.param("1.34.0", True, id="on 1.34 the notes say the gate is needed"),
+        pytest.param("1.35.0", True, id="on 1.35 too"),
+        pytest.param("1.36.0", False, id="on 1.36 no gate"),
+    ],
+)
+def test_the_notes_say_when_the_cluster_needs_the_gate(kube_version: str, gate: bool) -> None:
+    text = notes(ON, kube_version=kube_version)
+    assert ("--feature-gates=MutatingAdmissionPolicy=true" in text) is gate
+    assert f"made for Kubernetes {release(kube_version).name}" in text

@@ -5,8 +5,8 @@ the version DeviceTaintRule is served at, whether a feature gate exists and is o
 default) decides what ``export`` writes, what ``webhook-config`` and the chart register,
 what the cache and ``explain`` read, and how the test control plane starts. Every one of
 those reads this table; nothing else decides by version. The chart cannot import Python,
-so ``chart/templates/_releases.tpl`` is generated from it (``make chart-releases``) and a
-test keeps the two equal.
+so its ``templates/_releases.tpl`` is generated from it (``make chart-native``) and a test
+keeps the two equal.
 
 Every fact below was read from the release's own ``pkg/features/kube_features.go`` and
 ``pkg/registry/*/rest`` (the Go module ``k8s.io/kubernetes`` at the ``proven`` tag), the CEL

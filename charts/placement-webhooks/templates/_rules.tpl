@@ -13,13 +13,14 @@ The plugin table (files/plugins.yaml): what each plugin handles, in chain order.
 
 {{/*
 "true" when half .phase of plugin .name is served by a webhook: always, unless
-native.enabled leaves it to the native policies (files/native/native.yaml, templates/native.yaml).
+native.enabled leaves it to the native policies made for the cluster's release (native.yaml
+beside them, templates/_releases.tpl, templates/native.yaml).
 With native.enabled the kept halves share /mutate and /validate, where serve --native runs
 just them, as one chain.
 */}}
 {{- define "placement-webhooks.webhookServes" -}}
 {{- if not .root.Values.native.enabled }}true
-{{- else if has (printf "%s/%s" .name .phase) (.root.Files.Get "files/native/native.yaml" | fromYaml).webhook }}true
+{{- else if has (printf "%s/%s" .name .phase) (.root.Files.Get (printf "%s/native.yaml" (include "placement-webhooks.release" .root | fromYaml).native) | fromYaml).webhook }}true
 {{- end }}
 {{- end }}
 
