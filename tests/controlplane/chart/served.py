@@ -1,7 +1,8 @@
 """The chart's release on the real API server, and ``serve`` standing in for its pods.
 
-Shared by the chart proofs: render the chart (Helm's own engine, as ``make test`` does),
-apply what it renders, and run ``serve`` behind the release's Service with the certificate
+Shared by the chart proofs: render the chart (Helm's own engine, as ``make test`` does) for
+the running release (its ``.Capabilities.KubeVersion``, as ``helm install`` sees it), apply
+what it renders, and run ``serve`` behind the release's Service with the certificate
 and config the chart made, so the API server's calls follow the chart's registration.
 """
 
@@ -29,6 +30,7 @@ from controlplane.harness.servicenet import (
     token_kubeconfig,
     with_cluster_dns,
 )
+from controlplane.release import KUBERNETES_VERSION
 from tests.charts.render import is_hook, render
 from tests.command import run_cli
 
@@ -41,7 +43,9 @@ def rendered(
     values: dict[str, Any] | None, release: str, namespace: str, *, upgrade: bool = True
 ) -> list[dict[str, Any]]:
     """The release's objects (hooks left out), as ``helm upgrade`` (or install) renders them."""
-    objects = render(values, name=release, namespace=namespace, upgrade=upgrade)
+    objects = render(
+        values, name=release, namespace=namespace, upgrade=upgrade, kube_version=KUBERNETES_VERSION
+    )
     return [
         obj
         for obj in objects
@@ -58,7 +62,9 @@ def hooks_of(
     event: str, values: dict[str, Any] | None, release: str, namespace: str, *, upgrade: bool
 ) -> list[dict[str, Any]]:
     """The hook objects of ``event`` (``post-install``, ``test``) in one render."""
-    objects = render(values, name=release, namespace=namespace, upgrade=upgrade)
+    objects = render(
+        values, name=release, namespace=namespace, upgrade=upgrade, kube_version=KUBERNETES_VERSION
+    )
     return [
         obj
         for obj in objects

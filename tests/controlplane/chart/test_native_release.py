@@ -1,12 +1,15 @@
 """The chart's ``native.enabled`` on the real API server, against the default release.
 
-The chart renders the release twice, as Helm would install it: with its defaults (the
-webhooks) and with ``native.enabled`` (the packaged policies, the webhooks narrowed). Each is
-applied to an API server with the in-tree twins off, so what changes a pod is the release
-alone, and ``serve`` runs behind the release's Service. The native release registers no
-mutating webhook and one validating webhook, ``/validate``, where the release's ``serve
---native`` runs runtime-class's refusal of a missing RuntimeClass alone; and a pod created in
-the cluster gets the tolerations the webhook gives it.
+The chart renders the release twice, as Helm would install it on the running Kubernetes
+release: with its defaults (the webhooks) and with ``native.enabled`` (the policies packaged
+for that Kubernetes release, the webhooks narrowed). Each is applied to an API server with
+the in-tree twins off, so what changes a pod is the release alone, and ``serve`` runs behind
+the release's Service. The native release registers webhooks for exactly the halves ``export
+--hybrid`` leaves to the webhook on that Kubernetes release (from 1.35: no mutating webhook
+and one validating webhook, ``/validate``, where ``serve --native`` runs runtime-class's
+refusal of a missing RuntimeClass alone; on 1.34, whose CEL cannot express the default
+mutations, the mutating one too); and a pod created in the cluster gets the tolerations the
+webhook gives it.
 """
 
 from __future__ import annotations
@@ -33,11 +36,27 @@ from controlplane.harness.apply import apply_objects, delete_objects
 from controlplane.harness.components import DEFAULT_CONTROLLERS
 from controlplane.harness.process import Component
 from controlplane.harness.servicenet import loopback_service_range, service_flag
+from controlplane.release import RELEASE
+from tests.charts.render import values_file
 from tests.controlplane.chart.served import WEBHOOK_KINDS, rendered, serve_release
 from tests.controlplane.conftest import STARTS
 from tests.waiting import eventually
+from webhooks.core.config import load_config
+from webhooks.export import export
+from webhooks.k8s.releases import CEL_LISTS
+from webhooks.plugins import REGISTRY
 
 NOT_READY = "node.kubernetes.io/not-ready"
+
+
+def packaged_for_release() -> Any:
+    """``export --hybrid --kubernetes-version <running>`` of the chart's default values: what
+    the chart packaged for this Kubernetes release."""
+    values = values_file()
+    document = {"plugins": values["plugins"], "exceptions": values.get("exceptions") or []}
+    return export(load_config(document, REGISTRY), REGISTRY, hybrid=True, release=RELEASE)
+
+
 RELEASES = {
     "webhooks": ("web", None),
     "native": ("nat", {"native": {"enabled": True}}),
@@ -137,8 +156,11 @@ def test_native_enabled_registers_no_webhook_for_an_exported_half_and_tolerates_
             60,
         )
     webhooks, native = results["webhooks"], results["native"]
-    kept = "validate.nat-placement-webhooks.svc"  # runtime-class's half alone (serve --native)
-    assert native[0] == {"ValidatingWebhookConfiguration": [kept]}
+    phases = {phase for _, phase in packaged_for_release().webhook}
+    kinds = {"mutate": "MutatingWebhookConfiguration", "validate": "ValidatingWebhookConfiguration"}
+    assert native[0] == {kinds[p]: [f"{p}.nat-placement-webhooks.svc"] for p in sorted(phases)}
+    if RELEASE.cel_offers(CEL_LISTS):
+        assert phases == {"validate"}  # runtime-class's refusal alone (serve --native)
     assert webhooks[0]["MutatingWebhookConfiguration"]
     assert native[1] == webhooks[1]
     keys = [NOT_READY, "node.kubernetes.io/unreachable", "example.com/gpu"]
