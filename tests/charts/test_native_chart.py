@@ -172,9 +172,9 @@ def test_the_releases_template_is_made_from_the_table_of_releases() -> None:
     [
         pytest.param(
             "1.34.0",
-            None,
+            "admissionregistration.k8s.io/v1beta1",
             {f"mutate.{RELEASE}.svc": "/mutate", f"validate.{RELEASE}.svc": "/validate"},
-            id="1.34: its CEL expresses no default mutation, the webhook keeps them",
+            id="1.34: v1beta1, and the webhook keeps the mutations its CEL cannot express",
         ),
         pytest.param(
             "v1.35.4-eks-4a5b6c",
@@ -203,15 +203,12 @@ def test_the_releases_template_is_made_from_the_table_of_releases() -> None:
     ],
 )
 def test_native_enabled_installs_what_export_makes_for_the_cluster_s_release(
-    kube_version: str, mutating: str | None, webhook: dict[str, str]
+    kube_version: str, mutating: str, webhook: dict[str, str]
 ) -> None:
     objects = render(ON, kube_version=kube_version)
     found = _api_versions(objects)
-    if mutating is None:
-        assert "MutatingAdmissionPolicy" not in found
-    else:
-        assert found["MutatingAdmissionPolicy"] == {mutating}
-        assert found["MutatingAdmissionPolicyBinding"] == {mutating}
+    assert found["MutatingAdmissionPolicy"] == {mutating}
+    assert found["MutatingAdmissionPolicyBinding"] == {mutating}
     assert _hooks(objects) == webhook
     name = release(kube_version).name
     args = _serve_args(objects)

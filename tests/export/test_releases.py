@@ -345,16 +345,22 @@ def test_no_exported_expression_calls_a_library_the_release_refuses(
 @pytest.mark.parametrize(
     ("plugin", "halves"),
     [
-        pytest.param("default-toleration-seconds", {"mutate"}, id="DefaultTolerationSeconds"),
-        pytest.param("daemonset-tolerations", {"mutate"}, id="the DaemonSet defaults"),
-        pytest.param("runtime-class", {"mutate"}, id="RuntimeClass's merge, not its refusal"),
         pytest.param(
-            "extended-resource-toleration", {"mutate", "validate"}, id="ExtendedResource..."
+            "runtime-class",
+            {"mutate"},
+            id="RuntimeClass's merge (lists.range, sort, distinct) is refused, not its refusal",
         ),
-        pytest.param("taint-toleration-rules", {"validate"}, id="the toleration rules"),
-        pytest.param("pod-node-selector", {"mutate", "validate"}, id="PodNodeSelector"),
-        pytest.param("dedicated-nodes", {"mutate", "validate"}, id="dedicated-nodes"),
-        pytest.param("anti-affinity-topology", set(), id="anti-affinity-topology is exported"),
+        pytest.param(
+            "extended-resource-toleration",
+            {"mutate", "validate"},
+            id="ExtendedResourceToleration (flatten, distinct, sort) is refused",
+        ),
+        pytest.param("default-toleration-seconds", set(), id="DefaultTolerationSeconds is not"),
+        pytest.param("daemonset-tolerations", set(), id="the DaemonSet defaults are not"),
+        pytest.param("taint-toleration-rules", set(), id="the toleration rules are not"),
+        pytest.param("pod-node-selector", set(), id="PodNodeSelector is not"),
+        pytest.param("dedicated-nodes", set(), id="dedicated-nodes is not"),
+        pytest.param("anti-affinity-topology", set(), id="anti-affinity-topology is not"),
     ],
 )
 def test_on_1_34_a_half_that_needs_the_lists_library_is_refused_naming_it(

@@ -53,9 +53,9 @@ def _mutation(target: str, spec: str, path: str, guard: str) -> Mutation:
         ),
     )
     rewrite = (
-        f"lists.range(size({tolerations})).filter(i, has({tolerations}[i].tolerationSeconds)"
-        f" && {defaults}.exists(d, {cel.identity_equal(f'{tolerations}[i]', 'd')}))"
-        f".map(i, JSONPatch{{op: 'remove', path: '{path}/' + string(i) + '/tolerationSeconds'}})"
+        f"{tolerations}.transformList(i, e, has({tolerations}[i].tolerationSeconds)"
+        f" && {defaults}.exists(d, {cel.identity_equal(f'{tolerations}[i]', 'd')}),"
+        f" JSONPatch{{op: 'remove', path: '{path}/' + string(i) + '/tolerationSeconds'}})"
     )
     missing = f"variables.{prefix}Missing"
     append = cel.append(path, f"has({spec}.tolerations)", missing)

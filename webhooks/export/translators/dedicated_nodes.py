@@ -102,8 +102,8 @@ def _variables(settings: Settings) -> tuple[Variable, ...]:
         ("dnTerms", f"object.spec.?affinity.?{_REQUIRED}.?nodeSelectorTerms.orValue([])"),
         (
             "dnLive",
-            f"lists.range(size({_TERMS})).filter(i, size({_TERMS}[i].?matchExpressions.orValue([]))"
-            f" > 0 || size({_TERMS}[i].?matchFields.orValue([])) > 0)",
+            f"{_TERMS}.transformList(i, e, size({_TERMS}[i].?matchExpressions.orValue([]))"
+            f" > 0 || size({_TERMS}[i].?matchFields.orValue([])) > 0, i)",
         ),
         ("dnConflicts", f"variables.dnLive.map(i, {_TERMS}[i]).map(t, {conflict})"),
         ("dnSelector", "object.spec.?nodeSelector.orValue({})"),

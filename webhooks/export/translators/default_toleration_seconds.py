@@ -53,7 +53,7 @@ def _missing(settings: Settings, not_ready: str, unreachable: str) -> str:
 def _rewrite(key: str, default: int, seconds: str) -> str:
     """JSONPatch ops replacing the seconds of the first covering entry when it is the default."""
     covering = cel.covers_no_execute(f"{_TOLERATIONS}[i]", key)
-    first = f"lists.range(size({_TOLERATIONS})).filter(i, {covering})"
+    first = f"{_TOLERATIONS}.transformList(i, e, {covering}, i)"
     entry = f"{_TOLERATIONS}[{first}[0]]"
     is_default = (
         f"{cel.text(entry, 'key')} == {cel.quote(key)} && {cel.text(entry, 'operator')} == 'Exists'"

@@ -48,9 +48,9 @@ def _variables(settings: Settings) -> tuple[Variable, ...]:
         ),
         (
             "pnsImposed",
-            "lists.range(size(variables.pnsPairs)).filter(i, !lists.range(size(variables.pnsPairs))"
-            ".exists(j, j > i && variables.pnsPairs[j][0] == variables.pnsPairs[i][0]))"
-            ".map(i, variables.pnsPairs[i])",
+            "variables.pnsPairs.transformList(i, e, !variables.pnsPairs"
+            ".exists(j, f, j > i && variables.pnsPairs[j][0] == variables.pnsPairs[i][0]),"
+            " variables.pnsPairs[i])",
         ),
         ("pnsSelector", "object.spec.?nodeSelector.orValue({})"),
         (

@@ -34,8 +34,9 @@ def _validation() -> Validating:
         ),
         (
             "tttComparisons",
-            f"variables.tttRatchet ? [] : lists.range(size({_SPEC}.?tolerations.orValue([])))"
-            f".filter(i, {_SPEC}.tolerations[i].?operator.orValue('') in ['Lt', 'Gt'])",
+            f"variables.tttRatchet ? [] : {_SPEC}.?tolerations.orValue([])"
+            f".transformList(i, e, {_SPEC}.tolerations[i].?operator.orValue('')"
+            " in ['Lt', 'Gt'], i)",
         ),
     )
     path = cel.by_template_kind(lambda path: "'" + ".".join(path) + "'")
