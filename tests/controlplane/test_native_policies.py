@@ -102,6 +102,11 @@ def test_a_staged_rollout_answers_as_the_webhook_does(
 
 def test_an_expired_exception_still_applies_natively(rollout: Pair) -> None:
     """The report: exceptions[1] (zone-spread-trial): exact except: expires ... not applied."""
+    if ("anti-affinity-topology", "validate") in rollout.exported.webhook:
+        pytest.skip(
+            "a hybrid here (the release refuses "
+            f"{sorted(rollout.refused)}): the webhook keeps this half, expiry and all"
+        )
     term = {
         "labelSelector": {"matchLabels": {"app": "web"}},
         "topologyKey": "topology.kubernetes.io/zone",
@@ -176,7 +181,10 @@ def test_a_runtime_class_policy_made_again_after_its_last_removal_sees_no_new_ru
     with running(options) as plane:
         rest = Rest(plane.api)
         rest.apply_all(cases.runtime_class_objects())
-        objects = list(export_here(read(None), ("runtime-class",)).objects)
+        exported = export_here(read(None), ("runtime-class",))
+        if ("runtime-class", "mutate") in exported.refused:
+            pytest.skip(next(line for line in exported.report() if "on Kubernetes" in line))
+        objects = list(exported.objects)
         install(rest, objects)
         ensure_namespace(rest, "p")
         before = rest.create(
