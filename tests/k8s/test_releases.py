@@ -14,6 +14,7 @@ from webhooks.k8s.releases import (
     NEWEST,
     OLDEST,
     RELEASES,
+    Release,
     STATIC_ADMISSION,
     TOLERATION_COMPARISONS,
     UnsupportedRelease,
@@ -111,9 +112,9 @@ def test_the_rows_are_consecutive_minors_oldest_first() -> None:
 
 
 @pytest.mark.parametrize("row", RELEASES, ids=lambda row: f"release {row.name} can be built")
-def test_every_row_has_its_generated_modules_pinned_to_its_tag(row: object) -> None:
+def test_every_row_has_its_generated_modules_pinned_to_its_tag(row: Release) -> None:
     """The control plane of a row builds from committed modules: no row without them."""
-    proven = getattr(row, "proven")
+    proven = row.proven
     modules = ROOT / "controlplane" / "gomod" / "releases" / proven
     kube = (modules / "kubernetes" / "go.mod").read_text()
     assert re.search(rf"^\s*(require\s+)?k8s\.io/kubernetes {re.escape(proven)}\b", kube, re.M)
