@@ -9,14 +9,19 @@ nothing was exported (``not exported: ...``). The same config drives it as the s
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import yaml
 
 from webhooks.cli.common import config_option, fail, read_config_or_exit
 from webhooks.webhookconfig import DEFAULT_EXCLUDED_NAMESPACES, WebhookSettings
+
+if TYPE_CHECKING:
+    from webhooks.export.static import StaticManifests
+    from webhooks.k8s.releases import Release
 
 #: Exit status when something enabled is not exported exactly (the report says what).
 EXIT_INEXACT = 1
@@ -50,6 +55,78 @@ def write(target: str, objects: list[dict[str, Any]], report: list[str]) -> None
         path.write_text(render(objects, report), encoding="utf-8")
     except OSError as exc:
         fail(f"{target}: {exc.strerror or exc}")
+
+
+#: The first line of every file ``--static-manifests`` writes: how a later export knows
+#: which files in the directories are its own to replace or remove.
+STATIC_MARK = "# Written by placement-webhooks export --static-manifests; a re-export replaces it."
+
+
+def write_static(target: str, manifests: StaticManifests) -> None:
+    """Write ``manifests`` under ``target``, replacing what an earlier export wrote there.
+
+    Why each file is written beside itself and renamed: the API server watches the
+    directories and reloads on every change, so it must never read a half-written file (a
+    ``.tmp`` name is not read). Files of an earlier export that this one does not write
+    (a plugin since disabled) are removed; files of anyone else are left alone.
+    """
+    root = Path(target)
+    try:
+        for sub in manifests.directories:
+            (root / sub).mkdir(parents=True, exist_ok=True)
+        written = set()
+        for file in manifests.files:
+            path = root / file.path
+            temporary = path.with_name(path.name + ".tmp")
+            head = _how_to_load(manifests) if file.path == manifests.files[0].path else []
+            temporary.write_text(render_static(file.objects, head), "utf-8")
+            temporary.replace(path)
+            written.add(path)
+        for sub in manifests.directories:
+            for path in sorted((root / sub).iterdir()):
+                if path not in written and path.is_file() and _ours(path):
+                    path.unlink()
+    except OSError as exc:
+        fail(f"{target}: {exc.strerror or exc}")
+
+
+def render_static(objects: Sequence[dict[str, Any]], head: Sequence[str] = ()) -> str:
+    """``objects`` as a static manifest: the mark and ``head`` as comments, then the YAML.
+
+    Why no ``---`` before the first object, as :func:`render` writes: the API server's
+    loader splits the file at each ``---`` and decodes every non-empty part, so comments
+    standing alone before it are a document with no ``kind``, and the start-up fails
+    (``Object 'Kind' is missing``). Comments that open the first document are fine.
+    """
+    comments = "".join(f"# {line}\n" for line in head)
+    body = yaml.safe_dump_all(objects, sort_keys=False, width=100)
+    return f"{STATIC_MARK}\n{comments}{body}"
+
+
+def _how_to_load(manifests: StaticManifests) -> list[str]:
+    return [
+        "kube-apiserver " + " ".join(manifests.flags),
+        "An API server that already has an AdmissionConfiguration: add these plugins to it.",
+    ]
+
+
+def _ours(path: Path) -> bool:
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        return handle.readline().rstrip("\n") == STATIC_MARK
+
+
+def _static(
+    target: str, server_dir: str | None, objects: list[dict[str, Any]], release: Release
+) -> StaticManifests:
+    """The static manifests for ``target`` (where the API server finds them: ``server_dir``,
+    or ``target``'s absolute path); the CLI's refusal where the release cannot load them."""
+    from webhooks.export.static import StaticUnsupported, static_manifests
+
+    directory = server_dir or str(Path(target).absolute())
+    try:
+        return static_manifests(objects, release, directory)
+    except StaticUnsupported as exc:
+        fail(f"--static-manifests: {exc}")
 
 
 @click.command(name="export")
@@ -93,6 +170,20 @@ def write(target: str, objects: list[dict[str, Any]], report: list[str]) -> None
     help="Another namespace the policies never act in; repeatable. "
     f"{' and '.join(DEFAULT_EXCLUDED_NAMESPACES)} always are.",
 )
+@click.option(
+    "--static-manifests",
+    "static_dir",
+    metavar="DIR",
+    help="Instead of -o: write the policies as static admission manifests (KEP-5793, "
+    "Kubernetes 1.36+) under DIR, with the AdmissionConfiguration that loads them; the "
+    "kube-apiserver flags to set go to stderr. See docs/native.md.",
+)
+@click.option(
+    "--server-dir",
+    metavar="PATH",
+    help="With --static-manifests: where DIR will be on the control-plane hosts (absolute), "
+    "as the AdmissionConfiguration names it. Default: DIR's absolute path.",
+)
 def export(
     config_path: str | None,
     plugins: tuple[str, ...],
@@ -101,6 +192,8 @@ def export(
     name: str,
     namespace: str,
     exclude_namespace: tuple[str, ...],
+    static_dir: str | None,
+    server_dir: str | None,
 ) -> None:
     """Print the policy as MutatingAdmissionPolicies and ValidatingAdmissionPolicies.
 
@@ -110,18 +203,47 @@ def export(
     unusable input.
     """
     from webhooks.export import export as build
+    from webhooks.export import webhook_halves
+    from webhooks.k8s.releases import NEWEST
     from webhooks.plugins import REGISTRY
 
+    if static_dir is not None and output != "-":
+        fail("--static-manifests writes DIR; give it or -o, not both")
+    if server_dir is not None and static_dir is None:
+        fail("--server-dir says where --static-manifests DIR is on the server: give both")
     config = read_config_or_exit(config_path)
     unknown = [p for p in plugins if p not in REGISTRY]
     if unknown:
         fail(f"--plugin: unknown plugin {unknown[0]!r} (known: {', '.join(REGISTRY.names)})")
     excluded = tuple(dict.fromkeys([*DEFAULT_EXCLUDED_NAMESPACES, *exclude_namespace]))
     settings = WebhookSettings(name=name, namespace=namespace, exclude_namespaces=excluded)
-    result = build(config, REGISTRY, plugins, settings, hybrid=hybrid)
+    static = static_dir is not None
+    result = build(config, REGISTRY, plugins, settings, hybrid=hybrid, static=static)
+    if static and hybrid:
+        _same_halves(result.webhook, webhook_halves(config, REGISTRY))
     report = result.report()
-    write(output, list(result.objects), report)
+    if static_dir is not None:
+        manifests = _static(static_dir, server_dir, list(result.objects), NEWEST)
+        write_static(static_dir, manifests)
+    else:
+        write(output, list(result.objects), report)
     for line in report:
         click.echo(line, err=True)
+    if static_dir is not None:
+        click.echo("kube-apiserver flags: " + " ".join(manifests.flags), err=True)
     if not result.exact:
         sys.exit(EXIT_INEXACT)
+
+
+def _same_halves(static: frozenset[tuple[str, str]], served: frozenset[tuple[str, str]]) -> None:
+    """Refuse ``--hybrid --static-manifests`` where the webhook would have to keep more than
+    ``webhook-config --native`` and ``serve --native`` give it (a plugin whose policies need
+    params, which static manifests cannot hold)."""
+    missing = sorted(static - served)
+    if missing:
+        halves = ", ".join(f"{plugin} ({phase})" for plugin, phase in missing)
+        fail(
+            "--hybrid --static-manifests: static manifests cannot hold "
+            f"{halves}, which webhook-config --native leaves to the policies; "
+            "disable it, or export without --hybrid"
+        )
