@@ -10,6 +10,10 @@ the same config. What is proven:
 * the API cannot delete, replace or shadow them: the names are reserved (422), and the
   static objects are not API objects (404);
 * they are in neither the API nor etcd; the API server's reload metric is how they show.
+
+Then ``webhook-config --url --static-manifests``: an API server whose webhook configurations
+are static calls the webhook from its first request (failing closed while ``serve`` is not
+yet up), and the API can neither delete nor shadow them.
 """
 
 from __future__ import annotations
@@ -30,12 +34,17 @@ import yaml
 from controlplane.harness import ApiServerOptions, ControllerManagerOptions, ControlPlaneOptions
 from controlplane.harness.admission import TWINS, AdmissionSetup
 from controlplane.harness.modes import apiserver_options
+from controlplane.harness.pki import HOSTS
+from controlplane.harness.process import Component, free_port, wait_until
 from controlplane.harness.rest import Answer, Rest, collection
+from controlplane.harness.webhookserver import WebhookServer, ready, serve_args
 from controlplane.release import RELEASE
 from tests.controlplane.conftest import FIGURES, started_plane
 from tests.controlplane.native import cases
 from tests.controlplane.native.observe import reason_of, stored_fields
 from tests.controlplane.native.pair import CONTROLLERS
+from webhooks.certs import generate
+from webhooks.export.static import PLUGINS
 from webhooks.k8s.releases import STATIC_ADMISSION
 
 pytestmark = pytest.mark.skipif(
@@ -144,10 +153,12 @@ def test_the_export_writes_one_directory_per_admission_plugin(servers: Servers) 
         "mutating-policies",
         "mutating-policies/placement-webhooks-daemonsets.static.k8s.io.yaml",
         "mutating-policies/placement-webhooks.static.k8s.io.yaml",
+        "mutating-webhooks",
         "validating-policies",
         f"validating-policies/{REFUSING}.yaml",
         "validating-policies/placement-webhooks-dedicated-nodes-pinning.static.k8s.io.yaml",
         "validating-policies/placement-webhooks-taint-toleration-rules.static.k8s.io.yaml",
+        "validating-webhooks",
     ]
 
 
@@ -289,7 +300,8 @@ def test_static_policies_are_not_in_etcd(servers: Servers) -> None:
     assert [key for key in keys if ".static.k8s.io" in key] == []
 
 
-def test_the_reload_metric_shows_both_plugins_loaded(servers: Servers) -> None:
+def test_the_reload_metric_shows_every_plugin_loaded(servers: Servers) -> None:
+    """The webhook plugins' directories are empty here, and load all the same."""
     metrics = servers.static.call("GET", "/metrics").body
     assert isinstance(metrics, str)
     lines = [
@@ -299,11 +311,138 @@ def test_the_reload_metric_shows_both_plugins_loaded(servers: Servers) -> None:
         and 'status="success"' in line
     ]
     loaded = {line.split('plugin="')[1].split('"')[0] for line in lines if line.endswith(" 1")}
-    assert loaded == {"MutatingAdmissionPolicy", "ValidatingAdmissionPolicy"}, lines
+    assert loaded == set(PLUGINS), lines
     written = yaml.safe_load_all(
         (servers.directory / "admission-configuration.yaml").read_text(encoding="utf-8")
     )
-    assert [p["name"] for p in next(iter(written))["plugins"]] == [
-        "MutatingAdmissionPolicy",
-        "ValidatingAdmissionPolicy",
+    assert [p["name"] for p in next(iter(written))["plugins"]] == list(PLUGINS)
+
+
+# --------------------------------------------------------------------------- webhooks
+
+
+@dataclass(slots=True)
+class StaticWebhooks:
+    """An API server whose webhook configurations are static, and what it answered before
+    and after ``serve`` was up."""
+
+    rest: Rest
+    before: Answer
+    refused: Answer
+    mutated: Answer
+
+
+@pytest.fixture(scope="module")
+def static_webhooks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StaticWebhooks]:
+    """``webhook-config --url --static-manifests``: the URL's port and the CA exist before
+    the API server starts (it reads them at start-up), ``serve`` starts after it."""
+    root = tmp_path_factory.mktemp("static-webhooks")
+    certs = generate(root / "certs", hosts=HOSTS)
+    port = free_port()
+    directory = root / "manifests"
+    command = [
+        sys.executable,
+        "-m",
+        "webhooks",
+        "webhook-config",
+        f"--config={CONFIG}",
+        f"--url=https://127.0.0.1:{port}",
+        f"--ca-file={certs.ca}",
+        f"--static-manifests={directory}",
     ]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    flag = done.stderr.strip().splitlines()[-1].removeprefix("kube-apiserver flags: ")
+    static = ApiServerOptions(
+        name="static-webhooks",
+        admission=AdmissionSetup(disable=tuple(TWINS.values())),
+        extra_args=(flag,),
+    )
+    options = ControlPlaneOptions(
+        apiservers=(static,),
+        scheduler=False,
+        controller_manager=ControllerManagerOptions(controllers=CONTROLLERS),
+    )
+    with started_plane(options, "static webhook configurations") as plane:
+        rest = Rest(plane.api)
+        before = rest.create(collection(REFUSED), REFUSED)
+        args, _, metrics = serve_args(
+            root / "serve",
+            plane.api,
+            CONFIG,
+            bind=f"127.0.0.1:{port}",
+            cert_dir=certs.cert.parent,
+        )
+        serve = Component("placement-webhooks[static]", args, root / "serve.log", cwd=REPO)
+        try:
+            webhook = WebhookServer(serve, f"https://127.0.0.1:{port}", certs.ca, metrics, CONFIG)
+            wait_until(lambda: ready(webhook), timeout=60, components=[serve])
+            refused = rest.create(collection(REFUSED), REFUSED)
+            mutated = rest.create(collection(MUTATED), MUTATED)
+            yield StaticWebhooks(rest, before, refused, mutated)
+        finally:
+            serve.stop()
+
+
+def test_a_static_webhook_is_called_from_start_up_and_fails_closed_until_serve_is_up(
+    static_webhooks: StaticWebhooks,
+) -> None:
+    before = static_webhooks.before
+    assert before.status == 500, before.body
+    assert 'failed calling webhook "validate.placement-webhooks.svc"' in before.message
+
+
+def test_once_serve_is_up_the_static_webhooks_refuse_and_mutate(
+    static_webhooks: StaticWebhooks,
+) -> None:
+    refused, mutated = static_webhooks.refused, static_webhooks.mutated
+    assert refused.status == 403
+    assert 'admission webhook "validate.placement-webhooks.svc" denied' in refused.message
+    assert "lets this pod onto the nodes dedicated to group gpu" in refused.message
+    assert mutated.status == 201
+    keys = {t["key"] for t in stored_fields(mutated.body)["tolerations"]}
+    assert keys == {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "message"),
+    [
+        pytest.param(
+            "DELETE",
+            "validatingwebhookconfigurations/placement-webhooks.static.k8s.io",
+            404,
+            "not found",
+            id="deleting the static validating configuration finds nothing",
+        ),
+        pytest.param(
+            "DELETE",
+            "mutatingwebhookconfigurations/placement-webhooks.static.k8s.io",
+            404,
+            "not found",
+            id="deleting the static mutating configuration finds nothing",
+        ),
+        pytest.param(
+            "POST",
+            "validatingwebhookconfigurations",
+            422,
+            RESERVED,
+            id="a configuration of the same name is refused: the suffix is reserved",
+        ),
+    ],
+)
+def test_the_api_can_neither_delete_nor_shadow_a_static_webhook_configuration(
+    static_webhooks: StaticWebhooks, method: str, path: str, status: int, message: str
+) -> None:
+    body = None
+    if method == "POST":
+        body = {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "placement-webhooks.static.k8s.io"},
+            "webhooks": [],
+        }
+    answer = static_webhooks.rest.call(method, f"{API}/{path}", body)
+    assert answer.status == status, answer.body
+    assert message in answer.message
+    listed = static_webhooks.rest.call("GET", f"{API}/{path.split('/', maxsplit=1)[0]}")
+    assert listed.body["items"] == []

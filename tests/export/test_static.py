@@ -16,19 +16,22 @@ import yaml
 from click.testing import Result
 
 from tests.command import invoke_cli
-from webhooks.cli.export import STATIC_MARK, render_static
+from webhooks.cli.staticdir import STATIC_MARK, render_static
 from webhooks.core.config import Config, load_config
 from webhooks.export import NOT_EXPORTED, export
 from webhooks.export.static import (
     ADMISSION_CONFIGURATION,
     PARAMS_WHY,
+    POLICY_PLUGINS,
     SUFFIX,
+    WEBHOOK_PLUGINS,
     StaticUnsupported,
     static_manifests,
     static_name,
 )
 from webhooks.k8s.releases import NEWEST, RELEASES, STATIC_ADMISSION, release
 from webhooks.plugins import REGISTRY
+from webhooks.webhookconfig import WebhookSettings, configurations, plugin_table
 
 DIRECTORY = "/etc/kubernetes/placement-webhooks"
 
@@ -68,7 +71,7 @@ def test_every_object_and_every_binding_s_policy_has_the_suffix() -> None:
 
 def test_each_policy_has_a_file_of_its_own_with_its_binding_in_its_plugin_s_directory() -> None:
     manifests = static_manifests(_objects(), NEWEST, DIRECTORY)
-    assert manifests.directories == ("mutating-policies", "validating-policies")
+    assert manifests.owned == ("mutating-policies", "validating-policies")
     for file in manifests.files[1:]:
         directory, _, name = file.path.partition("/")
         kinds = [o["kind"] for o in file.objects]
@@ -79,14 +82,16 @@ def test_each_policy_has_a_file_of_its_own_with_its_binding_in_its_plugin_s_dire
 
 
 def test_the_admission_configuration_names_each_plugin_s_directory_absolutely() -> None:
-    first = static_manifests(_objects(), NEWEST, DIRECTORY).files[0]
+    manifests = static_manifests(_objects(), NEWEST, DIRECTORY)
+    first = manifests.files[0]
     assert first.path == ADMISSION_CONFIGURATION
     (configuration,) = first.objects
     assert configuration["kind"] == "AdmissionConfiguration"
-    assert [
+    found = [
         (p["name"], p["configuration"]["kind"], p["configuration"]["staticManifestsDir"])
         for p in configuration["plugins"]
-    ] == [
+    ]
+    assert found == [
         (
             "MutatingAdmissionPolicy",
             "MutatingAdmissionPolicyConfiguration",
@@ -97,7 +102,65 @@ def test_the_admission_configuration_names_each_plugin_s_directory_absolutely() 
             "ValidatingAdmissionPolicyConfiguration",
             f"{DIRECTORY}/validating-policies",
         ),
+        (
+            "MutatingAdmissionWebhook",
+            "WebhookAdmissionConfiguration",
+            f"{DIRECTORY}/mutating-webhooks",
+        ),
+        (
+            "ValidatingAdmissionWebhook",
+            "WebhookAdmissionConfiguration",
+            f"{DIRECTORY}/validating-webhooks",
+        ),
     ]
+    assert manifests.directories == tuple(d.rsplit("/", 1)[1] for _, _, d in found)
+    webhook = configuration["plugins"][2]["configuration"]
+    assert webhook["kubeConfigFile"] == ""
+
+
+def _webhooks(**client: Any) -> list[dict[str, Any]]:
+    settings = WebhookSettings(**client)
+    return configurations(settings, plugin_table(REGISTRY), [p.name for p in REGISTRY])
+
+
+def test_webhook_configurations_called_by_url_go_to_the_webhook_directories() -> None:
+    objects = _webhooks(url="https://10.0.0.1:8443")
+    manifests = static_manifests(objects, NEWEST, DIRECTORY, WEBHOOK_PLUGINS)
+    assert manifests.owned == ("mutating-webhooks", "validating-webhooks")
+    assert [f.path for f in manifests.files[1:]] == [
+        "mutating-webhooks/placement-webhooks.static.k8s.io.yaml",
+        "validating-webhooks/placement-webhooks.static.k8s.io.yaml",
+    ]
+    urls = [w["clientConfig"]["url"] for f in manifests.files[1:] for w in f.objects[0]["webhooks"]]
+    assert urls and all(u.startswith("https://10.0.0.1:8443/") for u in urls)
+
+
+@pytest.mark.parametrize(
+    ("objects", "owns", "message"),
+    [
+        pytest.param(
+            _webhooks,
+            WEBHOOK_PLUGINS,
+            "must be called by URL",
+            id="a webhook called through a Service",
+        ),
+        pytest.param(
+            lambda: [{**_objects()[0], "apiVersion": "admissionregistration.k8s.io/v1beta1"}],
+            POLICY_PLUGINS,
+            "only v1 is loaded",
+            id="a v1beta1 policy",
+        ),
+        pytest.param(
+            lambda: list(export(_config(), REGISTRY).objects),
+            POLICY_PLUGINS,
+            "can have no params",
+            id="a policy with a param",
+        ),
+    ],
+)
+def test_what_the_loaders_refuse_is_refused_here(objects: Any, owns: Any, message: str) -> None:
+    with pytest.raises(StaticUnsupported, match=message):
+        static_manifests(objects(), NEWEST, DIRECTORY, owns)
 
 
 @pytest.mark.parametrize(
@@ -196,7 +259,7 @@ def test_the_server_dir_is_what_the_admission_configuration_names(tmp_path: Path
     assert result.exit_code == 1, result.output
     written = next(yaml.safe_load_all((tmp_path / ADMISSION_CONFIGURATION).read_text()))
     dirs = [p["configuration"]["staticManifestsDir"] for p in written["plugins"]]
-    assert dirs == [f"{DIRECTORY}/mutating-policies", f"{DIRECTORY}/validating-policies"]
+    assert all(d.startswith(f"{DIRECTORY}/") for d in dirs) and len(dirs) == 4
 
 
 def test_a_re_export_removes_its_own_stale_files_and_nobody_else_s(tmp_path: Path) -> None:
@@ -210,6 +273,36 @@ def test_a_re_export_removes_its_own_stale_files_and_nobody_else_s(tmp_path: Pat
         "validating-policies/placement-webhooks-taint-toleration-rules.static.k8s.io.yaml",
         "validating-policies/site-policy.static.k8s.io.yaml",
     ]
+
+
+def test_export_and_webhook_config_share_one_directory(tmp_path: Path) -> None:
+    first = _invoke("--static-manifests", str(tmp_path), "--plugin", "taint-toleration-rules")
+    configuration = (tmp_path / ADMISSION_CONFIGURATION).read_text()
+    url = "https://10.0.0.1:8443"
+    second = invoke_cli(["webhook-config", "--url", url, "--static-manifests", str(tmp_path)])
+    assert (first.exit_code, second.exit_code) == (0, 0), second.output
+    assert (tmp_path / ADMISSION_CONFIGURATION).read_text() == configuration
+    assert _tree(tmp_path) == [
+        ADMISSION_CONFIGURATION,
+        "mutating-webhooks/placement-webhooks.static.k8s.io.yaml",
+        "validating-policies/placement-webhooks-taint-toleration-rules.static.k8s.io.yaml",
+        "validating-webhooks/placement-webhooks.static.k8s.io.yaml",
+    ]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param([], id="without --url"),
+        pytest.param(["--url", "https://h", "--inject", "--ca-file", "x"], id="with --inject"),
+    ],
+)
+def test_webhook_config_static_needs_a_url_and_no_injection(
+    tmp_path: Path, args: list[str]
+) -> None:
+    result = invoke_cli(["webhook-config", *args, "--static-manifests", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "--static-manifests needs --url and no --inject" in result.stderr
 
 
 @pytest.mark.parametrize(

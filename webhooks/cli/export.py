@@ -9,19 +9,15 @@ nothing was exported (``not exported: ...``). The same config drives it as the s
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 import yaml
 
 from webhooks.cli.common import config_option, fail, read_config_or_exit
+from webhooks.cli.staticdir import static_for, write_static
 from webhooks.webhookconfig import DEFAULT_EXCLUDED_NAMESPACES, WebhookSettings
-
-if TYPE_CHECKING:
-    from webhooks.export.static import StaticManifests
-    from webhooks.k8s.releases import Release
 
 #: Exit status when something enabled is not exported exactly (the report says what).
 EXIT_INEXACT = 1
@@ -55,78 +51,6 @@ def write(target: str, objects: list[dict[str, Any]], report: list[str]) -> None
         path.write_text(render(objects, report), encoding="utf-8")
     except OSError as exc:
         fail(f"{target}: {exc.strerror or exc}")
-
-
-#: The first line of every file ``--static-manifests`` writes: how a later export knows
-#: which files in the directories are its own to replace or remove.
-STATIC_MARK = "# Written by placement-webhooks export --static-manifests; a re-export replaces it."
-
-
-def write_static(target: str, manifests: StaticManifests) -> None:
-    """Write ``manifests`` under ``target``, replacing what an earlier export wrote there.
-
-    Why each file is written beside itself and renamed: the API server watches the
-    directories and reloads on every change, so it must never read a half-written file (a
-    ``.tmp`` name is not read). Files of an earlier export that this one does not write
-    (a plugin since disabled) are removed; files of anyone else are left alone.
-    """
-    root = Path(target)
-    try:
-        for sub in manifests.directories:
-            (root / sub).mkdir(parents=True, exist_ok=True)
-        written = set()
-        for file in manifests.files:
-            path = root / file.path
-            temporary = path.with_name(path.name + ".tmp")
-            head = _how_to_load(manifests) if file.path == manifests.files[0].path else []
-            temporary.write_text(render_static(file.objects, head), "utf-8")
-            temporary.replace(path)
-            written.add(path)
-        for sub in manifests.directories:
-            for path in sorted((root / sub).iterdir()):
-                if path not in written and path.is_file() and _ours(path):
-                    path.unlink()
-    except OSError as exc:
-        fail(f"{target}: {exc.strerror or exc}")
-
-
-def render_static(objects: Sequence[dict[str, Any]], head: Sequence[str] = ()) -> str:
-    """``objects`` as a static manifest: the mark and ``head`` as comments, then the YAML.
-
-    Why no ``---`` before the first object, as :func:`render` writes: the API server's
-    loader splits the file at each ``---`` and decodes every non-empty part, so comments
-    standing alone before it are a document with no ``kind``, and the start-up fails
-    (``Object 'Kind' is missing``). Comments that open the first document are fine.
-    """
-    comments = "".join(f"# {line}\n" for line in head)
-    body = yaml.safe_dump_all(objects, sort_keys=False, width=100)
-    return f"{STATIC_MARK}\n{comments}{body}"
-
-
-def _how_to_load(manifests: StaticManifests) -> list[str]:
-    return [
-        "kube-apiserver " + " ".join(manifests.flags),
-        "An API server that already has an AdmissionConfiguration: add these plugins to it.",
-    ]
-
-
-def _ours(path: Path) -> bool:
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        return handle.readline().rstrip("\n") == STATIC_MARK
-
-
-def _static(
-    target: str, server_dir: str | None, objects: list[dict[str, Any]], release: Release
-) -> StaticManifests:
-    """The static manifests for ``target`` (where the API server finds them: ``server_dir``,
-    or ``target``'s absolute path); the CLI's refusal where the release cannot load them."""
-    from webhooks.export.static import StaticUnsupported, static_manifests
-
-    directory = server_dir or str(Path(target).absolute())
-    try:
-        return static_manifests(objects, release, directory)
-    except StaticUnsupported as exc:
-        fail(f"--static-manifests: {exc}")
 
 
 @click.command(name="export")
@@ -204,6 +128,7 @@ def export(
     """
     from webhooks.export import export as build
     from webhooks.export import webhook_halves
+    from webhooks.export.static import POLICY_PLUGINS as POLICIES
     from webhooks.k8s.releases import NEWEST
     from webhooks.plugins import REGISTRY
 
@@ -222,15 +147,14 @@ def export(
     if static and hybrid:
         _same_halves(result.webhook, webhook_halves(config, REGISTRY))
     report = result.report()
-    if static_dir is not None:
-        manifests = _static(static_dir, server_dir, list(result.objects), NEWEST)
-        write_static(static_dir, manifests)
-    else:
+    if static_dir is None:
         write(output, list(result.objects), report)
     for line in report:
         click.echo(line, err=True)
     if static_dir is not None:
-        click.echo("kube-apiserver flags: " + " ".join(manifests.flags), err=True)
+        # NEWEST until --kubernetes-version chooses the release.
+        manifests = static_for(static_dir, server_dir, list(result.objects), NEWEST, POLICIES)
+        write_static(static_dir, manifests)
     if not result.exact:
         sys.exit(EXIT_INEXACT)
 

@@ -1,11 +1,12 @@
-"""The exported policies as static admission manifests (KEP-5793), and the file naming them.
+"""Policies and webhook configurations as static admission manifests (KEP-5793).
 
 Why: from Kubernetes 1.36 (gate ``ManifestBasedAdmissionControlConfig``: alpha and off in
-1.36, beta and on in 1.37) the API server can load admission policies from files when it
-starts. They are in force before it serves its first request, cannot be seen, changed or
-deleted through the API, and need no etcd. For a control plane whose flags and files its
-owner controls (kubeadm, Talos, k3s-style), that closes both the window between start-up
-and ``kubectl apply``, and "a tenant with RBAC on admission policies deletes them".
+1.36, beta and on in 1.37) the API server can load admission policies and webhook
+configurations from files when it starts. They are in force before it serves its first
+request, cannot be seen, changed or deleted through the API, and need no etcd. For a
+control plane whose flags and files its owner controls (kubeadm, Talos, k3s-style), that
+closes both the window between start-up and ``kubectl apply``, and "a tenant with RBAC on
+admission policies deletes them".
 
 What the API server requires, as read in ``k8s.io/apiserver@v0.37.2``
 (``pkg/admission/plugin/manifest``, ``pkg/admission/plugin/policy/manifest``,
@@ -24,7 +25,9 @@ What the API server requires, as read in ``k8s.io/apiserver@v0.37.2``
   refuses that suffix to anything created through it), names are unique in the directory,
   every binding names a policy of the directory, and only ``admissionregistration.k8s.io/v1``
   is decoded;
-* no ``paramKind`` and no ``paramRef``: a static policy has no params.
+* no ``paramKind`` and no ``paramRef``: a static policy has no params;
+* a static webhook is called by ``clientConfig.url``, never through a Service
+  (``pkg/admission/plugin/webhook/manifest/loader``).
 
 The directory is watched (and polled every minute): a change takes effect without a
 restart, and a set of files that does not load is logged and the previous set kept; at
@@ -36,7 +39,7 @@ relative names and objects; the CLI writes them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Final
@@ -63,7 +66,20 @@ PLUGINS: Final[Mapping[str, tuple[str, str, frozenset[str]]]] = {
         "validating-policies",
         frozenset({"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}),
     ),
+    "MutatingAdmissionWebhook": (
+        "WebhookAdmissionConfiguration",
+        "mutating-webhooks",
+        frozenset({"MutatingWebhookConfiguration"}),
+    ),
+    "ValidatingAdmissionWebhook": (
+        "WebhookAdmissionConfiguration",
+        "validating-webhooks",
+        frozenset({"ValidatingWebhookConfiguration"}),
+    ),
 }
+#: The plugins ``export`` fills, and those ``webhook-config`` fills.
+POLICY_PLUGINS: Final = ("MutatingAdmissionPolicy", "ValidatingAdmissionPolicy")
+WEBHOOK_PLUGINS: Final = ("MutatingAdmissionWebhook", "ValidatingAdmissionWebhook")
 
 #: Why a plugin whose policies read params is not exported as static manifests.
 PARAMS_WHY: Final = (
@@ -74,7 +90,7 @@ PARAMS_WHY: Final = (
 
 
 class StaticUnsupported(ValueError):
-    """The release cannot load static admission manifests; the message says why."""
+    """The release or the objects cannot be static admission manifests; the message says why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,15 +103,19 @@ class StaticFile:
 
 @dataclass(frozen=True, slots=True)
 class StaticManifests:
-    """What ``export --static-manifests DIR`` writes, and what the API server needs.
+    """What ``--static-manifests DIR`` writes, and what the API server needs.
 
-    ``directories`` are every plugin directory, written even when empty: the
-    AdmissionConfiguration names each, and a later export that fills one then takes
-    effect without a restart. ``flags`` are the ``kube-apiserver`` flags to add.
+    ``files[0]`` is the AdmissionConfiguration. ``directories`` are every plugin's
+    directory, written even when empty: the AdmissionConfiguration names all four, so
+    ``export`` and ``webhook-config`` can share one DIR and one configuration, and a later
+    run that fills an empty one takes effect without a restart. ``owned`` are the
+    directories this run fills (and may clean). ``flags`` are the ``kube-apiserver`` flags
+    to add.
     """
 
     files: tuple[StaticFile, ...]
     directories: tuple[str, ...]
+    owned: tuple[str, ...]
     flags: tuple[str, ...]
 
 
@@ -139,22 +159,43 @@ def flags(release: Release, configuration: str) -> tuple[str, ...]:
 
 
 def _renamed(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """``obj`` with the reserved suffix on its name and its binding's policy name;
+    :class:`StaticUnsupported` for what the loaders refuse."""
+    kind, name = obj["kind"], obj["metadata"]["name"]
     if obj.get("apiVersion") != API_VERSION:
-        raise ValueError(f"{obj.get('kind')} is {obj.get('apiVersion')}: static needs v1")
-    spec = dict(obj["spec"])
-    if "paramKind" in spec or "paramRef" in spec:
-        raise ValueError(f"{obj['kind']} {obj['metadata']['name']} has a param")
-    if "policyName" in spec:
-        spec["policyName"] = static_name(spec["policyName"])
-    metadata = {**obj["metadata"], "name": static_name(obj["metadata"]["name"])}
-    return {**obj, "metadata": metadata, "spec": spec}
+        raise StaticUnsupported(f"{kind} {name} is {obj.get('apiVersion')}: only v1 is loaded")
+    renamed = {**obj, "metadata": {**obj["metadata"], "name": static_name(name)}}
+    if "spec" in obj:
+        spec = dict(obj["spec"])
+        if "paramKind" in spec or "paramRef" in spec:
+            raise StaticUnsupported(f"{kind} {name}: static policies can have no params")
+        if "policyName" in spec:
+            spec["policyName"] = static_name(spec["policyName"])
+        renamed["spec"] = spec
+    for webhook in obj.get("webhooks", ()):
+        if "service" in webhook["clientConfig"] or not webhook["clientConfig"].get("url"):
+            raise StaticUnsupported(
+                f"{kind} {name}: webhook {webhook['name']} must be called by URL "
+                "(clientConfig.url): a static webhook cannot name a Service"
+            )
+    return renamed
 
 
 def _plugin_of(kind: str) -> str:
     for plugin, (_, _, kinds) in PLUGINS.items():
         if kind in kinds:
             return plugin
-    raise ValueError(f"{kind} is not an admission policy kind")
+    raise ValueError(f"{kind} is not an admission configuration kind")
+
+
+def _configuration(kind: str, directory: PurePosixPath) -> dict[str, Any]:
+    found: dict[str, Any] = {"apiVersion": "apiserver.config.k8s.io/v1", "kind": kind}
+    if kind == "WebhookAdmissionConfiguration":
+        # No kubeconfig of credentials for calling webhooks: an empty one is allowed
+        # when a static directory is given (webhook/config/kubeconfig.go).
+        found["kubeConfigFile"] = ""
+    found["staticManifestsDir"] = str(directory)
+    return found
 
 
 def admission_configuration(directory: PurePosixPath) -> dict[str, Any]:
@@ -164,30 +205,28 @@ def admission_configuration(directory: PurePosixPath) -> dict[str, Any]:
         "apiVersion": "apiserver.config.k8s.io/v1",
         "kind": "AdmissionConfiguration",
         "plugins": [
-            {
-                "name": plugin,
-                "configuration": {
-                    "apiVersion": "apiserver.config.k8s.io/v1",
-                    "kind": kind,
-                    "staticManifestsDir": str(directory / sub),
-                },
-            }
+            {"name": plugin, "configuration": _configuration(kind, directory / sub)}
             for plugin, (kind, sub, _) in PLUGINS.items()
         ],
     }
 
 
 def static_manifests(
-    objects: Iterable[Mapping[str, Any]], release: Release, directory: str
+    objects: Iterable[Mapping[str, Any]],
+    release: Release,
+    directory: str,
+    owns: Sequence[str] = POLICY_PLUGINS,
 ) -> StaticManifests:
-    """``objects`` (``export``'s, built with ``static=True``) as the files of KEP-5793.
+    """``objects`` as the files of KEP-5793: ``export``'s (built with ``static=True``), or
+    ``webhook-config``'s with ``owns=WEBHOOK_PLUGINS``.
 
     ``directory`` is where the files will be on the control-plane hosts (absolute), which
     the AdmissionConfiguration names; it need not be where they are written. Layout: the
     AdmissionConfiguration at the top, one sub-directory per admission plugin, one file per
-    policy holding the policy and its binding, named after the policy
+    policy (holding its binding too) or webhook configuration, named after it
     (``validating-policies/placement-webhooks-taint-toleration-rules.static.k8s.io.yaml``).
-    :class:`StaticUnsupported` where ``release`` cannot load them.
+    :class:`StaticUnsupported` where ``release`` cannot load them, or an object cannot be
+    static (a param, a webhook called through a Service).
     """
     root = PurePosixPath(directory)
     if not root.is_absolute():
@@ -196,13 +235,16 @@ def static_manifests(
     grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for obj in objects:
         renamed = _renamed(obj)
-        spec = renamed["spec"]
-        policy = spec.get("policyName", renamed["metadata"]["name"])
-        grouped.setdefault((_plugin_of(renamed["kind"]), policy), []).append(renamed)
+        policy = renamed.get("spec", {}).get("policyName", renamed["metadata"]["name"])
+        plugin = _plugin_of(renamed["kind"])
+        if plugin not in owns:
+            raise ValueError(f"{renamed['kind']} is not for {', '.join(owns)}")
+        grouped.setdefault((plugin, policy), []).append(renamed)
     files = [
         StaticFile(f"{PLUGINS[plugin][1]}/{policy}.yaml", tuple(members))
         for (plugin, policy), members in grouped.items()
     ]
     configuration = StaticFile(ADMISSION_CONFIGURATION, (admission_configuration(root),))
     subs = tuple(sub for _, sub, _ in PLUGINS.values())
-    return StaticManifests((configuration, *files), subs, needed)
+    owned = tuple(PLUGINS[plugin][1] for plugin in owns)
+    return StaticManifests((configuration, *files), subs, owned, needed)
