@@ -124,7 +124,8 @@ def export(
     Objects are admissionregistration.k8s.io/v1 (Kubernetes 1.36+), with their bindings;
     the report goes to stderr and heads the YAML as comments, one line per plugin and
     setting. Exit 0 when everything exported is exact, 1 when something is not, 2 on
-    unusable input.
+    unusable input. With --static-manifests DIR the policies are written as files the API
+    server loads at start-up (Kubernetes 1.36+), and stderr ends with the flags to set.
     """
     from webhooks.export import export as build
     from webhooks.export import webhook_halves

@@ -252,8 +252,8 @@ def _without_params(translation: Translation) -> Translation:
     key = f"plugins.{translation.plugin}"
     mutate = NOT_EXPORTED if "mutate" in halves else translation.mutate
     validate = NOT_EXPORTED if "validate" in halves else translation.validate
-    gone = [*(h for h in ("mutate", "validate") if h in halves)]
-    own = Line(key, NOT_EXPORTED if len(gone) == 2 else EXCEPT, PARAMS_WHY)
+    whole = all(v in (None, NOT_EXPORTED) for v in (mutate, validate))
+    own = Line(key, NOT_EXPORTED if whole else EXCEPT, PARAMS_WHY)
     return dataclasses.replace(
         translation,
         mutations=() if mutate == NOT_EXPORTED else translation.mutations,
