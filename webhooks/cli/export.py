@@ -16,6 +16,7 @@ import click
 import yaml
 
 from webhooks.cli.common import config_option, fail, read_config_or_exit
+from webhooks.cli.staticdir import static_for, write_static
 from webhooks.webhookconfig import DEFAULT_EXCLUDED_NAMESPACES, WebhookSettings
 
 #: Exit status when something enabled is not exported exactly (the report says what).
@@ -93,6 +94,20 @@ def write(target: str, objects: list[dict[str, Any]], report: list[str]) -> None
     help="Another namespace the policies never act in; repeatable. "
     f"{' and '.join(DEFAULT_EXCLUDED_NAMESPACES)} always are.",
 )
+@click.option(
+    "--static-manifests",
+    "static_dir",
+    metavar="DIR",
+    help="Instead of -o: write the policies as static admission manifests (KEP-5793, "
+    "Kubernetes 1.36+) under DIR, with the AdmissionConfiguration that loads them; the "
+    "kube-apiserver flags to set go to stderr. See docs/native.md.",
+)
+@click.option(
+    "--server-dir",
+    metavar="PATH",
+    help="With --static-manifests: where DIR will be on the control-plane hosts (absolute), "
+    "as the AdmissionConfiguration names it. Default: DIR's absolute path.",
+)
 def export(
     config_path: str | None,
     plugins: tuple[str, ...],
@@ -101,27 +116,59 @@ def export(
     name: str,
     namespace: str,
     exclude_namespace: tuple[str, ...],
+    static_dir: str | None,
+    server_dir: str | None,
 ) -> None:
     """Print the policy as MutatingAdmissionPolicies and ValidatingAdmissionPolicies.
 
     Objects are admissionregistration.k8s.io/v1 (Kubernetes 1.36+), with their bindings;
     the report goes to stderr and heads the YAML as comments, one line per plugin and
     setting. Exit 0 when everything exported is exact, 1 when something is not, 2 on
-    unusable input.
+    unusable input. With --static-manifests DIR the policies are written as files the API
+    server loads at start-up (Kubernetes 1.36+), and stderr ends with the flags to set.
     """
     from webhooks.export import export as build
+    from webhooks.export import webhook_halves
+    from webhooks.export.static import POLICY_PLUGINS as POLICIES
+    from webhooks.k8s.releases import NEWEST
     from webhooks.plugins import REGISTRY
 
+    if static_dir is not None and output != "-":
+        fail("--static-manifests writes DIR; give it or -o, not both")
+    if server_dir is not None and static_dir is None:
+        fail("--server-dir says where --static-manifests DIR is on the server: give both")
     config = read_config_or_exit(config_path)
     unknown = [p for p in plugins if p not in REGISTRY]
     if unknown:
         fail(f"--plugin: unknown plugin {unknown[0]!r} (known: {', '.join(REGISTRY.names)})")
     excluded = tuple(dict.fromkeys([*DEFAULT_EXCLUDED_NAMESPACES, *exclude_namespace]))
     settings = WebhookSettings(name=name, namespace=namespace, exclude_namespaces=excluded)
-    result = build(config, REGISTRY, plugins, settings, hybrid=hybrid)
+    static = static_dir is not None
+    result = build(config, REGISTRY, plugins, settings, hybrid=hybrid, static=static)
+    if static and hybrid:
+        _same_halves(result.webhook, webhook_halves(config, REGISTRY))
     report = result.report()
-    write(output, list(result.objects), report)
+    if static_dir is None:
+        write(output, list(result.objects), report)
     for line in report:
         click.echo(line, err=True)
+    if static_dir is not None:
+        # NEWEST until --kubernetes-version chooses the release.
+        manifests = static_for(static_dir, server_dir, list(result.objects), NEWEST, POLICIES)
+        write_static(static_dir, manifests)
     if not result.exact:
         sys.exit(EXIT_INEXACT)
+
+
+def _same_halves(static: frozenset[tuple[str, str]], served: frozenset[tuple[str, str]]) -> None:
+    """Refuse ``--hybrid --static-manifests`` where the webhook would have to keep more than
+    ``webhook-config --native`` and ``serve --native`` give it (a plugin whose policies need
+    params, which static manifests cannot hold)."""
+    missing = sorted(static - served)
+    if missing:
+        halves = ", ".join(f"{plugin} ({phase})" for plugin, phase in missing)
+        fail(
+            "--hybrid --static-manifests: static manifests cannot hold "
+            f"{halves}, which webhook-config --native leaves to the policies; "
+            "disable it, or export without --hybrid"
+        )

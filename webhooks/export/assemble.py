@@ -51,6 +51,7 @@ from webhooks.export.model import (
     exception_line,
     plugin_lines,
 )
+from webhooks.export.static import PARAMS_WHY, uses_params
 from webhooks.export.translators import TRANSLATORS
 from webhooks.k8s.podspec import POD, TEMPLATE_RESOURCES
 from webhooks.webhookconfig import (
@@ -189,9 +190,11 @@ class Planned:
     lines: tuple[Line, ...]
 
 
-def _plan(plugin: Plugin, config: Config) -> Planned:
+def _plan(plugin: Plugin, config: Config, *, static: bool = False) -> Planned:
     rules = config.plugins[plugin.name]
     translation = TRANSLATORS[plugin.name](rules.settings)
+    if static:
+        translation = _without_params(translation)
     lines: list[Line] = list(translation.lines)
     mutate, validate = translation.mutate, translation.validate
     mutations = translation.mutations
@@ -236,6 +239,30 @@ def _plan(plugin: Plugin, config: Config) -> Planned:
         mutate=mutate if plugin.mutate is not None else None,
         validate=validate,
         lines=tuple(lines),
+    )
+
+
+def _without_params(translation: Translation) -> Translation:
+    """``translation`` with every half that needs a param not exported: static admission
+    manifests (:mod:`webhooks.export.static`) allow none, and the API server refuses to
+    start with one."""
+    halves = uses_params(translation)
+    if not halves:
+        return translation
+    key = f"plugins.{translation.plugin}"
+    mutate = NOT_EXPORTED if "mutate" in halves else translation.mutate
+    validate = NOT_EXPORTED if "validate" in halves else translation.validate
+    whole = all(v in (None, NOT_EXPORTED) for v in (mutate, validate))
+    own = Line(key, NOT_EXPORTED if whole else EXCEPT, PARAMS_WHY)
+    return dataclasses.replace(
+        translation,
+        mutations=() if mutate == NOT_EXPORTED else translation.mutations,
+        validating=tuple(
+            p for p in translation.validating if p.phase not in halves and not p.runtime_class
+        ),
+        mutate=mutate,
+        validate=validate,
+        lines=(own, *(line for line in translation.lines if line.subject != key)),
     )
 
 
@@ -588,17 +615,20 @@ def export(
     settings: WebhookSettings | None = None,
     *,
     hybrid: bool = False,
+    static: bool = False,
 ) -> Export:
     """The enabled plugins (or exactly ``only``) as native policies, and the report.
 
     ``settings`` scope the policies as the webhooks are scoped (their defaults are the
     chart's). With ``hybrid`` only the halves a hybrid installation runs natively are
     exported (:func:`native_halves`), and the report says what of each plugin its webhook
-    keeps.
+    keeps. With ``static`` only what static admission manifests can hold is exported (no
+    params: :func:`webhooks.export.static.uses_params`), for
+    :func:`webhooks.export.static.static_manifests` to lay out.
     """
     settings = settings or WebhookSettings()
     chosen = [p for p in registry if p.name in only] if only else config.chain(registry)
-    plan = [_plan(plugin, config) for plugin in chosen]
+    plan = [_plan(plugin, config, static=static) for plugin in chosen]
     native = native_halves(plan)
     kept = _kept(plan, native)
     lines: list[Line] = []
