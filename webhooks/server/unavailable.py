@@ -20,8 +20,8 @@ from webhooks.plugins import REGISTRY
 
 UNAVAILABLE = "placement_webhooks_unavailable_settings"
 UNAVAILABLE_HELP = (
-    "1 for each enabled setting the cluster's Kubernetes release does not serve by default, "
-    "by setting (its config key path) and missing (the feature gate)."
+    "1 for each enabled setting the API server's Kubernetes release does not serve by "
+    "default, by setting (its config key path) and missing (the feature gate)."
 )
 
 
