@@ -1,0 +1,113 @@
+"""``serve`` with a setting the release may not serve: ready, said once, and no hot loop.
+
+The config turns on ``extended-resource-toleration``'s ``deviceClaims``, which reads a
+DeviceClass's ``spec.extendedResourceName`` (KEP-5004, gate DRAExtendedResource: alpha and
+off by default on 1.34 and 1.35, on from 1.36). What the server must say is taken from
+the release table for the release under test (``KUBERNETES_VERSION``), so the same test
+proves the warning on 1.34/1.35 and its absence on 1.36/1.37, never skipping either.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+
+from controlplane.harness import ControlPlane, ControlPlaneOptions, webhookserver
+from controlplane.harness.metrics import apiserver_metrics, metric_sum
+from controlplane.harness.modes import apiserver_options
+from controlplane.release import RELEASE
+from tests.controlplane.conftest import FIGURES, started_plane
+from tests.waiting import eventually
+from webhooks.core.availability import Unavailable, unavailable
+from webhooks.core.config import load_config
+from webhooks.plugins import REGISTRY
+
+SETTINGS = {"extended-resource-toleration": {"deviceClaims": True}}
+CONFIG = "plugins:\n  extended-resource-toleration:\n    deviceClaims: true\n"
+#: What the release under test cannot serve of the config, from the table alone.
+EXPECTED: tuple[Unavailable, ...] = unavailable(
+    load_config({"plugins": SETTINGS}, REGISTRY), REGISTRY, RELEASE
+)
+#: Seconds over which the watched DRA resources' lists are counted once the server is ready.
+QUIET = 6.0
+
+
+@pytest.fixture(scope="module")
+def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """MODE=webhooks with ``deviceClaims`` on; nothing else runs."""
+    config = tmp_path_factory.mktemp("absent") / "config.yaml"
+    config.write_text(CONFIG, encoding="utf-8")
+    api = dataclasses.replace(apiserver_options("webhooks"), webhook_config=config)
+    options = ControlPlaneOptions(apiservers=(api,), scheduler=False, controller_manager=None)
+    with started_plane(options, f"webhooks mode, deviceClaims on {RELEASE.name}") as started:
+        yield started
+
+
+def _plain(webhook: webhookserver.WebhookServer, path: str) -> tuple[int, str]:
+    request = urllib.request.Request(f"http://127.0.0.1:{webhook.metrics_port}{path}")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def _lists(plane: ControlPlane) -> float:
+    """LIST requests the API server counted for the DRA resources ``serve`` watches."""
+    text = apiserver_metrics(plane.api)
+    return sum(
+        metric_sum(text, "apiserver_request_total", verb="LIST", resource=plural)
+        for plural in ("deviceclasses", "resourceclaims", "resourceclaimtemplates")
+    )
+
+
+def test_serve_is_ready_and_says_once_which_setting_the_release_lacks(
+    plane: ControlPlane,
+) -> None:
+    webhook = plane.webhooks[plane.api.name]
+    status, body = _plain(webhook, "/readyz")
+    assert status == 200, body
+    head = f"{len(EXPECTED)} setting" if EXPECTED else ""
+    if EXPECTED:
+        assert body.startswith(f"ok\n{head} cannot work on Kubernetes {RELEASE.name}; ready")
+        assert [line[2:] for line in body.splitlines()[2:]] == [u.line for u in EXPECTED]
+    else:
+        assert body == "ok\n"
+
+    log = webhook.component.log.read_text(errors="replace")
+    assert f"cluster: Kubernetes {RELEASE.name} ({RELEASE.proven})" in log
+    for item in EXPECTED:
+        assert log.count(item.line) == 1, log  # once, by the master, not once per worker
+
+    metrics = _plain(webhook, "/metrics")[1]
+    shown = metric_sum(metrics, "placement_webhooks_unavailable_settings")
+    assert shown == len(EXPECTED)
+    for item in EXPECTED:
+        assert (
+            metric_sum(
+                metrics,
+                "placement_webhooks_unavailable_settings",
+                setting=item.setting,
+                missing=item.missing,
+            )
+            == 1
+        )
+
+
+def test_the_watched_dra_resources_are_not_listed_again_and_again(plane: ControlPlane) -> None:
+    webhook = plane.webhooks[plane.api.name]
+    eventually(lambda: webhookserver.ready(webhook), "serve ready")
+    before = _lists(plane)
+    time.sleep(QUIET)
+    grown = _lists(plane) - before
+    FIGURES.append(
+        f"absent APIs on {RELEASE.name}: {grown:.0f} DRA lists in {QUIET:.0f} s after ready "
+        f"({before:.0f} before)"
+    )
+    # Each worker lists each resource once and then watches; a watch ends after 60-120 s.
+    assert grown <= 2, f"{grown} LIST requests in {QUIET} s"
+    assert before >= 3  # the caches did list them: the count is of the right series
