@@ -16,10 +16,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from controlplane.harness import ControlPlane, ControlPlaneOptions, webhookserver
+from controlplane.harness import ControlPlane, ControlPlaneOptions, node_manifest, webhookserver
 from controlplane.harness.metrics import apiserver_metrics, metric_sum
 from controlplane.harness.modes import apiserver_options
 from controlplane.release import RELEASE
+from tests.command import run_cli
 from tests.controlplane.conftest import FIGURES, started_plane
 from tests.waiting import eventually
 from webhooks.core.availability import Unavailable, unavailable
@@ -111,3 +112,23 @@ def test_the_watched_dra_resources_are_not_listed_again_and_again(plane: Control
     # Each worker lists each resource once and then watches; a watch ends after 60-120 s.
     assert grown <= 2, f"{grown} LIST requests in {QUIET} s"
     assert before >= 3  # the caches did list them: the count is of the right series
+
+
+def test_explain_reads_device_taint_rules_where_served_and_says_so_where_not(
+    plane: ControlPlane,
+) -> None:
+    answer = plane.api.call("POST", "/api/v1/nodes", node_manifest("absent-apis-1"))
+    assert answer.status in (201, 409), answer.body
+    proc = run_cli("explain", f"--kubeconfig={plane.api.kubeconfig}")
+    assert proc.returncode == 0, proc.stderr
+    notes = proc.stderr.splitlines()
+    if RELEASE.device_taint_rules_by_default:
+        assert notes == []
+    else:
+        api = RELEASE.device_taint_rule_api
+        assert notes == [
+            f"explain: this cluster does not serve DeviceTaintRules ({api} on Kubernetes "
+            f"{RELEASE.name} needs gate {RELEASE.device_taint_rule_gate}, "
+            f"{RELEASE.gate_state(RELEASE.device_taint_rule_gate)}, and "
+            f"--runtime-config={api}=true): taints from such rules are not considered"
+        ]
