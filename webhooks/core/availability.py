@@ -72,3 +72,19 @@ def unavailable(config: Config, registry: Registry, release: Release) -> tuple[U
             )
             found.append(Unavailable(setting, need.gate, line))
     return tuple(found)
+
+
+def describe(need: Need) -> str:
+    """One sentence on where ``need``'s setting works, from the table: what the chart's
+    schema says of the setting (a test keeps the two equal)."""
+    first = first_on(need.gate)
+    where = (
+        f"on by default from Kubernetes {first.name}"
+        if first is not None
+        else "on by default in no supported release"
+    )
+    return (
+        f"Needs {need.feature} (gate {need.gate}, {where}); where it is off the pods "
+        "say so in their log, on /readyz and in placement_webhooks_unavailable_settings, "
+        "and stay ready."
+    )
