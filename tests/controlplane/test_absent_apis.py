@@ -10,21 +10,31 @@ proves the warning on 1.34/1.35 and its absence on 1.36/1.37, never skipping eit
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from controlplane.harness import ControlPlane, ControlPlaneOptions, node_manifest, webhookserver
+from controlplane.harness import (
+    ApiServerOptions,
+    ControlPlane,
+    ControlPlaneOptions,
+    node_manifest,
+    webhookserver,
+)
 from controlplane.harness.metrics import apiserver_metrics, metric_sum
 from controlplane.harness.modes import apiserver_options
 from controlplane.release import RELEASE
 from tests.command import run_cli
 from tests.controlplane.conftest import FIGURES, started_plane
+from tests.dra import device, device_taint_rule, resource_slice
 from tests.waiting import eventually
 from webhooks.core.availability import Unavailable, unavailable
 from webhooks.core.config import load_config
+from webhooks.k8s.releases import DRA_DEVICE_TAINTS
 from webhooks.plugins import REGISTRY
 
 SETTINGS = {"extended-resource-toleration": {"deviceClaims": True}}
@@ -35,6 +45,7 @@ EXPECTED: tuple[Unavailable, ...] = unavailable(
 )
 #: Seconds over which the watched DRA resources' lists are counted once the server is ready.
 QUIET = 6.0
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -132,3 +143,51 @@ def test_explain_reads_device_taint_rules_where_served_and_says_so_where_not(
             f"{RELEASE.gate_state(RELEASE.device_taint_rule_gate)}, and "
             f"--runtime-config={api}=true): taints from such rules are not considered"
         ]
+
+
+def _rule_flags() -> tuple[str, ...]:
+    """What the API server needs to serve DeviceTaintRules (and device taints) on the
+    release under test, from the table: nothing where they are GA and on."""
+    gates = sorted(
+        {DRA_DEVICE_TAINTS, RELEASE.device_taint_rule_gate}
+        & {g for g in RELEASE.gates if not RELEASE.gate_on(g)}
+    )
+    flags = [f"--feature-gates={','.join(f'{g}=true' for g in gates)}"] if gates else []
+    if not RELEASE.device_taint_rules_by_default:
+        flags.append(f"--runtime-config={RELEASE.device_taint_rule_api}=true")
+    return tuple(flags)
+
+
+@pytest.fixture(scope="module")
+def gated() -> Iterator[ControlPlane]:
+    """An API server that serves DeviceTaintRules at the release's version (gates on)."""
+    api = ApiServerOptions(name="rules", extra_args=_rule_flags())
+    options = ControlPlaneOptions(apiservers=(api,), scheduler=False, controller_manager=None)
+    with started_plane(options, f"DeviceTaintRules served on {RELEASE.name}") as started:
+        yield started
+
+
+def test_explain_reads_device_taint_rules_at_the_version_the_release_serves(
+    gated: ControlPlane, tmp_path: Path
+) -> None:
+    rule = device_taint_rule("gpu-0-ecc", "gpu.example.com/ecc", "NoSchedule", device="gpu-0")
+    rule["apiVersion"] = RELEASE.device_taint_rule_api
+    created = [
+        ("/api/v1/nodes", node_manifest("gpu-1")),
+        (
+            "/apis/resource.k8s.io/v1/resourceslices",
+            resource_slice("gpu-1-gpus", device("gpu-0"), node="gpu-1"),
+        ),
+        (f"/apis/{RELEASE.device_taint_rule_api}/devicetaintrules", rule),
+    ]
+    for path, body in created:
+        answer = gated.api.call("POST", path, body)
+        assert answer.status == 201, (path, answer.body)
+    job = tmp_path / "job.yaml"
+    job.write_text((REPO / "tests" / "fixtures" / "dra" / "training-job.yaml").read_text())
+    proc = run_cli("explain", f"--kubeconfig={gated.api.kubeconfig}", "-o", "json", str(job))
+    assert proc.returncode in (0, 1), proc.stderr
+    assert proc.stderr.splitlines() == []  # served: nothing to say
+    pod = json.loads(proc.stdout)["pods"][0]
+    node = next(n for n in pod["nodes"] if n["node"] == "gpu-1")
+    assert any("gpu.example.com/ecc" in u["message"] for u in node["unmet"]), node
