@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import signal
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -34,7 +36,7 @@ from tests.dra import device, device_taint_rule, resource_slice
 from tests.waiting import eventually
 from webhooks.core.availability import Unavailable, unavailable
 from webhooks.core.config import load_config
-from webhooks.k8s.releases import DRA_DEVICE_TAINTS
+from webhooks.k8s.releases import DRA_DEVICE_TAINTS, DRA_EXTENDED_RESOURCE
 from webhooks.plugins import REGISTRY
 
 SETTINGS = {"extended-resource-toleration": {"deviceClaims": True}}
@@ -143,6 +145,41 @@ def test_explain_reads_device_taint_rules_where_served_and_says_so_where_not(
             f"{RELEASE.gate_state(RELEASE.device_taint_rule_gate)}, and "
             f"--runtime-config={api}=true): taints from such rules are not considered"
         ]
+
+
+def test_the_api_server_keeps_extended_resource_name_only_where_the_table_says(
+    plane: ControlPlane,
+) -> None:
+    """What the line claims, asked of the API server itself: a DeviceClass written with
+    ``extendedResourceName`` keeps it only where the gate is on by default."""
+    body = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "absent-apis.example.com"},
+        "spec": {"extendedResourceName": "example.com/absent-apis"},
+    }
+    answer = plane.api.call("POST", "/apis/resource.k8s.io/v1/deviceclasses", body)
+    assert answer.status == 201, answer.body
+    kept = "extendedResourceName" in (answer.body.get("spec") or {})
+    assert kept is RELEASE.gate_on(DRA_EXTENDED_RESOURCE)
+    assert kept is not any(u.missing == DRA_EXTENDED_RESOURCE for u in EXPECTED)
+
+
+def test_a_reload_says_it_again_once(plane: ControlPlane) -> None:
+    webhook = plane.webhooks[plane.api.name]
+    os.kill(webhook.component.proc.pid, signal.SIGHUP)
+    said = f"cluster: Kubernetes {RELEASE.name} ({RELEASE.proven})"
+    last = EXPECTED[-1].line if EXPECTED else said  # the master writes the lines in order
+
+    def text() -> str:
+        return webhook.component.log.read_text(errors="replace")
+
+    eventually(lambda: text().count(last) >= 2, "the reload's lines")
+    eventually(lambda: webhookserver.ready(webhook), "serve ready after the reload")
+    log = text()
+    assert log.count(said) == 2
+    for item in EXPECTED:
+        assert log.count(item.line) == 2, log
 
 
 def _rule_flags() -> tuple[str, ...]:
