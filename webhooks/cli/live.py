@@ -182,14 +182,12 @@ def _device_taint_rules(lister: Lister, into: list[dict[str, Any]]) -> list[str]
         kept = [r for r in rules if not _selects_beyond_pools(r)]
         into.extend(kept)
         left = len(rules) - len(kept)
-        return (
-            [
-                f"explain: {left} DeviceTaintRule(s) select devices by deviceClassName or CEL "
-                f"selectors ({kind.api_version}), which explain does not evaluate: not considered"
-            ]
-            if left
-            else []
-        )
+        if not left:
+            return []
+        return [
+            f"explain: {left} DeviceTaintRule(s) select devices by deviceClassName or CEL "
+            f"selectors ({kind.api_version}), which explain does not evaluate: not considered"
+        ]
     gate = release.device_taint_rule_gate
     how = f"gate {gate}, {release.gate_state(gate)}"
     if kind.version != "v1":
