@@ -261,10 +261,60 @@ def test_device_taint_rules_are_read_at_the_version_the_release_serves(
         ).read_text(),
         encoding="utf-8",
     )
-    result = invoke_cli(["explain", "--kubeconfig", str(kubeconfig), "-o", "json", str(job)])
+    # A cluster serving rules before 1.37 runs with gates on, DRAExtendedResource among them
+    # (the fake keeps extendedResourceName whatever the version; a real server would not).
+    bridge = ["--feature-gates", "DRAExtendedResource=true"]
+    argv = ["explain", "--kubeconfig", str(kubeconfig), *bridge, "-o", "json", str(job)]
+    result = invoke_cli(argv)
     assert result.exit_code in (0, 1), result.output
     assert result.stderr.splitlines() == notes
     gpu = next(n for n in json.loads(result.stdout)["pods"][0]["nodes"] if n["node"] == "gpu-1")
     messages = " ".join(u["message"] for u in gpu["unmet"])
     assert ("gpu.example.com/ecc" in messages) is tainted
     assert api.count("list", "resourceclaims") + api.count("list", "resourceclaimtemplates") == 2
+
+
+@pytest.mark.parametrize(
+    ("version", "gates", "served"),
+    [
+        pytest.param("v1.37.2", [], True, id="1.37 serves the extended resource from DRA"),
+        pytest.param("v1.36.3", [], True, id="1.36 does too: the gate is on by default"),
+        pytest.param("v1.34.4", [], False, id="1.34 does not: the gate is off by default"),
+        pytest.param(
+            "v1.34.4",
+            ["--feature-gates", "DRAExtendedResource=true"],
+            True,
+            id="1.34 with the gate turned on does",
+        ),
+        pytest.param(
+            "v1.37.2",
+            ["--feature-gates", "DRAExtendedResource=false"],
+            False,
+            id="1.37 with the gate turned off does not",
+        ),
+    ],
+)
+def test_devices_serve_an_extended_resource_only_where_the_releases_gate_is_on(
+    api: FakeApiServer, tmp_path: Path, version: str, gates: list[str], served: bool
+) -> None:
+    """Without DRAExtendedResource the scheduler counts the request as a plain extended
+    resource no node lists; explain must not place the pod on a node's devices."""
+    api.version = version
+    api.put(dra.device_class(extended=dra.GPU))
+    api.put(dra.resource_slice("gpu-1-slice", dra.device("gpu-0"), node="gpu-1"))
+    kubeconfig = api.kubeconfig(tmp_path / "kubeconfig")
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        (
+            Path(__file__).parent.parent / "fixtures" / "dra" / "extended-resource-job.yaml"
+        ).read_text(),
+        encoding="utf-8",
+    )
+    argv = ["explain", "--kubeconfig", str(kubeconfig), *gates, "-o", "json", str(job)]
+    result = invoke_cli(argv)
+    assert result.exit_code in (0, 1), result.output
+    gpu = next(n for n in json.loads(result.stdout)["pods"][0]["nodes"] if n["node"] == "gpu-1")
+    rules = [u["rule"] for u in gpu["unmet"]]
+    # Served: only the node's dedicated taint keeps the pod off. Not served: the node lists
+    # no example.com/gpu, so it lacks the resource too.
+    assert rules == (["taint"] if served else ["taint", "resources"])

@@ -32,6 +32,7 @@ from webhooks.dryrun.run import dry_run
 from webhooks.explain.inventory import nodes_from, pods_from
 from webhooks.explain.nodes import FailAs, Node
 from webhooks.explain.pods import PodView
+from webhooks.k8s.releases import NEWEST, Release, ServerRelease
 from webhooks.manifests.reader import Document, api_document
 
 if TYPE_CHECKING:  # the kubernetes client loads only when a flag asks for a cluster
@@ -78,6 +79,8 @@ class Cluster:
     context: list[dict[str, Any]] = field(default_factory=list)
     devices: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: The release the API server runs (the newest when it could not be told).
+    release: Release = NEWEST
 
     def inventory(self, failed: set[str], fail_as: FailAs) -> list[Node]:
         """The Nodes as ``explain``'s inventory; exits 2 as ``--nodes`` does when unusable."""
@@ -163,7 +166,9 @@ def _served(lister: Lister, kind: Kind, into: list[dict[str, Any]]) -> bool:
     return True
 
 
-def _device_taint_rules(lister: Lister, into: list[dict[str, Any]]) -> list[str]:
+def _device_taint_rules(
+    lister: Lister, found: ServerRelease, into: list[dict[str, Any]]
+) -> list[str]:
     """Read the DeviceTaintRules at the version the cluster's release serves them; the
     notes to show (one line when they are not served, one when the release was assumed).
 
@@ -172,7 +177,6 @@ def _device_taint_rules(lister: Lister, into: list[dict[str, Any]]) -> list[str]
     """
     from webhooks.cluster.listing import device_taint_rules
 
-    found = lister.release()
     release = found.release
     kind = device_taint_rules(release)
     rules: list[dict[str, Any]] = []
@@ -213,20 +217,22 @@ def _listed(lister: Lister, pods_of: str | None) -> Cluster:
     from webhooks.audit.recreate import pods_to_place
     from webhooks.cluster.listing import DRA_KINDS, KINDS
 
-    found = Cluster()
+    server = lister.release()
+    found = Cluster(release=server.release)
     for kind in ("Namespace", "RuntimeClass"):
         found.context.extend(lister.items(KINDS[kind]))
     for dra_kind in DRA_KINDS:
         if not _served(lister, dra_kind, found.devices):
             break  # a cluster that does not serve resource.k8s.io/v1 has none
     else:
-        found.notes.extend(_device_taint_rules(lister, found.devices))
+        found.notes.extend(_device_taint_rules(lister, server, found.devices))
     found.nodes = [
         api_document(node, f"api:nodes/{node['metadata'].get('name', '')}")
         for node in lister.items(KINDS["Node"])
     ]
     if pods_of:
-        pods, found.notes = pods_to_place(lister, pods_of)
+        pods, notes = pods_to_place(lister, pods_of)
+        found.notes.extend(notes)
         found.pods = [
             api_document(pod, f"api:pods/{pods_of}/{pod['metadata'].get('name', '')}")
             for pod in pods

@@ -247,8 +247,16 @@ class DeviceInventory:
             )
         return tuple(out)
 
-    def extended(self, spec: Mapping[str, Any]) -> tuple[ExtendedDevices, ...]:
-        """The extended resources the pod requests that some DeviceClass serves."""
+    def extended(self, spec: Mapping[str, Any], bridge: bool = True) -> tuple[ExtendedDevices, ...]:
+        """The extended resources the pod requests that some DeviceClass serves.
+
+        ``bridge`` is the cluster's DRAExtendedResource gate. Without it no class serves an
+        extended resource: the API server drops ``extendedResourceName``, and the scheduler
+        counts an implicit ``deviceclass.resource.kubernetes.io/<class>`` name as a plain
+        extended resource that no node lists, so the pod fits nowhere.
+        """
+        if not bridge:
+            return ()
         names = set()
         for container in _containers(spec):
             for name in _requests(container):
