@@ -17,7 +17,7 @@ EDITABLE := PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(PIP) ins
 SERVE_STAMP := $(VENV)/.serve-installed
 TEST_STAMP  := $(VENV)/.test-installed
 
-.PHONY: scale scale-tools sweep yaml-reference chart-native image-size serve test lint typecheck unit system-deps properties bench bench-deps bench-check bench-churn bench-hostile bench-audit bench-growth lock lock-upgrade clean controlplane controlplane-mod cluster e2e
+.PHONY: matrix scale scale-tools sweep yaml-reference chart-native image-size serve test lint typecheck unit system-deps properties bench bench-deps bench-check bench-churn bench-hostile bench-audit bench-growth lock lock-upgrade clean controlplane controlplane-mod cluster e2e
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -146,12 +146,15 @@ image-size: $(TEST_STAMP)
 	$(BIN)/python -m tests.imagesize
 
 # The real control plane (needs Go and the Go module proxy), with Helm and kwok beside it. One
-# pinned Kubernetes release, KUBERNETES_VERSION in controlplane/release.py; binaries built once into
-# ${XDG_CACHE_HOME:-~/.cache}/placement-webhooks/controlplane/<version>/ and reused.
+# supported release (webhooks/k8s/releases.py): the newest, or KUBERNETES_VERSION=v1.34.4 (or
+# 1.34) for another, as in `KUBERNETES_VERSION=v1.34.4 make e2e`; binaries built once into
+# ${XDG_CACHE_HOME:-~/.cache}/placement-webhooks/controlplane/<version>/ (Helm, kwok and
+# Kyverno into .../tools/) and reused.
 controlplane: $(TEST_STAMP)
 	@$(BIN)/python -m controlplane.build
 
-# Regenerate controlplane/gomod/*/go.mod and go.sum after changing KUBERNETES_VERSION.
+# Regenerate controlplane/gomod/*/go.mod and go.sum (the chosen release's and the tools') after
+# changing a release's row or a tool's version.
 controlplane-mod: $(TEST_STAMP)
 	$(BIN)/python -m controlplane.build --generate
 	$(BIN)/python -m tests.controlplane.yamlreference --generate
@@ -189,6 +192,14 @@ scale: scale-tools
 	$(BIN)/python -m bench.scale.faults
 	$(BIN)/python -m bench.scale.failover --nodes $(NODES)
 	$(BIN)/python -m bench.scale.offline --nodes $(OFFLINE_NODES) --pods $(OFFLINE_PODS)
+
+# The release matrix (docs/releases.md): every supported release but the newest (the table in
+# webhooks/k8s/releases.py), each built once into the cache (about 12 minutes cold), then
+# the short suite (controlplane/matrix.py) on it. ARGS passes options, e.g. ARGS='--all'
+# (the newest too), ARGS='--release 1.34 --full' (one release, the whole e2e suite).
+# Not part of .ci/run: four cold builds do not fit its hour.
+matrix: $(TEST_STAMP)
+	$(BIN)/python -m controlplane.matrix $(ARGS)
 
 # The real-control-plane suite. pyproject's addopts ignore tests/controlplane, so `make test`
 # never collects it; naming the directory here collects it (pytest >= 8 collects a path

@@ -359,11 +359,17 @@ class _Handler(BaseHTTPRequestHandler):
         return kind, plural, name, flat, namespace
 
     def do_GET(self) -> None:
+        fake = self.server.fake
+        if urlsplit(self.path).path in ("/version", "/version/") and not fake.stall.is_set():
+            if fake.version is None:
+                self._json(404, status(404, "NotFound", "the server could not find it"))
+            else:
+                self._json(200, {"major": "1", "gitVersion": fake.version})
+            return
         accepted = self._accept(None)
         if accepted is None:
             return
         kind, plural, name, query, namespace = accepted
-        fake = self.server.fake
         if kind == "get":
             self._json(*fake.get(plural, name or "", namespace))
         elif kind == "watch":
@@ -476,6 +482,11 @@ class FakeApiServer:
         self.fail_gets: set[str] = set()
         #: Resources answered with 404 as an API server that does not serve them answers.
         self.unserved: set[str] = set()
+        #: What ``GET /version`` answers as ``gitVersion``; ``None``: 404.
+        self.version: str | None = "v1.37.2"
+        #: The API version DeviceTaintRules are served at (``v1alpha3`` as 1.34 with its
+        #: gate on); the other versions answer 404, as a real API server does.
+        self.device_taint_rule_version = "v1"
         self.stall = threading.Event()
         self.released = threading.Event()
         self.silent_watches = False
@@ -659,6 +670,13 @@ class FakeApiServer:
 
     def route(self, path: str) -> tuple[str, str | None, str | None, str | None]:
         """(list|get, plural, name, namespace) for a request path; plural None when unknown."""
+        rules = f"/apis/{DRA}/{self.device_taint_rule_version}/devicetaintrules"
+        canonical = f"/apis/{DRA}/v1/devicetaintrules"
+        if rules != canonical:
+            if path.startswith(canonical):
+                return "get", None, None, None
+            if path.startswith(rules):
+                path = canonical + path[len(rules) :]
         for plural, (base, *_rest) in NAMESPACED.items():
             if path == f"{base}/{plural}":
                 return "list", plural, None, None

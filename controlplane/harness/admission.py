@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from controlplane.release import RELEASE
 from webhooks.core.config import Config, camel, load_config
+from webhooks.k8s.releases import TOLERATION_COMPARISONS
 from webhooks.plugins import REGISTRY
 
 Mode = Literal["in-tree", "webhooks", "managed"]
@@ -69,7 +71,12 @@ def _feature_flags(config: Config) -> tuple[str, ...]:
     """Feature gates the config needs in every mode (the API server validates on its own)."""
     rules = config.plugins["taint-toleration-rules"]
     if rules.enabled and rules.settings.comparison_operators:
-        return ("--feature-gates=TaintTolerationComparisonOperators=true",)
+        if TOLERATION_COMPARISONS not in RELEASE.gates:
+            raise Untranslatable(
+                "plugins.taint-toleration-rules.comparisonOperators: "
+                f"{TOLERATION_COMPARISONS} is {RELEASE.gate_state(TOLERATION_COMPARISONS)}"
+            )
+        return (f"--feature-gates={TOLERATION_COMPARISONS}=true",)
     return ()
 
 

@@ -3,6 +3,7 @@ namespaced claims keyed ``namespace/name``, kept in a compact form, read back as
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -136,3 +137,16 @@ def test_files_find_a_claim_template_without_a_namespace_in_any_namespace() -> N
     assert "namespace" not in anywhere["metadata"]
     assert files.device_class(dra.GPU_CLASS) is not None
     assert files.device_class("crd") is None
+
+
+def test_a_resource_the_server_does_not_serve_is_listed_once_then_left_alone(
+    fake: FakeApiServer, open_api: OpenApi
+) -> None:
+    fake.unserved.update(DRA_CACHES)
+    cluster = open_api(timing=dataclasses.replace(FAST, backoff_cap=60.0))
+    assert cluster.synced()
+    for plural in DRA_CACHES:
+        informer = cluster.informers[plural]
+        assert (informer.served, informer.last_error) == (False, "")
+        # No watch of what is not there, and the next list waits for the longest backoff.
+        assert (fake.count("list", plural), fake.count("watch", plural)) == (1, 0)

@@ -25,6 +25,7 @@ from controlplane.harness import (
     create_namespace,
     running,
 )
+from controlplane.release import KUBERNETES_VERSION
 
 _names = itertools.count()
 #: (what, seconds) of every control plane the session's fixtures started, for the summary.
@@ -40,6 +41,11 @@ def _interrupt(_signum: int, _frame: FrameType | None) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """SIGTERM (a CI timeout, ``kill``) tears down like Ctrl-C instead of orphaning servers."""
     signal.signal(signal.SIGTERM, _interrupt)
+
+
+def pytest_report_header() -> str:
+    """Which release this run proves: the matrix runs the same suite on several."""
+    return f"Kubernetes {KUBERNETES_VERSION} (KUBERNETES_VERSION picks another supported release)"
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

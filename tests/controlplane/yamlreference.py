@@ -29,15 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from controlplane.build import BuildError, _go, _run, _staging_version
-from controlplane.release import (
-    GOMOD_DIR,
-    KUBERNETES_MODULE_DIR,
-    KUBERNETES_VERSION,
-    binary_dir,
-)
+from controlplane.release import GOMOD_DIR, RELEASE_MODULES_DIR, tools_dir
 from tests.manifests.plaincorpus import cases
+from webhooks.k8s.releases import NEWEST
 
 MODULE_DIR = GOMOD_DIR / "yamlref"
+#: kubectl's reader is the newest release's, whatever release the control plane runs: the
+#: stored answers are one set, and the manifest reader follows the newest kubectl.
+KUBERNETES_VERSION = NEWEST.proven
+KUBERNETES_MODULE_DIR = RELEASE_MODULES_DIR / KUBERNETES_VERSION / "kubernetes"
 #: The stored answers, one case a line: ``[text, documents, error]``.
 ANSWERS = Path(__file__).resolve().parents[1] / "fixtures" / "yamlref" / "plain-scalars.json"
 #: The modules that decide how kubectl reads YAML: its decoder, sigs.k8s.io/yaml, go-yaml v2.
@@ -98,7 +98,7 @@ def generate(go: str) -> None:
 def build(go: str) -> Path:
     """Build the program into the control plane's cache (go's own cache makes a rebuild quick)."""
     check_pins(go)
-    out = binary_dir() / "yamlref"
+    out = tools_dir() / "yamlref"
     out.parent.mkdir(parents=True, exist_ok=True)
     _run([go, "build", "-trimpath", "-o", str(out), "."], cwd=MODULE_DIR)
     return out

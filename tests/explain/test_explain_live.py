@@ -184,3 +184,137 @@ def test_a_cluster_without_dra_is_read_as_having_none(api: FakeApiServer, tmp_pa
     kubeconfig = api.kubeconfig(tmp_path / "kubeconfig")
     result = invoke_cli(["explain", "--kubeconfig", str(kubeconfig)])
     assert result.exit_code == 0, result.output
+
+
+ALPHA = "resource.k8s.io/v1alpha3"
+NOT_SERVED_134 = (
+    "explain: this cluster does not serve DeviceTaintRules (resource.k8s.io/v1alpha3 on "
+    "Kubernetes 1.34 needs gate DRADeviceTaints, alpha, off by default on Kubernetes 1.34, and "
+    "--runtime-config=resource.k8s.io/v1alpha3=true): taints from such rules are not considered"
+)
+BY_CLASS = (
+    "explain: 1 DeviceTaintRule(s) select devices by deviceClassName or CEL selectors "
+    "(resource.k8s.io/v1alpha3), which explain does not evaluate: not considered"
+)
+
+
+def _rule(api_version: str, **selector: str) -> dict[str, Any]:
+    rule = dra.device_taint_rule("gpu-0-ecc", "gpu.example.com/ecc", "NoExecute", **selector)
+    return {**rule, "apiVersion": api_version}
+
+
+RULE_CASES = [
+    pytest.param(
+        "v1.37.2", "v1", _rule(dra.API, device="gpu-0"), True, [], id="1.37 serves rules at v1"
+    ),
+    pytest.param(
+        "v1.34.4",
+        "v1alpha3",
+        _rule(ALPHA, device="gpu-0"),
+        True,
+        [],
+        id="1.34 with the gate on serves them at v1alpha3, and they are read there",
+    ),
+    pytest.param(
+        "v1.34.4",
+        None,
+        None,
+        False,
+        [NOT_SERVED_134],
+        id="1.34 by default serves none: one line says so, and claims are still read",
+    ),
+    pytest.param(
+        "v1.34.4",
+        "v1alpha3",
+        _rule(ALPHA, device="gpu-0", deviceClassName=dra.GPU_CLASS),
+        False,
+        [BY_CLASS],
+        id="a v1alpha3 rule that selects by class is left out, and said",
+    ),
+]
+
+
+@pytest.mark.parametrize(("version", "served", "rule", "tainted", "notes"), RULE_CASES)
+def test_device_taint_rules_are_read_at_the_version_the_release_serves(
+    api: FakeApiServer,
+    tmp_path: Path,
+    version: str,
+    served: str | None,
+    rule: dict[str, Any] | None,
+    tainted: bool,
+    notes: list[str],
+) -> None:
+    api.version = version
+    if served is None:
+        api.unserved.add("devicetaintrules")
+    else:
+        api.device_taint_rule_version = served
+    if rule is not None:
+        api.put(rule)
+    api.put(dra.device_class(extended=dra.GPU))
+    api.put(dra.resource_slice("gpu-1-slice", dra.device("gpu-0"), node="gpu-1"))
+    kubeconfig = api.kubeconfig(tmp_path / "kubeconfig")
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        (
+            Path(__file__).parent.parent / "fixtures" / "dra" / "extended-resource-job.yaml"
+        ).read_text(),
+        encoding="utf-8",
+    )
+    # A cluster serving rules before 1.37 runs with gates on, DRAExtendedResource among them
+    # (the fake keeps extendedResourceName whatever the version; a real server would not).
+    bridge = ["--feature-gates", "DRAExtendedResource=true"]
+    argv = ["explain", "--kubeconfig", str(kubeconfig), *bridge, "-o", "json", str(job)]
+    result = invoke_cli(argv)
+    assert result.exit_code in (0, 1), result.output
+    assert result.stderr.splitlines() == notes
+    gpu = next(n for n in json.loads(result.stdout)["pods"][0]["nodes"] if n["node"] == "gpu-1")
+    messages = " ".join(u["message"] for u in gpu["unmet"])
+    assert ("gpu.example.com/ecc" in messages) is tainted
+    assert api.count("list", "resourceclaims") + api.count("list", "resourceclaimtemplates") == 2
+
+
+@pytest.mark.parametrize(
+    ("version", "gates", "served"),
+    [
+        pytest.param("v1.37.2", [], True, id="1.37 serves the extended resource from DRA"),
+        pytest.param("v1.36.3", [], True, id="1.36 does too: the gate is on by default"),
+        pytest.param("v1.34.4", [], False, id="1.34 does not: the gate is off by default"),
+        pytest.param(
+            "v1.34.4",
+            ["--feature-gates", "DRAExtendedResource=true"],
+            True,
+            id="1.34 with the gate turned on does",
+        ),
+        pytest.param(
+            "v1.37.2",
+            ["--feature-gates", "DRAExtendedResource=false"],
+            False,
+            id="1.37 with the gate turned off does not",
+        ),
+    ],
+)
+def test_devices_serve_an_extended_resource_only_where_the_releases_gate_is_on(
+    api: FakeApiServer, tmp_path: Path, version: str, gates: list[str], served: bool
+) -> None:
+    """Without DRAExtendedResource the scheduler counts the request as a plain extended
+    resource no node lists; explain must not place the pod on a node's devices."""
+    api.version = version
+    api.put(dra.device_class(extended=dra.GPU))
+    api.put(dra.resource_slice("gpu-1-slice", dra.device("gpu-0"), node="gpu-1"))
+    kubeconfig = api.kubeconfig(tmp_path / "kubeconfig")
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        (
+            Path(__file__).parent.parent / "fixtures" / "dra" / "extended-resource-job.yaml"
+        ).read_text(),
+        encoding="utf-8",
+    )
+    argv = ["explain", "--kubeconfig", str(kubeconfig), *gates, "-o", "json", str(job)]
+    result = invoke_cli(argv)
+    assert result.exit_code in (0, 1), result.output
+    gpu = next(n for n in json.loads(result.stdout)["pods"][0]["nodes"] if n["node"] == "gpu-1")
+    rules = [u["rule"] for u in gpu["unmet"]]
+    # Served: only the node's dedicated taint keeps the pod off. Not served: the node lists
+    # no example.com/gpu, so it lacks the resource too.
+    assert rules == (["taint"] if served else ["taint", "resources"])

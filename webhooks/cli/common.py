@@ -20,6 +20,7 @@ from webhooks.core.config import Config, ConfigError
 from webhooks.dryrun.engine import SchemaCheck
 from webhooks.dryrun.report import Report
 from webhooks.dryrun.run import dry_run
+from webhooks.k8s.releases import DRA_EXTENDED_RESOURCE
 from webhooks.manifests.reader import STDIN, STDIN_NAME, Manifests, load
 
 #: The exit code for unusable input or usage.
@@ -76,6 +77,8 @@ def read_config_or_exit(path: str | None) -> Config:
 #: The feature gates ``--feature-gates`` knows, with the default of the release built on.
 COMPARISON_OPERATORS = "TaintTolerationComparisonOperators"
 FEATURE_GATES: Mapping[str, bool] = {COMPARISON_OPERATORS: False}
+#: ``explain`` also knows KEP-5004's gate: whether DeviceClasses serve extended resources.
+EXPLAIN_GATES: Mapping[str, bool] = {**FEATURE_GATES, DRA_EXTENDED_RESOURCE: True}
 
 feature_gates_option = click.option(
     "--feature-gates",
@@ -88,7 +91,9 @@ feature_gates_option = click.option(
 )
 
 
-def parse_feature_gates(values: Iterable[str]) -> dict[str, bool]:
+def parse_feature_gates(
+    values: Iterable[str], known: Mapping[str, bool] = FEATURE_GATES
+) -> dict[str, bool]:
     """``--feature-gates`` values (``A=true,B=false``, repeatable) as a dict; exits 2 naming
     an unknown gate or a value that is not a boolean.
 
@@ -102,9 +107,9 @@ def parse_feature_gates(values: Iterable[str]) -> dict[str, bool]:
             if not part.strip():
                 continue
             name, sep, raw = part.strip().partition("=")
-            if name not in FEATURE_GATES:
-                known = ", ".join(FEATURE_GATES)
-                fail(f"--feature-gates: unknown feature gate {name!r} (known: {known})")
+            if name not in known:
+                names = ", ".join(known)
+                fail(f"--feature-gates: unknown feature gate {name!r} (known: {names})")
             if not sep or raw.lower() not in ("true", "false"):
                 fail(f"--feature-gates: {name} must be set to true or false, got {part.strip()!r}")
             gates[name] = raw.lower() == "true"

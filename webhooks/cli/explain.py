@@ -17,6 +17,7 @@ import click
 from webhooks.cli import live
 from webhooks.cli.common import (
     COMPARISON_OPERATORS,
+    EXPLAIN_GATES,
     USAGE_ERROR,
     dry_run_inputs,
     fail,
@@ -39,6 +40,7 @@ from webhooks.explain.pods import PodView
 from webhooks.explain.queues import QUEUE_LABEL, Queues
 from webhooks.explain.templates import Template
 from webhooks.k8s import cel
+from webhooks.k8s.releases import DRA_EXTENDED_RESOURCE, NEWEST
 from webhooks.manifests.reader import STDIN, Document, load
 
 HELP = """Where each pod can run on the nodes in --nodes, on nodes an autoscaler can add
@@ -107,6 +109,10 @@ flag to change.
 
 --feature-gates TaintTolerationComparisonOperators=true matches Gt and Lt tolerations
 numerically, as the scheduler does with that gate (and lets admission accept them).
+--feature-gates DRAExtendedResource=false|true says whether DeviceClasses serve extended
+resources (their extendedResourceName and deviceclass.resource.kubernetes.io/<class>);
+the default is the release's: the cluster's with --kubeconfig (off before 1.36), the
+newest supported release's otherwise.
 
 \b
 Simplified: capacity ignores pods already running (devices held by a given allocated
@@ -344,7 +350,7 @@ def explain(
     stdin_name: str,
 ) -> None:
     """Load, admit, place, simulate, render; the help text is :data:`HELP`."""
-    gates = parse_feature_gates(feature_gates)
+    gates = parse_feature_gates(feature_gates, EXPLAIN_GATES)
     readers = [
         name
         for name, given in (
@@ -378,7 +384,9 @@ def explain(
         pods = _pods(paths, config_path, objects, namespace, stdin_name, gates, documents)
     extra = load([o for o in objects if o != STDIN]).documents if objects else []
     devices = _devices(documents, extra, cluster.devices if cluster is not None else ())
-    nodes, pods = with_devices(nodes, pods, devices, gates.get(COMPARISON_OPERATORS, False))
+    release = cluster.release if cluster is not None else NEWEST
+    bridge = gates.get(DRA_EXTENDED_RESOURCE, release.gate_on(DRA_EXTENDED_RESOURCE))
+    nodes, pods = with_devices(nodes, pods, devices, gates.get(COMPARISON_OPERATORS, False), bridge)
     template_docs: list[Document] = []
     templates, queues = _templates(template_paths, stdin_name, namespace, template_docs)
     queues.manage_without_queue_name = manage_without_queue_name

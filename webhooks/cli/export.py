@@ -18,6 +18,7 @@ import yaml
 
 from webhooks.cli.common import config_option, fail, read_config_or_exit
 from webhooks.cli.kubeversion import chosen_release, kubernetes_version_option
+from webhooks.cli.staticdir import static_for, write_static
 from webhooks.webhookconfig import DEFAULT_EXCLUDED_NAMESPACES, WebhookSettings
 
 #: Exit status when something enabled is not exported exactly (the report says what).
@@ -95,6 +96,20 @@ def write(target: str, objects: list[dict[str, Any]], report: list[str]) -> None
     help="Another namespace the policies never act in; repeatable. "
     f"{' and '.join(DEFAULT_EXCLUDED_NAMESPACES)} always are.",
 )
+@click.option(
+    "--static-manifests",
+    "static_dir",
+    metavar="DIR",
+    help="Instead of -o: write the policies as static admission manifests (KEP-5793, "
+    "Kubernetes 1.36+) under DIR, with the AdmissionConfiguration that loads them; the "
+    "kube-apiserver flags to set go to stderr. See docs/native.md.",
+)
+@click.option(
+    "--server-dir",
+    metavar="PATH",
+    help="With --static-manifests: where DIR will be on the control-plane hosts (absolute), "
+    "as the AdmissionConfiguration names it. Default: DIR's absolute path.",
+)
 @kubernetes_version_option(server=True)
 def export(
     config_path: str | None,
@@ -104,6 +119,8 @@ def export(
     name: str,
     namespace: str,
     exclude_namespace: tuple[str, ...],
+    static_dir: str | None,
+    server_dir: str | None,
     kubernetes_version: str | None,
     kubeconfig: str | None,
     kube_context: str | None,
@@ -115,11 +132,19 @@ def export(
     serves (v1beta1 on 1.34 and 1.35, behind their feature gate), and only CEL it accepts
     (a plugin that needs more is not exported, and says why). The report goes to stderr
     and heads the YAML as comments, one line per plugin and setting. Exit 0 when everything
-    exported is exact, 1 when something is not, 2 on unusable input.
+    exported is exact, 1 when something is not, 2 on unusable input. With --static-manifests
+    DIR the policies are written as files the API server loads at start-up (Kubernetes
+    1.36+), and stderr ends with the flags to set.
     """
     from webhooks.export import export as build
+    from webhooks.export import webhook_halves
+    from webhooks.export.static import POLICY_PLUGINS as POLICIES
     from webhooks.plugins import REGISTRY
 
+    if static_dir is not None and output != "-":
+        fail("--static-manifests writes DIR; give it or -o, not both")
+    if server_dir is not None and static_dir is None:
+        fail("--server-dir says where --static-manifests DIR is on the server: give both")
     config = read_config_or_exit(config_path)
     unknown = [p for p in plugins if p not in REGISTRY]
     if unknown:
@@ -127,10 +152,33 @@ def export(
     excluded = tuple(dict.fromkeys([*DEFAULT_EXCLUDED_NAMESPACES, *exclude_namespace]))
     settings = WebhookSettings(name=name, namespace=namespace, exclude_namespaces=excluded)
     target = chosen_release(kubernetes_version, kubeconfig, kube_context)
-    result = build(config, REGISTRY, plugins, settings, hybrid=hybrid, release=target)
+    static = static_dir is not None
+    result = build(
+        config, REGISTRY, plugins, settings, hybrid=hybrid, static=static, release=target
+    )
+    if static and hybrid:
+        _same_halves(result.webhook, webhook_halves(config, REGISTRY, target))
     report = result.report()
-    write(output, list(result.objects), report)
+    if static_dir is None:
+        write(output, list(result.objects), report)
     for line in report:
         click.echo(line, err=True)
+    if static_dir is not None:
+        manifests = static_for(static_dir, server_dir, list(result.objects), target, POLICIES)
+        write_static(static_dir, manifests)
     if not result.exact:
         sys.exit(EXIT_INEXACT)
+
+
+def _same_halves(static: frozenset[tuple[str, str]], served: frozenset[tuple[str, str]]) -> None:
+    """Refuse ``--hybrid --static-manifests`` where the webhook would have to keep more than
+    ``webhook-config --native`` and ``serve --native`` give it (a plugin whose policies need
+    params, which static manifests cannot hold)."""
+    missing = sorted(static - served)
+    if missing:
+        halves = ", ".join(f"{plugin} ({phase})" for plugin, phase in missing)
+        fail(
+            "--hybrid --static-manifests: static manifests cannot hold "
+            f"{halves}, which webhook-config --native leaves to the policies; "
+            "disable it, or export without --hybrid"
+        )

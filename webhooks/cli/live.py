@@ -32,10 +32,11 @@ from webhooks.dryrun.run import dry_run
 from webhooks.explain.inventory import nodes_from, pods_from
 from webhooks.explain.nodes import FailAs, Node
 from webhooks.explain.pods import PodView
+from webhooks.k8s.releases import NEWEST, Release, ServerRelease
 from webhooks.manifests.reader import Document, api_document
 
 if TYPE_CHECKING:  # the kubernetes client loads only when a flag asks for a cluster
-    from webhooks.cluster.listing import Lister
+    from webhooks.cluster.listing import Kind, Lister
 
 
 def options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -78,6 +79,8 @@ class Cluster:
     context: list[dict[str, Any]] = field(default_factory=list)
     devices: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: The release the API server runs (the newest when it could not be told).
+    release: Release = NEWEST
 
     def inventory(self, failed: set[str], fail_as: FailAs) -> list[Node]:
         """The Nodes as ``explain``'s inventory; exits 2 as ``--nodes`` does when unusable."""
@@ -149,27 +152,87 @@ def read(
         fail(str(exc))
 
 
+def _served(lister: Lister, kind: Kind, into: list[dict[str, Any]]) -> bool:
+    """Add every object of ``kind`` to ``into``; ``False`` when the cluster does not serve
+    it (404). Why not an error: a kind a release lacks has no objects to consider."""
+    from webhooks.cluster.listing import ApiError
+
+    try:
+        into.extend(lister.items(kind))
+    except ApiError as exc:
+        if exc.status != 404:
+            raise
+        return False
+    return True
+
+
+def _device_taint_rules(
+    lister: Lister, found: ServerRelease, into: list[dict[str, Any]]
+) -> list[str]:
+    """Read the DeviceTaintRules at the version the cluster's release serves them; the
+    notes to show (one line when they are not served, one when the release was assumed).
+
+    Why a note and not a failure: without the gate and its runtime-config (the defaults
+    before 1.37) no rule can exist, and the rest of the explanation holds.
+    """
+    from webhooks.cluster.listing import device_taint_rules
+
+    release = found.release
+    kind = device_taint_rules(release)
+    rules: list[dict[str, Any]] = []
+    if _served(lister, kind, rules):
+        # 1.34's v1alpha3 rules may also select by class or CEL, which is not evaluated
+        # here: such a rule is left out, and said, rather than applied too widely.
+        kept = [r for r in rules if not _selects_beyond_pools(r)]
+        into.extend(kept)
+        left = len(rules) - len(kept)
+        if not left:
+            return []
+        return [
+            f"explain: {left} DeviceTaintRule(s) select devices by deviceClassName or CEL "
+            f"selectors ({kind.api_version}), which explain does not evaluate: not considered"
+        ]
+    gate = release.device_taint_rule_gate
+    how = f"gate {gate}, {release.gate_state(gate)}"
+    if kind.version != "v1":
+        how += f", and --runtime-config={kind.api_version}=true"
+    note = (
+        f"explain: this cluster does not serve DeviceTaintRules ({kind.api_version} on "
+        f"Kubernetes {release.name} needs {how}): taints from such rules are not considered"
+    )
+    return [*([f"explain: {found.note}"] if found.note else []), note]
+
+
+def _selects_beyond_pools(rule: dict[str, Any]) -> bool:
+    """Whether a DeviceTaintRule's selector uses ``v1alpha3``'s class or CEL fields."""
+    spec = rule.get("spec")
+    selector = spec.get("deviceSelector") if isinstance(spec, dict) else None
+    return isinstance(selector, dict) and bool(
+        selector.get("deviceClassName") or selector.get("selectors")
+    )
+
+
 def _listed(lister: Lister, pods_of: str | None) -> Cluster:
     """What ``explain`` reads from a connected cluster (a ``Lister``): see :func:`read`."""
     from webhooks.audit.recreate import pods_to_place
-    from webhooks.cluster.listing import DRA_KINDS, KINDS, ApiError
+    from webhooks.cluster.listing import DRA_KINDS, KINDS
 
-    found = Cluster()
+    server = lister.release()
+    found = Cluster(release=server.release)
     for kind in ("Namespace", "RuntimeClass"):
         found.context.extend(lister.items(KINDS[kind]))
     for dra_kind in DRA_KINDS:
-        try:
-            found.devices.extend(lister.items(dra_kind))
-        except ApiError as exc:
-            if exc.status != 404:
-                raise
+        if not _served(lister, dra_kind, found.devices):
             break  # a cluster that does not serve resource.k8s.io/v1 has none
+    else:
+        found.notes.extend(_device_taint_rules(lister, server, found.devices))
     found.nodes = [
         api_document(node, f"api:nodes/{node['metadata'].get('name', '')}")
         for node in lister.items(KINDS["Node"])
     ]
     if pods_of:
-        pods, found.notes = pods_to_place(lister, pods_of)
+        pods, notes = pods_to_place(lister, pods_of)
+        found.notes.extend(notes)
         found.pods = [
             api_document(pod, f"api:pods/{pods_of}/{pod['metadata'].get('name', '')}")
             for pod in pods

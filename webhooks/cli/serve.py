@@ -146,6 +146,7 @@ def serve(
         max_metrics_connections=max_metrics_connections,
         head_timeout=head_timeout,
         kept=kept_by if native else None,
+        server_release=_server_release(config),
     )
     if native:
         kept = sorted(f"{name}/{phase}" for name, phase in kept_by(config))
@@ -171,6 +172,17 @@ def _webhook_halves(config: Any, release: Release) -> frozenset[tuple[str, str]]
     from webhooks.plugins import REGISTRY
 
     return webhook_halves(config, REGISTRY, release)
+
+
+def _server_release(config: Any) -> Any:
+    """The release of the cluster the config reads (``None``: none), asked once here.
+
+    Why in the CLI, before any worker: the master says once which settings the release
+    does not serve, and every worker inherits the answer instead of asking again.
+    """
+    from webhooks.cluster.version import server_release
+
+    return server_release(config.cluster)
 
 
 def _check_cluster_source(config: Any) -> None:

@@ -20,6 +20,7 @@ import yaml
 from webhooks.cli.common import config_option, fail, read_config_or_exit
 from webhooks.cli.kubeversion import chosen_release, kubernetes_version_option
 from webhooks.configfile import read_document
+from webhooks.k8s.releases import Release
 from webhooks.manifests.errors import Refused
 from webhooks.webhookconfig import (
     DEFAULT_EXCLUDED_NAMESPACES,
@@ -158,6 +159,20 @@ POLICIES = click.Choice(["Ignore", "Fail"])
 @kubernetes_version_option()
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help="For --inject.")
 @click.option("--context", "kube_context", help="Kubeconfig context, for --inject.")
+@click.option(
+    "--static-manifests",
+    "static_dir",
+    metavar="DIR",
+    help="Instead of printing: write the configurations as static admission manifests "
+    "(KEP-5793, Kubernetes 1.36+) under DIR, beside `export --static-manifests`; needs "
+    "--url (a static webhook cannot name a Service). See docs/native.md.",
+)
+@click.option(
+    "--server-dir",
+    metavar="PATH",
+    help="With --static-manifests: where DIR will be on the control-plane hosts (absolute). "
+    "Default: DIR's absolute path.",
+)
 def webhook_config(
     config_path: str | None,
     name: str,
@@ -187,6 +202,8 @@ def webhook_config(
     watch_seconds: float,
     kubeconfig: str | None,
     kube_context: str | None,
+    static_dir: str | None,
+    server_dir: str | None,
     kubernetes_version: str | None,
 ) -> None:
     """Print the Mutating- and ValidatingWebhookConfiguration, or --inject a caBundle.
@@ -200,6 +217,13 @@ def webhook_config(
     """
     from webhooks.plugins import REGISTRY
 
+    if server_dir is not None and static_dir is None:
+        fail("--server-dir says where --static-manifests DIR is on the server: give both")
+    if static_dir is not None and (inject or not url):
+        fail(
+            "--static-manifests needs --url and no --inject: a static webhook is called by "
+            "URL (it cannot name a Service) and is no API object to inject into"
+        )
     config = read_config_or_exit(config_path)
     target = chosen_release(kubernetes_version)
     ca_bundle = _read_ca(Path(ca_file)) if ca_file else ""
@@ -250,6 +274,9 @@ def webhook_config(
     if inject:
         _inject(objects, ca_bundle, ca_file, kubeconfig, kube_context, watch_seconds)
         return
+    if static_dir is not None:
+        _static(objects, static_dir, server_dir, bool(ca_bundle), target)
+        return
     if not ca_bundle:
         click.echo(
             "placement-webhooks: no --ca-file: caBundle left out (inject it with --inject "
@@ -257,6 +284,31 @@ def webhook_config(
             err=True,
         )
     sys.stdout.write(yaml.safe_dump_all(objects, sort_keys=False, explicit_start=True))
+
+
+def _static(
+    objects: list[dict[str, Any]],
+    target: str,
+    server_dir: str | None,
+    ca: bool,
+    release: Release,
+) -> None:
+    """``--static-manifests``: the configurations as files the API server loads at start-up.
+
+    Why a webhook may be static too: the API server calls it from its first request, and
+    nobody can delete its configuration through the API; the webhook itself must be up by
+    then (its failurePolicy decides what happens until it is).
+    """
+    from webhooks.cli.staticdir import static_for, write_static
+    from webhooks.export.static import WEBHOOK_PLUGINS
+
+    if not ca:
+        click.echo(
+            "placement-webhooks: no --ca-file: caBundle left out; the API server then "
+            "trusts only its host's roots for the --url",
+            err=True,
+        )
+    write_static(target, static_for(target, server_dir, objects, release, WEBHOOK_PLUGINS))
 
 
 def _inject(

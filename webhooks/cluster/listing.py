@@ -42,6 +42,7 @@ from webhooks.cluster.kubeconfig import (
     resolve_source,
 )
 from webhooks.core.config import ClusterSettings
+from webhooks.k8s.releases import Release, ServerRelease
 
 __all__ = [
     "KINDS",
@@ -52,6 +53,7 @@ __all__ = [
     "Lister",
     "Paging",
     "connect",
+    "device_taint_rules",
 ]
 
 #: Statuses that say "not now" rather than "no": asked again (429 and the 5xx a busy or
@@ -166,14 +168,14 @@ KINDS: Mapping[str, Kind] = {
     )
 }
 #: The DRA kinds ``explain`` reads from a cluster (not the audit: it admits objects), in
-#: the order it reads them.
+#: the order it reads them; every supported release serves them at ``v1``. DeviceTaintRule,
+#: whose version differs by release, is :func:`device_taint_rules`.
 DRA_KINDS: tuple[Kind, ...] = (
     *(
         Kind(kind, plural, DRA_GROUP, "v1", False, DRA_API, f"list_{snake}")
         for kind, plural, snake in (
             ("DeviceClass", "deviceclasses", "device_class"),
             ("ResourceSlice", "resourceslices", "resource_slice"),
-            ("DeviceTaintRule", "devicetaintrules", "device_taint_rule"),
         )
     ),
     _grouped("ResourceClaim", "resourceclaims", DRA_GROUP, DRA_API, "resource_claim"),
@@ -185,6 +187,26 @@ DRA_KINDS: tuple[Kind, ...] = (
         "resource_claim_template",
     ),
 )
+
+
+def device_taint_rules(release: Release) -> Kind:
+    """DeviceTaintRule at the API version ``release`` serves it (``v1alpha3`` on 1.34).
+
+    Why from the release table: reading it at ``v1`` answers 404 before 1.37 even where
+    the gate is on, and the client's class for each version is named after it
+    (``ResourceV1alpha3Api``).
+    """
+    version = release.device_taint_rule_version
+    api = f"Resource{version.capitalize()}Api"
+    return Kind(
+        "DeviceTaintRule",
+        "devicetaintrules",
+        DRA_GROUP,
+        version,
+        False,
+        api,
+        "list_device_taint_rule",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,6 +288,13 @@ class Lister:
         return self._apis[name]
 
     # -- reading -----------------------------------------------------------------------------
+
+    def release(self) -> ServerRelease:
+        """The release the API server reports (the newest assumed, and said, if it cannot
+        be asked). Why here: what ``explain`` reads depends on it (DeviceTaintRule)."""
+        from webhooks.cluster.version import read_release
+
+        return read_release(self._client, self.paging.read)
 
     def items(
         self, kind: Kind, namespace: str | None = None, label_selector: str = ""

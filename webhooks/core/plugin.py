@@ -160,6 +160,25 @@ Half = Mutator | Validator
 
 
 @dataclass(frozen=True, slots=True)
+class Need:
+    """A setting that works only where the API server serves a feature behind ``gate``.
+
+    ``key`` is the setting's key under the plugin's section (``deviceClaims``), ``feature``
+    what the API server must serve (``DeviceClass spec.extendedResourceName``), ``without``
+    what happens where it does not, and ``on`` whether given settings use it. Why data
+    and not a check in the plugin: the server, the chart's schema and the docs all say the
+    same thing about the same settings, and the release table decides where the gate is on
+    (:mod:`webhooks.core.availability`); a plugin never learns which release it runs on.
+    """
+
+    key: str
+    gate: str
+    feature: str
+    without: str
+    on: Callable[[Any], bool]
+
+
+@dataclass(frozen=True, slots=True)
 class Plugin:
     """A named plugin: settings type, optional mutating and validating halves.
 
@@ -175,10 +194,11 @@ class Plugin:
     validation skips, as an exception (:mod:`webhooks.core.policy`) would. ``lookups``
     says which cluster resources (plurals) the plugin's settings make it consult, beyond
     RuntimeClasses and Namespaces, so the server caches those only when a setting needs
-    them. ``precedes_admission`` marks a mutating half that writes what a controller writes
-    into its objects before they reach admission (the DaemonSet controller's default
-    tolerations): the chain runs it before every other mutator, as if the object had
-    arrived with it, and its change asks for no second pass.
+    them. ``needs`` lists the settings that work only where the API server serves a gated
+    feature (:class:`Need`). ``precedes_admission`` marks a mutating half that writes
+    what a controller writes into its objects before they reach admission (the DaemonSet
+    controller's default tolerations): the chain runs it before every other mutator, as
+    if the object had arrived with it, and its change asks for no second pass.
     """
 
     name: str
@@ -192,6 +212,7 @@ class Plugin:
     upstream: str = ""
     exempt_namespaces: tuple[str, ...] | None = None
     lookups: Callable[[Any], frozenset[str]] | None = None
+    needs: tuple[Need, ...] = ()
     precedes_admission: bool = False
 
     def half(self, phase: Phase) -> Half | None:

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from webhooks.k8s.affinity import term_matches
 from webhooks.k8s.claims import (
@@ -72,12 +72,18 @@ DEVICE_KINDS = (
 )
 
 
+#: DeviceTaintRule is also read at ``v1alpha3``, the only version 1.34 and 1.35 serve it
+#: at; its selector's ``driver``/``pool``/``device`` mean what they mean in ``v1``.
+RULE_ALPHA: Final = "resource.k8s.io/v1alpha3"
+
+
 def is_device_object(obj: Any) -> bool:
     """Whether ``obj`` is a ``resource.k8s.io`` object ``explain`` reads."""
-    return (
-        isinstance(obj, Mapping)
-        and obj.get("kind") in DEVICE_KINDS
-        and obj.get("apiVersion") in API_VERSIONS
+    if not isinstance(obj, Mapping) or obj.get("kind") not in DEVICE_KINDS:
+        return False
+    version = obj.get("apiVersion")
+    return version in API_VERSIONS or (
+        version == RULE_ALPHA and obj.get("kind") == DEVICE_TAINT_RULE
     )
 
 
@@ -241,8 +247,16 @@ class DeviceInventory:
             )
         return tuple(out)
 
-    def extended(self, spec: Mapping[str, Any]) -> tuple[ExtendedDevices, ...]:
-        """The extended resources the pod requests that some DeviceClass serves."""
+    def extended(self, spec: Mapping[str, Any], bridge: bool = True) -> tuple[ExtendedDevices, ...]:
+        """The extended resources the pod requests that some DeviceClass serves.
+
+        ``bridge`` is the cluster's DRAExtendedResource gate. Without it no class serves an
+        extended resource: the API server drops ``extendedResourceName``, and the scheduler
+        counts an implicit ``deviceclass.resource.kubernetes.io/<class>`` name as a plain
+        extended resource that no node lists, so the pod fits nowhere.
+        """
+        if not bridge:
+            return ()
         names = set()
         for container in _containers(spec):
             for name in _requests(container):

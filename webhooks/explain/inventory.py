@@ -180,10 +180,15 @@ def devices_from(objects: Iterable[Any]) -> DeviceInventory:
 
 
 def with_devices(
-    nodes: Sequence[Node], pods: Sequence[PodView], devices: DeviceInventory, comparisons: bool
+    nodes: Sequence[Node],
+    pods: Sequence[PodView],
+    devices: DeviceInventory,
+    comparisons: bool,
+    bridge: bool = True,
 ) -> tuple[list[Node], list[PodView]]:
     """The nodes with the devices their slices publish, and the pods with their claims
-    resolved and the cluster's TaintTolerationComparisonOperators gate.
+    resolved, the cluster's TaintTolerationComparisonOperators gate, and (``bridge``, its
+    DRAExtendedResource gate) the extended resources DeviceClasses serve.
 
     Why after admission: the claims are those of the pod admission stores.
     """
@@ -198,7 +203,7 @@ def with_devices(
             pod,
             comparisons=comparisons,
             claims=devices.resolve(pod.spec, pod.namespace),
-            extended=devices.extended(pod.spec),
+            extended=devices.extended(pod.spec, bridge),
             classes=devices.classes,
         )
         for pod in pods

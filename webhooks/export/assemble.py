@@ -51,6 +51,7 @@ from webhooks.export.model import (
     exception_line,
     plugin_lines,
 )
+from webhooks.export.static import PARAMS_WHY, uses_params
 from webhooks.export.translators import TRANSLATORS
 from webhooks.k8s.podspec import POD, TEMPLATE_RESOURCES
 from webhooks.k8s.releases import NEWEST, RELEASES, Release
@@ -192,9 +193,11 @@ class Planned:
     refused: frozenset[str] = frozenset()
 
 
-def _plan(plugin: Plugin, config: Config, release: Release) -> Planned:
+def _plan(plugin: Plugin, config: Config, release: Release, *, static: bool = False) -> Planned:
     rules = config.plugins[plugin.name]
     translated = TRANSLATORS[plugin.name](rules.settings)
+    if static:
+        translated = _without_params(translated)
     translation = _for_release(translated, release)
     refused = frozenset(
         phase
@@ -332,6 +335,30 @@ def _for_release(translation: Translation, release: Release) -> Translation:
         mutate=halves["mutate"],
         validate=halves["validate"],
         lines=tuple(lines),
+    )
+
+
+def _without_params(translation: Translation) -> Translation:
+    """``translation`` with every half that needs a param not exported: static admission
+    manifests (:mod:`webhooks.export.static`) allow none, and the API server refuses to
+    start with one."""
+    halves = uses_params(translation)
+    if not halves:
+        return translation
+    key = f"plugins.{translation.plugin}"
+    mutate = NOT_EXPORTED if "mutate" in halves else translation.mutate
+    validate = NOT_EXPORTED if "validate" in halves else translation.validate
+    whole = all(v in (None, NOT_EXPORTED) for v in (mutate, validate))
+    own = Line(key, NOT_EXPORTED if whole else EXCEPT, PARAMS_WHY)
+    return dataclasses.replace(
+        translation,
+        mutations=() if mutate == NOT_EXPORTED else translation.mutations,
+        validating=tuple(
+            p for p in translation.validating if p.phase not in halves and not p.runtime_class
+        ),
+        mutate=mutate,
+        validate=validate,
+        lines=(own, *(line for line in translation.lines if line.subject != key)),
     )
 
 
@@ -694,6 +721,7 @@ def export(
     *,
     hybrid: bool = False,
     release: Release = NEWEST,
+    static: bool = False,
 ) -> Export:
     """The enabled plugins (or exactly ``only``) as native policies, and the report.
 
@@ -702,11 +730,14 @@ def export(
     exported (:func:`native_halves`), and the report says what of each plugin its webhook
     keeps. ``release`` is the Kubernetes release the objects are for: the API version of
     its MutatingAdmissionPolicies, and the CEL its API server accepts (a half that needs
-    more is refused, and a hybrid installation's webhook keeps it).
+    more is refused, and a hybrid installation's webhook keeps it). With ``static`` only
+    what static admission manifests can hold is exported (no params:
+    :func:`webhooks.export.static.uses_params`), for
+    :func:`webhooks.export.static.static_manifests` to lay out.
     """
     settings = settings or WebhookSettings()
     chosen = [p for p in registry if p.name in only] if only else config.chain(registry)
-    plan = [_plan(plugin, config, release) for plugin in chosen]
+    plan = [_plan(plugin, config, release, static=static) for plugin in chosen]
     native = native_halves(plan)
     kept = _kept(plan, native)
     lines: list[Line] = []

@@ -51,6 +51,9 @@ class Release:
     mutating_policy_version: str
     #: The API version DeviceTaintRule is served at, when its gate is on.
     device_taint_rule_version: str
+    #: The gate that serves DeviceTaintRule (``DRADeviceTaints`` until 1.35 split the API
+    #: off into ``DRADeviceTaintRules``; read from ``pkg/features/kube_features.go``).
+    device_taint_rule_gate: str
     #: The CEL environment the API server compiles a *new* admission policy expression
     #: against: its minimum compatibility version, one minor below the release
     #: (``environment.DefaultCompatibilityVersion``; ``NewExpressions`` in
@@ -70,6 +73,30 @@ class Release:
         """Whether ``gate`` is on in this release's defaults (a missing gate is off)."""
         found = self.gates.get(gate)
         return found is not None and found.default
+
+    def gate_state(self, gate: str) -> str:
+        """How ``gate`` stands in this release, as a clause of a sentence.
+
+        ``"absent from Kubernetes 1.34"``, ``"alpha, off by default on Kubernetes 1.35"``,
+        ``"on by default on Kubernetes 1.37"``. Why words and not the :class:`Gate`: the
+        messages that tell a user a setting cannot work say it this way, and the stage
+        tells them whether turning the gate on is even possible on a managed cluster.
+        """
+        found = self.gates.get(gate)
+        if found is None:
+            return f"absent from Kubernetes {self.name}"
+        if found.default:
+            return f"on by default on Kubernetes {self.name}"
+        return f"{found.stage}, off by default on Kubernetes {self.name}"
+
+    @property
+    def device_taint_rules_by_default(self) -> bool:
+        """Whether DeviceTaintRule is served without a gate or runtime-config.
+
+        Why both: an alpha or beta API version is off by default whatever its gate says
+        (``--runtime-config`` turns it on), so only a GA version with its gate on is served.
+        """
+        return self.device_taint_rule_version == "v1" and self.gate_on(self.device_taint_rule_gate)
 
     @property
     def mutating_policies_by_default(self) -> bool:
@@ -133,6 +160,7 @@ RELEASES: Final[tuple[Release, ...]] = (
         "v1.34.4",
         "v1beta1",
         "v1alpha3",
+        DRA_DEVICE_TAINTS,
         (1, 33),
         {
             MUTATING_ADMISSION_POLICY: _BETA_OFF,
@@ -145,6 +173,7 @@ RELEASES: Final[tuple[Release, ...]] = (
         "v1.35.4",
         "v1beta1",
         "v1alpha3",
+        DRA_DEVICE_TAINT_RULES,
         (1, 34),
         {
             MUTATING_ADMISSION_POLICY: _BETA_OFF,
@@ -159,6 +188,7 @@ RELEASES: Final[tuple[Release, ...]] = (
         "v1.36.3",
         "v1",
         "v1beta2",
+        DRA_DEVICE_TAINT_RULES,
         (1, 35),
         {
             MUTATING_ADMISSION_POLICY: _GA,
@@ -174,6 +204,7 @@ RELEASES: Final[tuple[Release, ...]] = (
         "v1.37.2",
         "v1",
         "v1",
+        DRA_DEVICE_TAINT_RULES,
         (1, 36),
         {
             MUTATING_ADMISSION_POLICY: _GA,
@@ -222,3 +253,62 @@ def release(text: str) -> Release:
         f"Kubernetes {minor[0]}.{minor[1]} is not supported (supported: {names}); "
         f"{OLDEST.name} is the oldest"
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ServerRelease:
+    """The release a cluster's API server runs, as far as it could be told.
+
+    ``reported`` is what the server said (its ``gitVersion``; ``""`` when it could not be
+    read). ``note`` is ``""`` when that names a supported release, else one line saying
+    which release is assumed and why. Why an assumption and not a refusal: a server that
+    cannot tell its version must still serve the policy; what depends on the release is
+    then said once, with the assumption, instead of guessed silently.
+    """
+
+    release: Release
+    reported: str = ""
+    note: str = ""
+
+
+def judge(reported: str | None, failure: str = "") -> ServerRelease:
+    """The :class:`ServerRelease` for what an API server reported (``None``: it could not
+    be asked, and ``failure`` says why).
+
+    Unreadable or unparsable: the newest release is assumed, since a cluster that cannot
+    be asked is most likely current and a wrong "older" would warn about settings that
+    work. Older than the oldest row: the oldest, which lacks the most. Newer than the
+    newest: the newest, as :func:`release` does.
+    """
+    if reported is None:
+        return ServerRelease(
+            NEWEST,
+            "",
+            f"cannot read the API server's version ({failure or 'no answer'}): assuming "
+            f"Kubernetes {NEWEST.name}, the newest supported",
+        )
+    try:
+        minor = parse_minor(reported)
+    except UnsupportedRelease:
+        return ServerRelease(
+            NEWEST,
+            reported,
+            f"the API server's version {reported[:40]!r} names no Kubernetes release: "
+            f"assuming Kubernetes {NEWEST.name}, the newest supported",
+        )
+    if minor < OLDEST.minor:
+        return ServerRelease(
+            OLDEST,
+            reported,
+            f"Kubernetes {minor[0]}.{minor[1]} is older than the oldest supported release: "
+            f"judged as Kubernetes {OLDEST.name}, and more may not work than is said",
+        )
+    found = release(reported)
+    if found.minor != minor:
+        return ServerRelease(
+            found,
+            reported,
+            f"Kubernetes {minor[0]}.{minor[1]} is newer than the newest supported release: "
+            f"judged as Kubernetes {found.name}",
+        )
+    return ServerRelease(found, reported)

@@ -69,6 +69,7 @@ from webhooks.core.plugin import (
     Context,
     LookupFailure,
     Mutator,
+    Need,
     Plugin,
     Validator,
 )
@@ -86,6 +87,7 @@ from webhooks.k8s.claims import (
 from webhooks.k8s.excerpt import show, show_key
 from webhooks.k8s.names import is_dns_subdomain, is_extended_resource_name, qualified_name_errors
 from webhooks.k8s.podspec import is_mirror_pod, resource_names, spec_at
+from webhooks.k8s.releases import DRA_EXTENDED_RESOURCE
 from webhooks.k8s.tolerations import (
     NO_SCHEDULE,
     add_or_update_all,
@@ -596,6 +598,20 @@ def enforcing(settings: Settings) -> bool:
     return settings.guards is not None
 
 
+#: ``deviceClaims`` reads the extended resource name a DeviceClass declares (KEP-5004); an
+#: API server with the gate off drops that field when a class is written, so only the
+#: classes ``deviceClassTaints`` names resolve there.
+NEEDS: Final = (
+    Need(
+        "deviceClaims",
+        DRA_EXTENDED_RESOURCE,
+        "DeviceClass spec.extendedResourceName",
+        "a claim of a DeviceClass not named in deviceClassTaints gives its pod no toleration",
+        lambda settings: bool(settings.device_claims),
+    ),
+)
+
+
 PLUGIN = Plugin(
     name="extended-resource-toleration",
     summary="Tolerates the taint named after each extended resource a pod requests.",
@@ -612,4 +628,5 @@ PLUGIN = Plugin(
     upstream="ExtendedResourceToleration",
     exempt_namespaces=("kube-system",),
     lookups=lookups,
+    needs=NEEDS,
 )

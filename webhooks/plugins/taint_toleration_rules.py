@@ -28,12 +28,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhooks.core.plugin import Context, GroupResource, Plugin, Validator
+from webhooks.core.plugin import Context, GroupResource, Need, Plugin, Validator
 from webhooks.core.result import Violation
 from webhooks.core.review import AdmissionRequest
 from webhooks.k8s.fielderr import invalid
 from webhooks.k8s.mapping import MAPPING
 from webhooks.k8s.podspec import POD_SPEC_PATHS, TEMPLATE_RESOURCES, PodSpecPath, dotted
+from webhooks.k8s.releases import TOLERATION_COMPARISONS
 from webhooks.k8s.validation import (
     COMPARISONS,
     NOT_AN_OBJECT_MSG,
@@ -124,6 +125,19 @@ def validate(request: AdmissionRequest, obj: dict[str, Any], ctx: Context) -> li
 
 RESOURCES: frozenset[GroupResource] = frozenset(_WHERE)
 
+#: ``comparisonOperators`` models the API server's gate; where the gate is off the API
+#: server refuses ``Lt``/``Gt`` tolerations itself, whatever this setting accepts.
+NEEDS = (
+    Need(
+        "comparisonOperators",
+        TOLERATION_COMPARISONS,
+        "tolerations with operator Lt or Gt",
+        "the API server refuses them itself, whatever this setting accepts",
+        lambda settings: bool(settings.comparison_operators),
+    ),
+)
+
+
 PLUGIN = Plugin(
     name="taint-toleration-rules",
     summary="Rejects invalid toleration and taint keys, values, operators and effects.",
@@ -139,4 +153,5 @@ PLUGIN = Plugin(
             "has(t.operator) && (t.operator == 'Lt' || t.operator == 'Gt'))"
         ),
     ),
+    needs=NEEDS,
 )

@@ -221,6 +221,8 @@ class ServerState:
     not-ready while it keeps serving; ``require_client_cert`` refuses admission calls that
     did not present a certificate signed by the configured client CA. ``closers`` stop
     what the state started (metrics writer, cluster watches) when its worker exits.
+    ``ready_detail`` follows ``ok`` on a ready ``/readyz``: what works less than
+    configured without making the pod unready (settings the cluster's release lacks).
     """
 
     admission: Admission
@@ -230,6 +232,7 @@ class ServerState:
     require_client_cert: bool = False
     review_log: ReviewLog | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
+    ready_detail: str = ""
 
     def close(self) -> None:
         """Stop everything the state started, once; later calls do nothing."""
@@ -395,7 +398,7 @@ def create_app(state: ServerState) -> Flask:
         reason = state.not_ready_reason()
         if reason:
             return Response(f"not ready: {reason}\n", 503, content_type="text/plain; charset=utf-8")
-        return Response("ok\n", content_type="text/plain; charset=utf-8")
+        return Response("ok\n" + state.ready_detail, content_type="text/plain; charset=utf-8")
 
     @app.get("/metrics")
     def metrics_route() -> Response:

@@ -20,6 +20,7 @@ from webhooks.server.clusterseries import ClusterSeries
 from webhooks.server.metrics import GaugeCollector, Metrics
 from webhooks.server.readiness import cluster_check
 from webhooks.server.runner import Built, ServeOptions
+from webhooks.server.unavailable import readyz_detail, register, settings_unavailable
 
 
 def build_state(options: ServeOptions) -> ServerState:
@@ -59,6 +60,9 @@ def build_state(options: ServeOptions) -> ServerState:
         watch.ca_seconds,
     )
     metrics.collect(expiry)
+    lacking = settings_unavailable(config, options.server_release)
+    state.ready_detail = readyz_detail(lacking, options.server_release)
+    register(metrics.registry, lacking)
     if cluster is not None:
         state.closers.append(cluster.stop)
         state.ready_checks.append(cluster_check(cluster))

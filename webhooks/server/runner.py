@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gunicorn import util
 from gunicorn.app.base import BaseApplication
@@ -30,6 +30,10 @@ from webhooks.server.budget import HEAD_TIMEOUT, MAX_PLAIN_CONNECTIONS
 from webhooks.server.metrics import MULTIPROC_ENV, ReloadCounter, mark_worker_dead
 from webhooks.server.reloadcheck import Refused, describe, run_checked
 from webhooks.server.tls import LOAD_ERRORS, ContextCache, TLSFiles
+from webhooks.server.unavailable import start_lines
+
+if TYPE_CHECKING:
+    from webhooks.k8s.releases import ServerRelease
 
 log = logging.getLogger("webhooks.server")
 
@@ -72,6 +76,9 @@ class ServeOptions:
     #: A function of the config, not a set, so a config reloaded on SIGHUP is narrowed
     #: the same way; ``None``: every enabled half.
     kept: Callable[[Any], frozenset[tuple[str, str]]] | None = None
+    #: The release the cluster's API server runs, read once at start-up (``None``: no
+    #: cluster source); settings it does not serve are said, never refused.
+    server_release: ServerRelease | None = None
 
     @property
     def drain_marker(self) -> Path | None:
@@ -191,6 +198,16 @@ class DrainingArbiter(Arbiter):  # type: ignore[misc]
             options.bind,
             plain if options.metrics_bind else "",
         )
+        self._say_release(options)
+
+    def _say_release(self, options: ServeOptions) -> None:
+        """Log the cluster's release and, one line each, the settings it does not serve.
+
+        Why the master: it is one process, so each line is written once per start or
+        reload, not once per worker.
+        """
+        for level, line in start_lines(options.config, options.server_release):
+            getattr(self.log, level)("%s", line)
 
     def handle_term(self) -> None:
         """Drain, then stop."""
@@ -226,6 +243,7 @@ class DrainingArbiter(Arbiter):  # type: ignore[misc]
                 return
             self.app.options = replace(options, config=config)
             self.log.info("SIGHUP: %s read and checked; starting new workers with it", path)
+            self._say_release(self.app.options)
         self.reloads.count("applied")
         self.reloading = True
         try:
