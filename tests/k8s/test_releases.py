@@ -126,3 +126,28 @@ def test_every_row_has_its_generated_modules_pinned_to_its_tag(row: Release) -> 
 def test_no_modules_are_left_for_a_release_the_table_dropped() -> None:
     present = {p.name for p in (ROOT / "controlplane" / "gomod" / "releases").iterdir()}
     assert present == {row.proven for row in RELEASES}
+
+
+def _gate_cell(row: Release, gate: str) -> str:
+    found = row.gates.get(gate)
+    if found is None:
+        return "none"
+    if found.stage == "ga":
+        return "on (GA)"
+    return f"{found.stage}, {'on' if found.default else 'off'}"
+
+
+@pytest.mark.parametrize("row", RELEASES, ids=lambda row: f"the docs say what {row.name} serves")
+def test_the_releases_page_says_what_the_table_says(row: Release) -> None:
+    """docs/releases.md's first table is the code's table in words, row by row."""
+    text = (ROOT / "docs" / "releases.md").read_text("utf-8")
+    line = next(x for x in text.splitlines() if x.startswith(f"| {row.name} | {row.proven} |"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[2].startswith(f"`{row.mutating_policy_version}`")
+    assert ("off by default" in cells[2]) is not row.mutating_policies_by_default
+    assert cells[3].startswith(f"`{row.device_taint_rule_version}`")
+    assert cells[3].endswith("on") is row.device_taint_rules_by_default
+    assert cells[4] == _gate_cell(row, DRA_EXTENDED_RESOURCE)
+    assert cells[5] == _gate_cell(row, STATIC_ADMISSION)
+    comparisons = _gate_cell(row, TOLERATION_COMPARISONS)
+    assert cells[6] == ("no gate" if comparisons == "none" else comparisons)
