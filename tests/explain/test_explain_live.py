@@ -159,17 +159,19 @@ def test_a_cluster_without_nodes_is_refused(tmp_path: Path) -> None:
     assert result.stderr == "placement-webhooks: the cluster has no Node objects\n"
 
 
+def _extended_resource_job(tmp_path: Path) -> Path:
+    """The fixture Job whose pod asks for ``example.com/gpu``, copied where explain reads it."""
+    job = tmp_path / "job.yaml"
+    fixture = Path(__file__).parent.parent / "fixtures" / "dra" / "extended-resource-job.yaml"
+    job.write_text(fixture.read_text(), encoding="utf-8")
+    return job
+
+
 def test_dra_objects_come_from_the_cluster(api: FakeApiServer, tmp_path: Path) -> None:
     api.put(dra.device_class(extended=dra.GPU))
     api.put(dra.resource_slice("gpu-1-slice", dra.device("gpu-0"), node="gpu-1"))
     kubeconfig = api.kubeconfig(tmp_path / "kubeconfig")
-    job = tmp_path / "job.yaml"
-    job.write_text(
-        (
-            Path(__file__).parent.parent / "fixtures" / "dra" / "extended-resource-job.yaml"
-        ).read_text(),
-        encoding="utf-8",
-    )
+    job = _extended_resource_job(tmp_path)
     argv = ["explain", "--kubeconfig", str(kubeconfig), "-o", "json", str(job)]
     pod = json.loads(invoke_cli(argv).stdout)["pods"][0]
     gpu = next(n for n in pod["nodes"] if n["node"] == "gpu-1")
@@ -254,13 +256,7 @@ def test_device_taint_rules_are_read_at_the_version_the_release_serves(
     api.put(dra.device_class(extended=dra.GPU))
     api.put(dra.resource_slice("gpu-1-slice", dra.device("gpu-0"), node="gpu-1"))
     kubeconfig = api.kubeconfig(tmp_path / "kubeconfig")
-    job = tmp_path / "job.yaml"
-    job.write_text(
-        (
-            Path(__file__).parent.parent / "fixtures" / "dra" / "extended-resource-job.yaml"
-        ).read_text(),
-        encoding="utf-8",
-    )
+    job = _extended_resource_job(tmp_path)
     # A cluster serving rules before 1.37 runs with gates on, DRAExtendedResource among them
     # (the fake keeps extendedResourceName whatever the version; a real server would not).
     bridge = ["--feature-gates", "DRAExtendedResource=true"]
@@ -303,13 +299,7 @@ def test_devices_serve_an_extended_resource_only_where_the_releases_gate_is_on(
     api.put(dra.device_class(extended=dra.GPU))
     api.put(dra.resource_slice("gpu-1-slice", dra.device("gpu-0"), node="gpu-1"))
     kubeconfig = api.kubeconfig(tmp_path / "kubeconfig")
-    job = tmp_path / "job.yaml"
-    job.write_text(
-        (
-            Path(__file__).parent.parent / "fixtures" / "dra" / "extended-resource-job.yaml"
-        ).read_text(),
-        encoding="utf-8",
-    )
+    job = _extended_resource_job(tmp_path)
     argv = ["explain", "--kubeconfig", str(kubeconfig), *gates, "-o", "json", str(job)]
     result = invoke_cli(argv)
     assert result.exit_code in (0, 1), result.output
