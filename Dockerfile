@@ -21,7 +21,7 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1
 WORKDIR /src
 COPY requirements/build.txt requirements/serve.txt ./requirements/
-COPY pyproject.toml README.md LICENSE ./
+COPY pyproject.toml README.md LICENSE placement_webhooks.py ./
 COPY webhooks ./webhooks
 # Everything comes from the committed lock (exact versions, hashes checked), as in the
 # Makefile: the locked pip and build backend, then the serving set as wheels, then the

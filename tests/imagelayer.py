@@ -46,7 +46,7 @@ def build_layer(
     """
     context = tmp_path / "context"
     context.mkdir()
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
+    for name in ("pyproject.toml", "README.md", "LICENSE", "placement_webhooks.py"):
         shutil.copy(ROOT / name, context / name)
     shutil.copytree(
         ROOT / "webhooks", context / "webhooks", ignore=shutil.ignore_patterns("__pycache__")

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+import webhooks
 from tests.certfiles import SecretVolume
 from tests.e2e.serving import Server, free_port, launch, stop
 from tests.imagelayer import DEBIAN_PYTHON_BIN, build_layer
@@ -205,7 +206,7 @@ def test_the_image_carries_oci_labels() -> None:
     assert labels[prefix + "licenses"] == PYPROJECT["project"]["license"]
     assert labels[prefix + "base.name"] == "${PYTHON_RUNTIME_IMAGE}"
     [version] = [i.args for i in _final("ARG") if i.args.startswith("VERSION=")]
-    assert version == f"VERSION={PYPROJECT['project']['version']}"
+    assert version == f"VERSION={webhooks.__version__}"
 
 
 def test_the_sbom_is_made_from_the_lock_by_a_locked_generator() -> None:
@@ -230,6 +231,7 @@ def test_the_build_context_is_only_what_the_build_copies() -> None:
     assert sorted(copied) == [
         "LICENSE",
         "README.md",
+        "placement_webhooks.py",
         "pyproject.toml",
         "requirements/build.txt",
         "requirements/sbom.txt",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from webhooks import collector
+from webhooks import __version__, collector
 from webhooks.cli import audit as _audit
 from webhooks.cli import certs as _certs
 from webhooks.cli import check as _check
@@ -24,7 +24,7 @@ from webhooks.cli import webhook_config as _webhook_config
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="placement-webhooks")
+@click.version_option(__version__, prog_name="placement-webhooks")
 def main() -> None:
     """Admission webhooks for where pods may run: tolerations, taints, affinity, overhead."""
     collector.tune()  # every command and the server's processes (webhooks/collector.py)

@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import click
 
+from webhooks import __version__
 from webhooks.cli.common import (
     dry_run_inputs,
     fail,
@@ -34,11 +34,8 @@ from webhooks.plugins import REGISTRY
 
 
 def version() -> str:
-    """The installed package's version, for SARIF's tool section ("" from a bare tree)."""
-    try:
-        return metadata.version("placement-webhooks")
-    except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare tree
-        return ""
+    """The version for SARIF's tool section: ``webhooks.__version__``, the one string."""
+    return __version__
 
 
 def parse_outputs(specs: Sequence[str], known: Sequence[str]) -> list[tuple[str, str | None]]:

@@ -17,7 +17,7 @@ from webhooks.plugins import REGISTRY
 from webhooks.server.app import ReviewLog, ServerState, create_app
 from webhooks.server.certwatch import CertificateWatch
 from webhooks.server.clusterseries import ClusterSeries
-from webhooks.server.metrics import GaugeCollector, Metrics
+from webhooks.server.metrics import BuildInfo, GaugeCollector, Metrics
 from webhooks.server.readiness import cluster_check
 from webhooks.server.runner import Built, ServeOptions
 from webhooks.server.unavailable import readyz_detail, register, settings_unavailable
@@ -60,6 +60,7 @@ def build_state(options: ServeOptions) -> ServerState:
         watch.ca_seconds,
     )
     metrics.collect(expiry)
+    metrics.collect(BuildInfo())
     lacking = settings_unavailable(config, options.server_release)
     state.ready_detail = readyz_detail(lacking, options.server_release)
     register(metrics.registry, lacking)

@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from webhooks import __version__
 from webhooks.server.framing import REASONS
 
 if TYPE_CHECKING:
@@ -66,6 +67,8 @@ RELOAD_OUTCOMES = ("applied", "refused")
 #: Where multiprocess mode keeps its files; the master sets it before workers start.
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+BUILD_INFO = "placement_webhooks_build_info"
+BUILD_INFO_HELP = "Always 1; the label version is the running build's (webhooks.__version__)."
 
 
 def multiprocess_dir() -> str | None:
@@ -282,6 +285,23 @@ class GaugeCollector:
             value = read()
             if value is not None:
                 yield GaugeMetricFamily(name, help_text, value=value)
+
+
+class BuildInfo:
+    """``placement_webhooks_build_info{version="..."} 1``: which build a scrape came from.
+
+    Why a collector and not a gauge in the shared files: the value is a constant of the
+    code the worker runs, so reading it at scrape time is exact, and a worker replaced by
+    a newer build never leaves its old version behind in the multiprocess files.
+    """
+
+    def collect(self) -> Iterable[Any]:
+        """The one series (called by the registry at each scrape)."""
+        from prometheus_client.core import GaugeMetricFamily
+
+        family = GaugeMetricFamily(BUILD_INFO, BUILD_INFO_HELP, labels=["version"])
+        family.add_metric([__version__], 1)
+        yield family
 
 
 class ReloadCounter:
