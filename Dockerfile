@@ -40,14 +40,18 @@ RUN ln -s /usr/local/bin/python3.11 /usr/bin/python3.11 \
  && mv /rootfs/usr/local/lib/python3.11/dist-packages/bin /rootfs/usr/local/bin
 
 # CycloneDX from the lock (every pinned version and its file hashes) and pyproject.toml, by
-# a generator installed from its own lock.
+# a generator installed from its own lock. pyproject.toml's version is dynamic (read from
+# webhooks/__init__.py, its one place) and the generator reads only static fields, so the
+# copy here gets it written in first.
 FROM ${PYTHON_BUILD_IMAGE} AS sbom-build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1
 WORKDIR /src
 COPY requirements/sbom.txt requirements/serve.txt ./requirements/
 COPY pyproject.toml README.md LICENSE ./
+COPY webhooks ./webhooks
 RUN python -m pip install --require-hashes -r requirements/sbom.txt \
+ && python -c 'import pathlib, runpy; v = runpy.run_path("webhooks/__init__.py")["__version__"]; p = pathlib.Path("pyproject.toml"); p.write_text(p.read_text().replace("dynamic = [\"version\"]", f"version = \"{v}\"", 1))' \
  && cyclonedx-py requirements requirements/serve.txt --pyproject pyproject.toml \
       --of JSON --output-reproducible --validate -o /sbom/placement-webhooks.cdx.json
 

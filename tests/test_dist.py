@@ -229,6 +229,21 @@ OTHER_WHEEL = (
 )
 
 
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default}
+spec:
+  containers: [{name: web, image: nginx, resources: {requests: {cpu: 100m}}}]
+"""
+NODE = """\
+apiVersion: v1
+kind: Node
+metadata: {name: node-a, labels: {kubernetes.io/hostname: node-a}}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
+"""
+
+
 def _run(cmd: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
     return subprocess.run(
@@ -249,7 +264,7 @@ def _scrape(port: int, path: str) -> tuple[int, str]:
 
 
 @pytest.mark.slow
-def test_the_wheel_installed_outside_the_tree_serves_checks_and_exports(
+def test_the_wheel_installed_outside_the_tree_serves_checks_explains_and_exports(
     dist: Dist, tmp_path: Path
 ) -> None:
     """A fresh venv, the serving set from the lock (hashes checked), the wheel with no deps."""
@@ -273,6 +288,11 @@ def test_the_wheel_installed_outside_the_tree_serves_checks_and_exports(
     shutil.copy(ROOT / "examples" / "runtimeclass.yaml", work / "runtimeclass.yaml")
     checked = _run([command, "check", "runtimeclass.yaml"], work)
     assert (checked.returncode, checked.stderr) == (0, ""), checked.stdout
+    (work / "pod.yaml").write_text(POD)
+    (work / "nodes.yaml").write_text(NODE)
+    explained = _run([command, "explain", "pod.yaml", "--nodes", "nodes.yaml"], work)
+    assert explained.returncode == 0, explained.stderr
+    assert "fits 1 of 1 nodes: node-a" in explained.stdout
     exported = _run([command, "export", "--plugin", "runtime-class"], work)
     assert exported.returncode in {0, 1}, exported.stderr
     assert "kind: MutatingAdmissionPolicy" in exported.stdout
