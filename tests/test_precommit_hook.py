@@ -120,6 +120,29 @@ def test_the_entry_on_the_files_a_commit_stages(
     assert said in result.output
 
 
+def _readme_yaml(marker: str) -> Any:
+    """The README's YAML block that holds ``marker``, parsed."""
+    blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    (block,) = [b for b in blocks if marker in b]
+    return yaml.safe_load(block)
+
+
+def test_the_documented_pre_commit_config_names_this_hook() -> None:
+    (repo,) = _readme_yaml("placement-webhooks-check")["repos"]
+    assert [hook["id"] for hook in repo["hooks"]] == [HOOK["id"]]
+
+
+def test_the_documented_pipeline_uploads_the_sarif_check_writes() -> None:
+    (job,) = _readme_yaml("upload-sarif")["jobs"].values()
+    runs = [step["run"] for step in job["steps"] if "run" in step]
+    (checks,) = [shlex.split(r) for r in runs if r.startswith("placement-webhooks check")]
+    written = [o.partition("=")[2] for o in checks if o.startswith("sarif=")]
+    (upload,) = [s for s in job["steps"] if s.get("uses", "").endswith("/upload-sarif@v3")]
+    assert written == [upload["with"]["sarif_file"]]
+    assert upload["if"] == "always()", "the findings of a failing check are uploaded too"
+    assert job["permissions"]["security-events"] == "write"
+
+
 def _pre_commit() -> str:
     found = os.environ.get("PRE_COMMIT") or shutil.which("pre-commit")
     if not found:
