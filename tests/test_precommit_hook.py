@@ -185,6 +185,11 @@ def test_the_real_pre_commit_stops_a_commit_that_adds_a_refused_manifest(tmp_pat
     (repo / "deploy" / "empty.yaml").write_text("")
     (repo / "chart" / "templates").mkdir(parents=True)
     (repo / "chart" / "templates" / "pod.yaml").write_text("name: {{ .Release.Name }\n{{- end")
+    manifest = _run(repo, pre_commit, "validate-manifest", str(ROOT / ".pre-commit-hooks.yaml"))
+    assert manifest.returncode == 0, manifest.stdout + manifest.stderr
+    (tmp_path / "documented.yaml").write_text(yaml.safe_dump(_readme_yaml(HOOK["id"])))
+    documented = _run(repo, pre_commit, "validate-config", str(tmp_path / "documented.yaml"))
+    assert documented.returncode == 0, documented.stdout + documented.stderr
     assert _run(repo, pre_commit, "install").returncode == 0
 
     _git(repo, "add", "-A")
