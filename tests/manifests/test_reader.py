@@ -398,3 +398,39 @@ def test_a_reader_of_other_files_gets_every_document_and_judges_it_itself() -> N
     manifests = load(["-"], b"- a\n---\n42\n", objects=False)
     assert manifests.problems == []
     assert [d.obj for d in manifests.documents] == [["a"], 42]
+
+
+OTHER_FILES = [
+    pytest.param("", [], id="an empty file is not a manifest"),
+    pytest.param("# only a comment\n", [], id="a file of comments is not one"),
+    pytest.param("[1, 2]\n", [[1, 2]], id="a JSON array is not one"),
+    pytest.param("- a\n---\n42\n", [["a"], 42], id="a stream of scalars and lists is not one"),
+]
+
+
+@pytest.mark.parametrize(("text", "kept"), OTHER_FILES)
+def test_a_file_without_a_mapping_is_skipped_when_asked_and_refused_otherwise(
+    tmp_path: Path, text: str, kept: list[object]
+) -> None:
+    path = tmp_path / "other.yaml"
+    path.write_text(text)
+    assert load([str(path)]).problems != []
+    manifests = load([str(path)], skip_other_files=True)
+    assert manifests.problems == []
+    assert [d.obj for d in manifests.documents if d.obj is not None] == kept
+
+
+STILL_REFUSED = [
+    pytest.param("kind: Pod\n---\nplain text\n", 3, id="a stray scalar beside an object"),
+    pytest.param("a: [\n", 2, id="a file that does not parse"),
+]
+
+
+@pytest.mark.parametrize(("text", "line"), STILL_REFUSED)
+def test_skipping_other_files_still_refuses_a_broken_manifest(
+    tmp_path: Path, text: str, line: int
+) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_text(text)
+    manifests = load([str(path)], skip_other_files=True)
+    assert [p.line for p in manifests.problems] == [line]

@@ -151,6 +151,15 @@ def _schema(
     help="With --schema: what an object no schema covers is (not built in, no CRD or schema "
     "given): a failing finding, a warning, or not checked.",
 )
+@click.option(
+    "--non-manifests",
+    type=click.Choice(["error", "skip"]),
+    default="error",
+    show_default=True,
+    help="What a file that holds no mapping is (empty, only comments, a JSON array or a "
+    "scalar): unusable input that exits 2, or a file that is not a manifest, skipped (for "
+    "a pre-commit hook handed every staged YAML and JSON file). Syntax errors exit 2 either way.",
+)
 @feature_gates_option
 @click.option(
     "--color",
@@ -172,6 +181,7 @@ def check(
     kubernetes_version: str | None,
     schema_locations: tuple[str, ...],
     missing_schemas: str,
+    non_manifests: str,
     feature_gates: tuple[str, ...],
     color: str,
 ) -> None:
@@ -191,7 +201,15 @@ def check(
     if enforce_all:
         config = config.enforcing()
     try:
-        report, _ = dry_run_inputs(paths, config, objects, namespace, stdin_name, schema=schema)
+        report, _ = dry_run_inputs(
+            paths,
+            config,
+            objects,
+            namespace,
+            stdin_name,
+            schema=schema,
+            skip_other_files=non_manifests == "skip",
+        )
     except SchemaLocationError as exc:  # a catalog file read when an object first needed it
         fail(str(exc))
     report_problems(report.problems)

@@ -169,7 +169,9 @@ def report_problems(problems: Iterable[object]) -> None:
         click.echo(str(problem), err=True)
 
 
-def read_manifests(paths: Sequence[str], stdin_name: str, *, what: str = "PATH") -> Manifests:
+def read_manifests(
+    paths: Sequence[str], stdin_name: str, *, what: str = "PATH", skip_other_files: bool = False
+) -> Manifests:
     """Every document under ``paths`` (``-`` reads stdin); exits 2 when there are no paths.
 
     Why problems are returned, not fatal: ``check`` still reports on what it could read,
@@ -178,7 +180,8 @@ def read_manifests(paths: Sequence[str], stdin_name: str, *, what: str = "PATH")
     if not paths:
         fail(f"no input: give {what} as files, directories, or - for stdin")
     refuse_empty(paths, what)
-    return load(paths, sys.stdin.buffer if STDIN in paths else None, stdin_name)
+    stdin = sys.stdin.buffer if STDIN in paths else None
+    return load(paths, stdin, stdin_name, skip_other_files=skip_other_files)
 
 
 def dry_run_inputs(
@@ -189,6 +192,7 @@ def dry_run_inputs(
     stdin_name: str,
     *,
     schema: SchemaCheck | None = None,
+    skip_other_files: bool = False,
 ) -> tuple[Report, Manifests]:
     """Read PATH and ``--objects`` and dry-run the manifests; the report and what was read.
 
@@ -196,7 +200,7 @@ def dry_run_inputs(
     same way; what they do with problems and the report is theirs.
     """
     cluster = load_objects(objects)
-    manifests = read_manifests(paths, stdin_name)
+    manifests = read_manifests(paths, stdin_name, skip_other_files=skip_other_files)
     report = dry_run(
         manifests.documents,
         config,

@@ -36,6 +36,7 @@ __all__ = [
     "api_document",
     "load",
     "not_an_object",
+    "other_file",
     "parse_field",
     "read",
     "split",
@@ -302,6 +303,7 @@ def load(
     stdin_name: str = STDIN_NAME,
     *,
     objects: bool = True,
+    skip_other_files: bool = False,
 ) -> Manifests:
     """Every document of every PATH (files, directories, ``-`` for ``stdin``), in order.
 
@@ -310,7 +312,11 @@ def load(
     clean", and kubectl itself refuses to apply nothing ("no objects passed to apply").
     With ``objects`` (manifests: what kubectl would apply) a document that is not a mapping
     is refused (:func:`not_an_object`); a caller reading files of another kind (JSON
-    schemas) passes ``False`` and judges every document itself.
+    schemas) passes ``False`` and judges every document itself. With ``skip_other_files``
+    a file that parses but holds no mapping at all (:func:`other_file`) is not a manifest
+    and refuses nothing: its documents are kept, for the dry run to count as skipped. Why:
+    a pre-commit hook is handed every staged YAML and JSON file, and a JSON array of test
+    data or an emptied YAML file must not fail a commit; a syntax error still does.
     """
     result = Manifests()
     given = _once(stdin)
@@ -320,6 +326,10 @@ def load(
         found = 0
         for source in sources:
             docs, problem = split(source)
+            if skip_other_files and other_file(docs, problem):
+                result.documents.extend(docs)
+                found += 1
+                continue
             for doc in docs:
                 refused = not_an_object(doc) if objects else None
                 if refused is None:
@@ -333,6 +343,16 @@ def load(
             problems.append(_nothing(path, stdin_name, len(sources)))
         result.problems.extend(problems)
     return result
+
+
+def other_file(docs: Iterable[Document], problem: ManifestError | None) -> bool:
+    """Whether a file that parsed (``problem`` is ``None``) holds no mapping at all.
+
+    Why no mapping, rather than no ``apiVersion`` and ``kind``: a mapping without them is
+    already skipped by the dry run, while a file that mixes objects with a stray scalar is
+    a manifest kubectl would refuse, and stays refused.
+    """
+    return problem is None and not any(isinstance(doc.obj, dict) for doc in docs)
 
 
 #: What kubectl's decoder calls each JSON type that is not an object, and ours.
