@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench import apps, payloads, scenario
-from webhooks.certs import generate
+from webhooks.certs.pki import generate
 from webhooks.core.admission import Admission
 from webhooks.plugins import REGISTRY
 from webhooks.server.app import ReviewLog, create_app

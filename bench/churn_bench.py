@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 
 from bench import payloads, scenario, servers
-from webhooks.certs import generate
+from webhooks.certs.pki import generate
 
 TARGET_MIB = 10.0
 

@@ -55,7 +55,7 @@ from bench.servers import (
     worker_peak_mib,
     worker_rss_mib,
 )
-from webhooks.certs import generate
+from webhooks.certs.pki import generate
 
 
 def _tls(port: int, ctx: ssl.SSLContext) -> ssl.SSLSocket:

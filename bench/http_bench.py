@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import payloads, scenario, servers
-from webhooks.certs import generate
+from webhooks.certs.pki import generate
 
 LUA = """
 wrk.method = "POST"

@@ -17,9 +17,9 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 from cryptography.x509.oid import ExtensionOID, NameOID
 
-from webhooks import certs
+from webhooks.certs import pki
 
-FILES = (certs.CA_FILE, certs.CERT_FILE, certs.KEY_FILE)
+FILES = (pki.CA_FILE, pki.CERT_FILE, pki.KEY_FILE)
 
 
 def pem(cert: x509.Certificate) -> bytes:
@@ -48,7 +48,7 @@ def self_signed(
     """A self-signed certificate valid from ``now + valid[0]`` to ``now + valid[1]``, with
     ``extension`` (critical) if given, and its key (``key``, else a new P-256 one).
 
-    Why built here and not by :func:`webhooks.certs.generate`: the odd and broken ones tests
+    Why built here and not by :func:`webhooks.certs.pki.generate`: the odd and broken ones tests
     need are what ``generate`` refuses to make.
     """
     key = key if key is not None else ec.generate_private_key(ec.SECP256R1())
@@ -74,12 +74,12 @@ def write_expired_pair(directory: Path) -> None:
     """Write a self-signed ``tls.crt`` that expired an hour ago, and its ``tls.key``.
 
     Why self-signed and no ``ca.crt``: expiry is the only thing wrong with it, and
-    :func:`webhooks.certs.generate` refuses to make a certificate that is already invalid.
+    :func:`webhooks.certs.pki.generate` refuses to make a certificate that is already invalid.
     """
     cert, key = self_signed("old", 7, (-dt.timedelta(days=10), -dt.timedelta(hours=1)))
     directory.mkdir(parents=True)
-    (directory / certs.CERT_FILE).write_bytes(pem(cert))
-    (directory / certs.KEY_FILE).write_bytes(pem_key(key))
+    (directory / pki.CERT_FILE).write_bytes(pem(cert))
+    (directory / pki.KEY_FILE).write_bytes(pem_key(key))
 
 
 def ca_with_a_broken_extension() -> bytes:
@@ -114,7 +114,7 @@ class SecretVolume:
         fresh.mkdir()
         for name in FILES:
             shutil.copy(source / name, fresh / name)
-        os.chmod(fresh / certs.KEY_FILE, 0o600)
+        os.chmod(fresh / pki.KEY_FILE, 0o600)
         data = self.root / "..data"
         old = os.readlink(data) if data.is_symlink() else None
         tmp = self.root / "..data_tmp"

@@ -28,8 +28,8 @@ from webhooks.core.plugin import (
 )
 from webhooks.core.result import Outcome
 from webhooks.core.review import AdmissionRequest, parse_review
+from webhooks.install.webhookconfig import GROUP_VERSIONS
 from webhooks.plugins import REGISTRY
-from webhooks.webhookconfig import GROUP_VERSIONS
 
 #: The label that names a Namespace's dedicated group by default.
 GROUP_LABEL = "placement-webhooks.io/dedicated"

@@ -20,8 +20,8 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from tests import specialfiles
-from webhooks import certs
-from webhooks.certs import CertError, CertPaths
+from webhooks.certs import pki
+from webhooks.certs.pki import CertError, CertPaths
 
 TIMEOUT = 10.0
 #: OpenSSL's verify result for a certificate that does not name the host (x509_vfy.h).
@@ -40,7 +40,7 @@ def _ext(cert: x509.Certificate, kind: type[E]) -> x509.Extension[E]:
 
 @pytest.fixture
 def chain(tmp_path: Path) -> CertPaths:
-    return certs.generate(tmp_path / "out", hosts=["localhost", "127.0.0.1"])
+    return pki.generate(tmp_path / "out", hosts=["localhost", "127.0.0.1"])
 
 
 # --------------------------------------------------------------------------- the chain
@@ -52,7 +52,7 @@ def chain(tmp_path: Path) -> CertPaths:
     ids=["an ECDSA chain verifies", "an RSA chain verifies"],
 )
 def test_leaf_is_directly_issued_by_the_ca(tmp_path: Path, key_type: Literal["ec", "rsa"]) -> None:
-    paths = certs.generate(tmp_path, hosts=["localhost"], key_type=key_type)
+    paths = pki.generate(tmp_path, hosts=["localhost"], key_type=key_type)
     ca, leaf = _load(paths.ca), _load(paths.cert)
 
     leaf.verify_directly_issued_by(ca)
@@ -103,7 +103,7 @@ def test_ca_has_the_extensions_of_a_signing_only_ca(chain: CertPaths) -> None:
 def test_leaf_has_the_extensions_of_a_server_certificate(
     tmp_path: Path, key_type: Literal["ec", "rsa"], key_encipherment: bool
 ) -> None:
-    paths = certs.generate(tmp_path, hosts=["localhost"], key_type=key_type)
+    paths = pki.generate(tmp_path, hosts=["localhost"], key_type=key_type)
     ca, leaf = _load(paths.ca), _load(paths.cert)
 
     assert _ext(leaf, x509.BasicConstraints).value.ca is False
@@ -122,19 +122,19 @@ def test_leaf_has_the_extensions_of_a_server_certificate(
     ids=["the default key type is ECDSA P-256", "key_type rsa gives RSA 2048"],
 )
 def test_key_types(tmp_path: Path, key_type: Literal["ec", "rsa"], expected: str) -> None:
-    paths = certs.generate(tmp_path, hosts=["localhost"], key_type=key_type)
+    paths = pki.generate(tmp_path, hosts=["localhost"], key_type=key_type)
 
-    assert [info.key_type for info in certs.inspect(paths.ca)] == [expected]
-    assert [info.key_type for info in certs.inspect(paths.cert)] == [expected]
+    assert [info.key_type for info in pki.inspect(paths.ca)] == [expected]
+    assert [info.key_type for info in pki.inspect(paths.cert)] == [expected]
 
 
 def test_default_key_type_is_ec(chain: CertPaths) -> None:
-    assert certs.inspect(chain.cert)[0].key_type == "ECDSA P-256"
+    assert pki.inspect(chain.cert)[0].key_type == "ECDSA P-256"
 
 
 def test_validity_starts_in_the_past_and_leaf_never_outlives_ca(tmp_path: Path) -> None:
     before = dt.datetime.now(dt.UTC)
-    paths = certs.generate(tmp_path, hosts=["localhost"], ca_days=10, days=365)
+    paths = pki.generate(tmp_path, hosts=["localhost"], ca_days=10, days=365)
     ca, leaf = _load(paths.ca), _load(paths.cert)
 
     for cert in (ca, leaf):
@@ -147,7 +147,7 @@ def test_validity_starts_in_the_past_and_leaf_never_outlives_ca(tmp_path: Path) 
 
 
 def test_service_hosts() -> None:
-    assert certs.service_hosts("placement-webhooks", "kube-system") == [
+    assert pki.service_hosts("placement-webhooks", "kube-system") == [
         "placement-webhooks",
         "placement-webhooks.kube-system",
         "placement-webhooks.kube-system.svc",
@@ -156,13 +156,13 @@ def test_service_hosts() -> None:
 
 
 def test_service_hosts_become_dns_sans(tmp_path: Path) -> None:
-    hosts = certs.service_hosts("hooks", "ns")
-    paths = certs.generate(tmp_path, hosts=hosts)
+    hosts = pki.service_hosts("hooks", "ns")
+    paths = pki.generate(tmp_path, hosts=hosts)
 
     san = _ext(_load(paths.cert), x509.SubjectAlternativeName).value
     assert san.get_values_for_type(x509.DNSName) == hosts
     assert san.get_values_for_type(x509.IPAddress) == []
-    assert certs.inspect(paths.cert)[0].sans == tuple(hosts)
+    assert pki.inspect(paths.cert)[0].sans == tuple(hosts)
 
 
 @pytest.mark.parametrize(
@@ -183,7 +183,7 @@ def test_service_hosts_become_dns_sans(tmp_path: Path) -> None:
 def test_hosts_split_into_dns_and_ip_sans(
     tmp_path: Path, hosts: list[str], dns: list[str], ips: list[str]
 ) -> None:
-    paths = certs.generate(tmp_path, hosts=hosts)
+    paths = pki.generate(tmp_path, hosts=hosts)
 
     san = _ext(_load(paths.cert), x509.SubjectAlternativeName).value
     assert san.get_values_for_type(x509.DNSName) == dns
@@ -211,7 +211,7 @@ def test_generate_rejects_bad_arguments(
     tmp_path: Path, kwargs: dict[str, object], error: type[Exception]
 ) -> None:
     with pytest.raises(error):
-        certs.generate(tmp_path, **kwargs)  # type: ignore[arg-type]
+        pki.generate(tmp_path, **kwargs)  # type: ignore[arg-type]
     assert not tmp_path.joinpath("tls.key").exists()
 
 
@@ -225,7 +225,7 @@ def test_writes_exactly_three_files_and_no_ca_key(chain: CertPaths) -> None:
         cert=chain.ca.parent / "tls.crt",
         key=chain.ca.parent / "tls.key",
     )
-    assert len(certs.inspect(chain.cert)) == 1  # leaf only, no bundled CA
+    assert len(pki.inspect(chain.cert)) == 1  # leaf only, no bundled CA
     assert b"BEGIN PRIVATE KEY" in chain.key.read_bytes()  # PKCS#8, unencrypted
 
 
@@ -236,7 +236,7 @@ def test_key_file_is_private_even_with_a_permissive_umask(tmp_path: Path) -> Non
     stale.chmod(0o644)
     old_umask = os.umask(0)
     try:
-        paths = certs.generate(tmp_path, hosts=["localhost"])
+        paths = pki.generate(tmp_path, hosts=["localhost"])
     finally:
         os.umask(old_umask)
 
@@ -245,16 +245,16 @@ def test_key_file_is_private_even_with_a_permissive_umask(tmp_path: Path) -> Non
 
 
 def test_creates_missing_parent_directories(tmp_path: Path) -> None:
-    paths = certs.generate(tmp_path / "a" / "b", hosts=["localhost"])
+    paths = pki.generate(tmp_path / "a" / "b", hosts=["localhost"])
 
     assert paths.key.is_file()
 
 
 def test_ensure_dev_certs_reuses_an_existing_chain(tmp_path: Path) -> None:
-    first = certs.ensure_dev_certs(tmp_path)
+    first = pki.ensure_dev_certs(tmp_path)
     before = {p: p.read_bytes() for p in (first.ca, first.cert, first.key)}
 
-    second = certs.ensure_dev_certs(tmp_path)
+    second = pki.ensure_dev_certs(tmp_path)
 
     assert second == first
     assert {p: p.read_bytes() for p in (second.ca, second.cert, second.key)} == before
@@ -270,24 +270,24 @@ def test_ensure_dev_certs_reuses_an_existing_chain(tmp_path: Path) -> None:
     ],
 )
 def test_ensure_dev_certs_regenerates_when_a_file_is_missing(tmp_path: Path, missing: str) -> None:
-    first = certs.ensure_dev_certs(tmp_path)
+    first = pki.ensure_dev_certs(tmp_path)
     before = {p.name: p.read_bytes() for p in (first.ca, first.cert, first.key)}
     (tmp_path / missing).unlink()
 
-    second = certs.ensure_dev_certs(tmp_path)
+    second = pki.ensure_dev_certs(tmp_path)
 
     after = {p.name: p.read_bytes() for p in (second.ca, second.cert, second.key)}
     assert all(after[name] != before[name] for name in before)
-    assert certs.load_pair(second.cert, second.key).matches_key
+    assert pki.load_pair(second.cert, second.key).matches_key
     _load(second.cert).verify_directly_issued_by(_load(second.ca))
-    assert certs.inspect(second.cert)[0].sans == ("localhost", "127.0.0.1")
+    assert pki.inspect(second.cert)[0].sans == ("localhost", "127.0.0.1")
 
 
 # --------------------------------------------------------------------------- load_pair
 
 
 def test_load_pair_matches_its_own_key(chain: CertPaths) -> None:
-    pair = certs.load_pair(chain.cert, chain.key)
+    pair = pki.load_pair(chain.cert, chain.key)
 
     assert pair.matches_key
     assert pair.certificate == _load(chain.cert)
@@ -301,18 +301,18 @@ def test_load_pair_matches_its_own_key(chain: CertPaths) -> None:
     ids=["a foreign ECDSA key is detected", "a foreign RSA key is detected"],
 )
 def test_load_pair_detects_a_mismatched_key(tmp_path: Path, key_type: Literal["ec", "rsa"]) -> None:
-    one = certs.generate(tmp_path / "one", hosts=["localhost"], key_type=key_type)
-    two = certs.generate(tmp_path / "two", hosts=["localhost"], key_type=key_type)
+    one = pki.generate(tmp_path / "one", hosts=["localhost"], key_type=key_type)
+    two = pki.generate(tmp_path / "two", hosts=["localhost"], key_type=key_type)
 
-    assert not certs.load_pair(one.cert, two.key).matches_key
-    assert not certs.load_pair(two.cert, one.key).matches_key
+    assert not pki.load_pair(one.cert, two.key).matches_key
+    assert not pki.load_pair(two.cert, one.key).matches_key
 
 
 def test_load_pair_detects_a_key_of_another_type(tmp_path: Path) -> None:
-    ec_chain = certs.generate(tmp_path / "ec", hosts=["localhost"])
-    rsa_chain = certs.generate(tmp_path / "rsa", hosts=["localhost"], key_type="rsa")
+    ec_chain = pki.generate(tmp_path / "ec", hosts=["localhost"])
+    rsa_chain = pki.generate(tmp_path / "rsa", hosts=["localhost"], key_type="rsa")
 
-    assert not certs.load_pair(ec_chain.cert, rsa_chain.key).matches_key
+    assert not pki.load_pair(ec_chain.cert, rsa_chain.key).matches_key
 
 
 def _garbage(path: Path) -> Path:
@@ -352,7 +352,7 @@ def test_load_pair_raises_cert_error_naming_the_file(
     }[case]
 
     with pytest.raises(CertError, match=match) as caught:
-        certs.load_pair(cert, key)
+        pki.load_pair(cert, key)
 
     message = str(caught.value)
     assert str(bad) in message
@@ -377,7 +377,7 @@ def test_inspect_raises_cert_error_naming_the_file(tmp_path: Path, name: str) ->
         path.write_bytes(b"")
 
     with pytest.raises(CertError) as caught:
-        certs.inspect(path)
+        pki.inspect(path)
 
     assert str(path) in str(caught.value)
 
@@ -386,8 +386,8 @@ def test_inspect_raises_cert_error_naming_the_file(tmp_path: Path, name: str) ->
 
 
 def test_inspect_ca_and_leaf(chain: CertPaths) -> None:
-    [ca] = certs.inspect(chain.ca)
-    [leaf] = certs.inspect(chain.cert)
+    [ca] = pki.inspect(chain.ca)
+    [leaf] = pki.inspect(chain.cert)
 
     assert ca.is_ca
     assert not leaf.is_ca
@@ -406,23 +406,23 @@ def test_inspect_reads_every_certificate_of_a_bundle(chain: CertPaths, tmp_path:
     bundle = tmp_path / "bundle.pem"
     bundle.write_bytes(chain.cert.read_bytes() + chain.ca.read_bytes())
 
-    assert [info.is_ca for info in certs.inspect(bundle)] == [False, True]
+    assert [info.is_ca for info in pki.inspect(bundle)] == [False, True]
 
 
 def test_common_name_is_used(tmp_path: Path) -> None:
-    paths = certs.generate(tmp_path, hosts=["localhost"], common_name="hooks")
+    paths = pki.generate(tmp_path, hosts=["localhost"], common_name="hooks")
 
-    assert certs.inspect(paths.cert)[0].subject == "CN=hooks"
-    assert certs.inspect(paths.ca)[0].subject == "CN=hooks CA"
+    assert pki.inspect(paths.cert)[0].subject == "CN=hooks"
+    assert pki.inspect(paths.ca)[0].subject == "CN=hooks CA"
 
 
 # --------------------------------------------------------------------------- expiry
 
 
 def test_seconds_to_expiry_is_positive_for_a_fresh_certificate(chain: CertPaths) -> None:
-    pair = certs.load_pair(chain.cert, chain.key)
+    pair = pki.load_pair(chain.cert, chain.key)
 
-    remaining = certs.seconds_to_expiry(pair.not_after)
+    remaining = pki.seconds_to_expiry(pair.not_after)
 
     assert 364 * 86400 < remaining <= 365 * 86400
 
@@ -444,12 +444,12 @@ NOW = dt.datetime(2030, 1, 1, tzinfo=dt.UTC)
     ],
 )
 def test_seconds_to_expiry_with_explicit_now(not_after: dt.datetime, expected: float) -> None:
-    assert certs.seconds_to_expiry(not_after, NOW) == expected
+    assert pki.seconds_to_expiry(not_after, NOW) == expected
 
 
 def test_seconds_to_expiry_rejects_naive_datetimes() -> None:
     with pytest.raises(ValueError, match="timezone-aware"):
-        certs.seconds_to_expiry(dt.datetime(2030, 1, 1), NOW)
+        pki.seconds_to_expiry(dt.datetime(2030, 1, 1), NOW)
 
 
 # --------------------------------------------------------------------------- format
@@ -458,10 +458,10 @@ def test_seconds_to_expiry_rejects_naive_datetimes() -> None:
 def test_format_inspect_has_one_block_per_certificate(chain: CertPaths, tmp_path: Path) -> None:
     bundle = tmp_path / "bundle.pem"
     bundle.write_bytes(chain.cert.read_bytes() + chain.ca.read_bytes())
-    infos = certs.inspect(bundle)
+    infos = pki.inspect(bundle)
     now = infos[0].not_before + dt.timedelta(minutes=5, hours=1)
 
-    text = certs.format_inspect(infos, now=now)
+    text = pki.format_inspect(infos, now=now)
 
     leaf_block, ca_block = text.split("\n\n")
     assert leaf_block.splitlines() == [
@@ -481,14 +481,14 @@ def test_format_inspect_has_one_block_per_certificate(chain: CertPaths, tmp_path
 
 
 def test_format_inspect_reports_expired_certificates(chain: CertPaths) -> None:
-    infos = certs.inspect(chain.cert)
+    infos = pki.inspect(chain.cert)
     later = infos[0].not_after + dt.timedelta(days=3, hours=1)
 
-    assert "  Days left:  expired (3 days ago)" in certs.format_inspect(infos, now=later)
+    assert "  Days left:  expired (3 days ago)" in pki.format_inspect(infos, now=later)
 
 
 def test_format_inspect_of_nothing_is_empty() -> None:
-    assert certs.format_inspect([]) == ""
+    assert pki.format_inspect([]) == ""
 
 
 # --------------------------------------------------------------------------- real TLS
@@ -569,8 +569,8 @@ def test_real_tls_handshake(chain: CertPaths, server_hostname: str, accepted: bo
             specialfiles.directory, "a directory, not a regular file", id="a directory is refused"
         ),
         pytest.param(
-            specialfiles.sparse(certs.MAX_PEM_BYTES + 1),
-            f"over the limit of {certs.MAX_PEM_BYTES:,} bytes for a certificate file",
+            specialfiles.sparse(pki.MAX_PEM_BYTES + 1),
+            f"over the limit of {pki.MAX_PEM_BYTES:,} bytes for a certificate file",
             id="a file over 1 MiB is refused, naming the limit",
         ),
     ],
@@ -583,7 +583,7 @@ def test_certificate_files_are_read_only_when_regular_and_bounded(
 
     def read() -> None:
         try:
-            certs.inspect(path)
+            pki.inspect(path)
         except BaseException as exc:
             outcome.append(exc)
         else:
@@ -630,7 +630,7 @@ CLOSER = b"-----END CERTIFICATE-----\n"
 )
 def test_pem_blocks_are_found_in_one_linear_pass(data: bytes, blocks: int) -> None:
     _Counting.scanned = 0
-    spans = list(certs.pem_spans(_Counting(data)))
+    spans = list(pki.pem_spans(_Counting(data)))
     assert len(spans) == blocks
     assert _Counting.scanned <= 3 * len(data)  # quadratic would be thousands of times that
 
@@ -642,4 +642,4 @@ def test_a_certificate_that_loads_but_does_not_decode_is_a_cert_error(tmp_path: 
     path = tmp_path / "ca.crt"
     path.write_bytes(ca_with_a_broken_extension())
     with pytest.raises(CertError, match="no valid PEM certificate"):
-        certs.inspect(path)
+        pki.inspect(path)

@@ -29,7 +29,7 @@ import webhooks
 from tests.certfiles import SecretVolume
 from tests.e2e.serving import Server, free_port, launch, stop
 from tests.imagelayer import DEBIAN_PYTHON_BIN, build_layer
-from webhooks import certs
+from webhooks.certs import pki
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"
@@ -270,7 +270,7 @@ def _run(cmd: list[str], cwd: Path, timeout: float) -> None:
 def _secret_dir(root: Path) -> Path:
     """A Kubernetes Secret volume layout (``..data`` symlinks) with a fresh chain."""
     volume = SecretVolume(root)
-    volume.publish(certs.generate(root.parent / "chain", hosts=certs.DEV_HOSTS).ca.parent)
+    volume.publish(pki.generate(root.parent / "chain", hosts=pki.DEV_HOSTS).ca.parent)
     return root
 
 
@@ -324,7 +324,7 @@ def test_the_layer_runs_the_images_command_with_debians_python_and_no_path_trick
     ]
     log = tmp_path / "server.log"
     process = launch(command, cwd=workdir, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, log=log)
-    server = Server(process, port, secret / certs.CA_FILE, log)
+    server = Server(process, port, secret / pki.CA_FILE, log)
     try:
         statuses: dict[str, int] = {}
         deadline = time.monotonic() + 60

@@ -14,9 +14,8 @@ from cryptography import x509
 
 from tests.command import invoke_cli
 from tests.fakeapi import FakeApiServer, running
-from webhooks import certs
-from webhooks.certrotation import Material, Policy, bundle_pem, plan
-from webhooks.managedcerts import (
+from webhooks.certs import pki
+from webhooks.certs.managed import (
     ManageError,
     Manager,
     SecretStore,
@@ -24,10 +23,11 @@ from webhooks.managedcerts import (
     split_bundle,
     to_secret,
 )
-from webhooks.webhookconfig import FIELD_MANAGER, WebhookSettings, configurations
+from webhooks.certs.rotation import Material, Policy, bundle_pem, plan
+from webhooks.install.webhookconfig import FIELD_MANAGER, WebhookSettings, configurations
 
 T0 = dt.datetime(2027, 1, 1, tzinfo=dt.UTC)
-HOSTS = tuple(certs.service_hosts("pw", "placement"))
+HOSTS = tuple(pki.service_hosts("pw", "placement"))
 POLICY = Policy(hosts=HOSTS)
 DAY = dt.timedelta(days=1)
 
@@ -86,7 +86,7 @@ def test_the_leaf_is_renewed_before_it_expires_under_the_same_ca() -> None:
 
 def test_new_service_names_get_a_new_leaf() -> None:
     material = _fresh()
-    moved = Policy(hosts=tuple(certs.service_hosts("pw", "elsewhere")))
+    moved = Policy(hosts=tuple(pki.service_hosts("pw", "elsewhere")))
     _, changes = plan(material, moved, T0, published=True)
     assert changes == ["issued a serving certificate (the Service's names changed)"]
 
@@ -239,7 +239,7 @@ class Clock:
 
 
 def _manager(api: FakeApiServer, tmp_path: Path, name: str, clock: Clock | None = None) -> Manager:
-    from webhooks.webhookconfig import api_client
+    from webhooks.install.webhookconfig import api_client
 
     client = api_client(str(api.kubeconfig(tmp_path / f"kubeconfig-{name}")))
     return Manager(
@@ -288,7 +288,7 @@ def test_a_first_step_fills_the_secret_the_files_and_the_ca_bundle(tmp_path: Pat
     assert (directory / "ca.crt").read_bytes() == bundle_pem(stored)
     assert (directory / "tls.key").stat().st_mode & 0o077 == 0
     assert not (directory / "ca.key").exists()  # the CA key stays in the Secret
-    pair = certs.load_pair(directory / "tls.crt", directory / "tls.key")
+    pair = pki.load_pair(directory / "tls.crt", directory / "tls.key")
     assert pair.matches_key
 
 

@@ -26,9 +26,8 @@ from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
 from tests.certfiles import ca_with_a_broken_extension, pem, pem_key, self_signed
 from tests.fakeapi import FakeApiServer, running
-from webhooks import certs
-from webhooks.certrotation import Material, Policy, bundle_pem, plan
-from webhooks.managedcerts import (
+from webhooks.certs import pki
+from webhooks.certs.managed import (
     ManageError,
     Manager,
     SecretStore,
@@ -36,10 +35,11 @@ from webhooks.managedcerts import (
     from_secret,
     split_bundle,
 )
-from webhooks.webhookconfig import WebhookSettings, api_client, configurations
+from webhooks.certs.rotation import Material, Policy, bundle_pem, plan
+from webhooks.install.webhookconfig import WebhookSettings, api_client, configurations
 
 T0 = dt.datetime(2027, 1, 1, tzinfo=dt.UTC)
-POLICY = Policy(hosts=tuple(certs.service_hosts("pw", "placement")))
+POLICY = Policy(hosts=tuple(pki.service_hosts("pw", "placement")))
 Data = dict[str, Any]
 
 
@@ -51,12 +51,12 @@ def _raw(data: Data, key: str) -> bytes:
     return base64.b64decode(data[key])
 
 
-def _other_ca() -> certs.Issued:
-    return certs.new_ca("other CA", days=3650, now=T0)
+def _other_ca() -> pki.Issued:
+    return pki.new_ca("other CA", days=3650, now=T0)
 
 
-def _expired_ca() -> certs.Issued:
-    return certs.new_ca("old CA", days=30, now=T0 - dt.timedelta(days=400))
+def _expired_ca() -> pki.Issued:
+    return pki.new_ca("old CA", days=30, now=T0 - dt.timedelta(days=400))
 
 
 #: A CA's validity around T0, and what makes it one.
@@ -64,16 +64,16 @@ _CA_VALID = (-dt.timedelta(days=1), dt.timedelta(days=3650))
 _IS_CA = x509.BasicConstraints(ca=True, path_length=0)
 
 
-def _ca_without_key_id() -> certs.Issued:
+def _ca_without_key_id() -> pki.Issued:
     """A CA made elsewhere: no subject key identifier (optional for a self-signed root)."""
     cert, key = self_signed("bare CA", 11, _CA_VALID, _IS_CA, now=T0)
-    return certs.Issued(pem(cert), pem_key(key))
+    return pki.Issued(pem(cert), pem_key(key))
 
 
-def _ed25519_ca() -> certs.Issued:
+def _ed25519_ca() -> pki.Issued:
     key = ed25519.Ed25519PrivateKey.generate()
     cert, _ = self_signed("ed CA", 12, _CA_VALID, _IS_CA, key=key, now=T0)
-    return certs.Issued(pem(cert), pem_key(key))
+    return pki.Issued(pem(cert), pem_key(key))
 
 
 def _encrypted(key_pem: bytes) -> bytes:
@@ -123,7 +123,7 @@ def _ca_and(extra: Callable[[Data], bytes]) -> Callable[[Data], Data]:
     return _from("ca.crt", lambda data: _raw(data, "ca.crt") + extra(data))
 
 
-def _pair(ca: Callable[[], certs.Issued]) -> Callable[[Data], Data]:
+def _pair(ca: Callable[[], pki.Issued]) -> Callable[[Data], Data]:
     """ca.crt and ca.key replaced by a CA ``ca`` makes."""
 
     def corrupt(data: Data) -> Data:
@@ -415,7 +415,7 @@ def test_a_corrupted_secret_is_repaired_in_one_line(tmp_path: Path, repair: Repa
     assert bundles == {base64.b64encode(bundle_pem(material)).decode()}
     files = _files(tmp_path / "tls")
     assert files["ca.crt"] == bundle_pem(material) and b"PRIVATE KEY" not in files["ca.crt"]
-    pair = certs.load_pair(tmp_path / "tls" / "tls.crt", tmp_path / "tls" / "tls.key")
+    pair = pki.load_pair(tmp_path / "tls" / "tls.crt", tmp_path / "tls" / "tls.key")
     assert pair.matches_key
     signing = x509.load_pem_x509_certificate(material.bundle[0])
     pair.certificate.verify_directly_issued_by(signing)
@@ -489,7 +489,7 @@ def test_an_answer_that_is_no_secret_keeps_the_last_good_material(
     ],
 )
 def test_an_answer_that_is_no_secret_is_named(answer: bytes, message: str) -> None:
-    from webhooks.managedcerts import _secret_object
+    from webhooks.certs.managed import _secret_object
 
     problem = _secret_object(answer)
     assert isinstance(problem, str) and message in problem and len(problem) < 200

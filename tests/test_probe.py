@@ -16,10 +16,10 @@ import pytest
 from tests.command import invoke_cli
 from tests.e2e.serving import Server, free_port, serving
 from tests.fakeapi import FakeApiServer, running
-from webhooks import certs
+from webhooks.certs import pki
 from webhooks.core.review import ReviewError, read_response
-from webhooks.probe import Target, round_trip, targets
-from webhooks.webhookconfig import POLICY_FIELD_MANAGER, WebhookSettings, configurations
+from webhooks.install.probe import Target, round_trip, targets
+from webhooks.install.webhookconfig import POLICY_FIELD_MANAGER, WebhookSettings, configurations
 
 pytestmark = pytest.mark.e2e
 
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.e2e
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     workdir = tmp_path_factory.mktemp("probe")
     # A certificate for localhost only, so 127.0.0.1 is an address it does not name.
-    chain = certs.generate(workdir / "tls", hosts=["localhost"])
+    chain = pki.generate(workdir / "tls", hosts=["localhost"])
     with serving(workdir, cert_dir=chain.ca.parent) as running_server:
         yield running_server
 
@@ -153,7 +153,7 @@ def test_a_round_trip_to_the_running_server(server: Server) -> None:
 def test_what_would_fail_at_the_api_server_fails_the_probe(
     server: Server, tmp_path: Path, case: str, problem: str
 ) -> None:
-    other = certs.generate(tmp_path, hosts=["localhost"]).ca.read_bytes()
+    other = pki.generate(tmp_path, hosts=["localhost"]).ca.read_bytes()
     ca = server.ca.read_bytes()
     target = {
         "another CA": Target(f"https://localhost:{server.port}/validate", other, ()),
@@ -275,7 +275,7 @@ def test_unusable_input_exits_2(args: list[str], message: str) -> None:
 
 def test_the_probes_review_is_one_the_server_parses_back_unchanged() -> None:
     from webhooks.core.review import parse_review, request_dict
-    from webhooks.probe import probe_request
+    from webhooks.install.probe import probe_request
 
     request = probe_request("placement")
     parsed = parse_review(request_dict(request))
@@ -320,7 +320,7 @@ def _owning(manager: str, operation: str, hooks: list[str]) -> dict[str, Any]:
 def test_the_policies_the_install_manager_owns_are_read_from_managed_fields(
     managed: list[dict[str, Any]], owned: dict[str, str]
 ) -> None:
-    from webhooks.webhookconfig import _owned_policies
+    from webhooks.install.webhookconfig import _owned_policies
 
     configuration = {
         "metadata": {"name": "pw", "managedFields": managed},

@@ -19,8 +19,8 @@ from types import TracebackType
 import pytest
 
 from tests.command import run_cli
-from webhooks import certs
-from webhooks.probe import ANSWER_LIMIT, Outcome, Target, round_trip
+from webhooks.certs import pki
+from webhooks.install.probe import ANSWER_LIMIT, Outcome, Target, round_trip
 
 #: The probe's timeout in these tests, and how long a dribbling server waits between bytes:
 #: far less than the timeout, so no single read ever times out.
@@ -120,7 +120,7 @@ class Hostile:
     """A local server on 127.0.0.1 that answers each connection with ``behaviour``
     (``None``: it accepts TCP and then says nothing, not even TLS)."""
 
-    def __init__(self, chain: certs.CertPaths, behaviour: Behaviour | None) -> None:
+    def __init__(self, chain: pki.CertPaths, behaviour: Behaviour | None) -> None:
         self.behaviour = behaviour
         self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.context.load_cert_chain(chain.cert, chain.key)
@@ -169,11 +169,11 @@ class Hostile:
 
 
 @pytest.fixture(scope="module")
-def chain(tmp_path_factory: pytest.TempPathFactory) -> certs.CertPaths:
-    return certs.generate(tmp_path_factory.mktemp("hostile"), hosts=["localhost"])
+def chain(tmp_path_factory: pytest.TempPathFactory) -> pki.CertPaths:
+    return pki.generate(tmp_path_factory.mktemp("hostile"), hosts=["localhost"])
 
 
-def _probe(chain: certs.CertPaths, port: int) -> Outcome:
+def _probe(chain: pki.CertPaths, port: int) -> Outcome:
     """The round trip, in a thread given :data:`GUARD` seconds (else the test fails)."""
     target = Target(f"https://localhost:{port}/validate", chain.ca.read_bytes(), ("v",))
     done: list[Outcome] = []
@@ -221,7 +221,7 @@ TOO_LARGE = f"the probe reads at most ANSWER_LIMIT ({ANSWER_LIMIT} bytes)"
     ],
 )
 def test_a_slow_or_endless_answer_fails_the_probe(
-    chain: certs.CertPaths, behaviour: Behaviour | None, problem: str
+    chain: pki.CertPaths, behaviour: Behaviour | None, problem: str
 ) -> None:
     with Hostile(chain, behaviour) as server:
         outcome = _probe(chain, server.port)
@@ -237,14 +237,14 @@ def test_a_slow_or_endless_answer_fails_the_probe(
     ],
 )
 def test_an_answer_within_the_bounds_is_accepted(
-    chain: certs.CertPaths, behaviour: Behaviour
+    chain: pki.CertPaths, behaviour: Behaviour
 ) -> None:
     with Hostile(chain, behaviour) as server:
         outcome = _probe(chain, server.port)
     assert outcome.problem == "" and outcome.allowed is True
 
 
-def test_probe_timeout_2_fails_an_answer_that_takes_longer(chain: certs.CertPaths) -> None:
+def test_probe_timeout_2_fails_an_answer_that_takes_longer(chain: pki.CertPaths) -> None:
     """The issue's case through the command: ``--timeout 2`` printed ok for a 20 s answer."""
     with Hostile(chain, dribbled_answer) as server:
         result = run_cli(
@@ -269,7 +269,7 @@ def test_probe_timeout_2_fails_an_answer_that_takes_longer(chain: certs.CertPath
     ],
 )
 def test_an_unusable_url_is_a_problem_not_an_exception(
-    chain: certs.CertPaths, url: str, problem: str
+    chain: pki.CertPaths, url: str, problem: str
 ) -> None:
     outcome = round_trip(Target(url, chain.ca.read_bytes(), ("v",)), "default", TIMEOUT)
     assert problem in outcome.problem

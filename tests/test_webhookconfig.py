@@ -15,10 +15,9 @@ import yaml
 
 from tests.command import invoke_cli
 from tests.fakeapi import TOKEN, refused_port, running, write_kubeconfig
-from webhooks import certs
+from webhooks.certs import pki
 from webhooks.core.config import load_config
-from webhooks.plugins import REGISTRY
-from webhooks.webhookconfig import (
+from webhooks.install.webhookconfig import (
     FIELD_MANAGER,
     JUDGED_PODS,
     PLURALS,
@@ -33,6 +32,7 @@ from webhooks.webhookconfig import (
     unchanged_update_expression,
     without_halves,
 )
+from webhooks.plugins import REGISTRY
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -667,16 +667,16 @@ def test_scoping_the_api_server_would_reject_is_refused(
 
 
 @pytest.fixture(scope="module")
-def chain(tmp_path_factory: pytest.TempPathFactory) -> certs.CertPaths:
+def chain(tmp_path_factory: pytest.TempPathFactory) -> pki.CertPaths:
     directory = tmp_path_factory.mktemp("deploy-ca")
-    return certs.generate(directory, hosts=certs.service_hosts("pw", "placement"))
+    return pki.generate(directory, hosts=pki.service_hosts("pw", "placement"))
 
 
 def _invoke(*args: str) -> Any:
     return invoke_cli(["webhook-config", *args])
 
 
-def test_webhook_config_prints_applyable_yaml_with_the_ca_bundle(chain: certs.CertPaths) -> None:
+def test_webhook_config_prints_applyable_yaml_with_the_ca_bundle(chain: pki.CertPaths) -> None:
     result = _invoke("--namespace=placement", "--service=pw", f"--ca-file={chain.ca}")
     assert result.exit_code == 0, result.output
     assert result.stderr == ""
@@ -694,7 +694,7 @@ def test_webhook_config_prints_applyable_yaml_with_the_ca_bundle(chain: certs.Ce
             }
 
 
-def test_without_a_ca_file_the_bundle_is_left_out_and_that_is_said(chain: certs.CertPaths) -> None:
+def test_without_a_ca_file_the_bundle_is_left_out_and_that_is_said(chain: pki.CertPaths) -> None:
     result = _invoke()
     assert result.exit_code == 0
     assert "caBundle left out" in result.stderr
@@ -822,7 +822,7 @@ def test_native_with_a_webhook_per_plugin_is_refused(tmp_path: Path) -> None:
     assert "--per-plugin with --native" in result.stderr
 
 
-def test_a_serving_certificate_given_as_ca_is_warned_about(chain: certs.CertPaths) -> None:
+def test_a_serving_certificate_given_as_ca_is_warned_about(chain: pki.CertPaths) -> None:
     result = _invoke(f"--ca-file={chain.cert}")
     assert result.exit_code == 0
     assert "holds no CA certificate" in result.stderr
@@ -839,7 +839,7 @@ def _existing() -> dict[tuple[str, str], dict[str, Any]]:
 
 
 def test_inject_writes_only_the_ca_bundle_with_server_side_apply(
-    chain: certs.CertPaths, tmp_path: Path
+    chain: pki.CertPaths, tmp_path: Path
 ) -> None:
     objects = _existing()
     assert objects
@@ -883,7 +883,7 @@ def test_inject_writes_only_the_ca_bundle_with_server_side_apply(
 
 
 def test_inject_into_a_missing_configuration_exits_1_with_the_servers_message(
-    chain: certs.CertPaths, tmp_path: Path
+    chain: pki.CertPaths, tmp_path: Path
 ) -> None:
     with running() as api:
         result = _invoke(
@@ -900,7 +900,7 @@ def test_inject_into_a_missing_configuration_exits_1_with_the_servers_message(
 
 
 def test_inject_with_an_unreachable_api_server_exits_1(
-    chain: certs.CertPaths, tmp_path: Path
+    chain: pki.CertPaths, tmp_path: Path
 ) -> None:
     with refused_port() as port:
         kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}")
@@ -909,7 +909,7 @@ def test_inject_with_an_unreachable_api_server_exits_1(
     assert "unreachable" in result.stderr
 
 
-def test_inject_with_an_unusable_kubeconfig_exits_1(chain: certs.CertPaths, tmp_path: Path) -> None:
+def test_inject_with_an_unusable_kubeconfig_exits_1(chain: pki.CertPaths, tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\n")
     result = _invoke("--inject", f"--ca-file={chain.ca}", f"--kubeconfig={kubeconfig}")
@@ -918,7 +918,7 @@ def test_inject_with_an_unusable_kubeconfig_exits_1(chain: certs.CertPaths, tmp_
 
 
 def test_inject_watch_repairs_a_reset_bundle_and_follows_a_rotated_ca(
-    chain: certs.CertPaths, tmp_path: Path
+    chain: pki.CertPaths, tmp_path: Path
 ) -> None:
     import signal
     import subprocess
@@ -927,7 +927,7 @@ def test_inject_watch_repairs_a_reset_bundle_and_follows_a_rotated_ca(
 
     ca_file = tmp_path / "ca.crt"
     shutil.copy(chain.ca, ca_file)
-    rotated = certs.generate(tmp_path / "rotated", hosts=["pw.placement.svc"])
+    rotated = pki.generate(tmp_path / "rotated", hosts=["pw.placement.svc"])
     objects = _existing()
     key = next(iter(objects))
 

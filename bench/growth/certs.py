@@ -4,8 +4,8 @@ re-reading the cert directory, and the probe reading a webhook's answer.
 Why these: each reads input it does not control (a Secret anyone with write access to it
 filled, files a volume swapped in, an answer from whatever listens at the webhook's
 address), so each must cost time linear in what it reads, and stop reading at its bound
-(:data:`webhooks.certrotation.MAX_BUNDLE_CERTS`, :data:`webhooks.certs.MAX_PEM_BYTES`,
-:data:`webhooks.probe.ANSWER_LIMIT`): past a bound, doubling the input changes nothing.
+(:data:`webhooks.certs.rotation.MAX_BUNDLE_CERTS`, :data:`webhooks.certs.pki.MAX_PEM_BYTES`,
+:data:`webhooks.install.probe.ANSWER_LIMIT`): past a bound, doubling the input changes nothing.
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.growth.measure import Surface, in_process
-from webhooks import certs
-from webhooks.certrotation import Material, Policy, plan
-from webhooks.managedcerts import from_secret, to_secret
-from webhooks.probe import Target, round_trip
+from webhooks.certs import pki
+from webhooks.certs.managed import from_secret, to_secret
+from webhooks.certs.rotation import Material, Policy, plan
+from webhooks.install.probe import Target, round_trip
 from webhooks.server.certwatch import CertificateWatch
 
 NOW = dt.datetime(2027, 1, 1, tzinfo=dt.UTC)
-POLICY = Policy(hosts=tuple(certs.service_hosts("pw", "placement")))
+POLICY = Policy(hosts=tuple(pki.service_hosts("pw", "placement")))
 MIB = 1024 * 1024
 
 # The watch logs each unreadable file once per content; every sample here is a new one.
@@ -51,7 +51,7 @@ def _healthy() -> dict[str, str]:
 @functools.cache
 def _cas(count: int) -> tuple[bytes, ...]:
     """``count`` distinct CA certificates (made once: they cost a key each)."""
-    return tuple(certs.new_ca(f"CA {i}", days=3650, now=NOW).cert for i in range(count))
+    return tuple(pki.new_ca(f"CA {i}", days=3650, now=NOW).cert for i in range(count))
 
 
 def _secret_with_bundle(n: int) -> dict[str, str]:
@@ -79,7 +79,7 @@ def _cert_dir(n: int, name: str) -> Path:
     while they fit, then blank lines), the others a good pair."""
     directory = _workdir() / f"{name}-{n}"
     if not directory.exists():
-        certs.generate(directory, hosts=["localhost"])
+        pki.generate(directory, hosts=["localhost"])
         first = (directory / name).read_bytes()
         pool = b"".join(_cas(256))
         data = first + (pool * (n // len(pool) + 1))[: max(0, n - len(first))]
@@ -106,7 +106,7 @@ class _Answering:
     """
 
     def __init__(self) -> None:
-        chain = certs.generate(_workdir() / "server", hosts=["localhost"])
+        chain = pki.generate(_workdir() / "server", hosts=["localhost"])
         self.ca = chain.ca.read_bytes()
         self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.context.load_cert_chain(chain.cert, chain.key)

@@ -178,7 +178,7 @@ _certs: list[Path] = []
 def certificates() -> Path:
     """A CA and serving certificate for localhost, made once per bench run."""
     if not _certs:
-        from webhooks.certs import generate
+        from webhooks.certs.pki import generate
 
         directory = Path(tempfile.mkdtemp(prefix="growth-http-"))
         generate(directory, hosts=["localhost", "127.0.0.1"])

@@ -37,7 +37,7 @@ import orjson
 import webhooks.cluster.api  # noqa: F401 - imported by the master before any reload, as here
 from bench import servers
 from bench.growth.measure import Sample, Surface, traced_peak
-from webhooks.certs import generate
+from webhooks.certs.pki import generate
 from webhooks.server.reloadcheck import run_checked
 from webhooks.server.runner import config_for_reload
 

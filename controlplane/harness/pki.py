@@ -2,8 +2,9 @@
 
 Every API server gets its own set, generated fresh into its temp dir, so two servers on one
 etcd can never trust each other's clients by accident and nothing outlives the run. The
-serving chain comes from the product's own :func:`webhooks.certs.generate` (a CA plus a leaf
-for ``127.0.0.1`` and ``localhost``): the same code that makes the webhook's certificates.
+serving chain comes from the product's own :func:`webhooks.certs.pki.generate` (a CA
+plus a leaf for ``127.0.0.1`` and ``localhost``): the same code that makes the webhook's
+certificates.
 
 Identities are static tokens (``--token-auth-file``) rather than client certificates: one
 line per user, no CA key to keep, and the kubeconfig a person gets from ``make cluster``
@@ -22,7 +23,7 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from webhooks.certs import CertPaths, generate
+from webhooks.certs.pki import CertPaths, generate
 
 HOSTS = ("127.0.0.1", "localhost")
 

@@ -31,7 +31,7 @@ from controlplane.harness.objects import create_namespace
 from controlplane.harness.pki import HOSTS
 from controlplane.harness.process import Component, free_port, wait_until
 from controlplane.harness.webhookserver import REPO, register, serve_args
-from webhooks.certs import (
+from webhooks.certs.pki import (
     CA_FILE,
     CERT_FILE,
     KEY_FILE,

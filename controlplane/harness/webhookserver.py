@@ -23,7 +23,7 @@ from controlplane.harness.components import ApiServer, fetch
 from controlplane.harness.metrics import apiserver_metrics, metric_sum
 from controlplane.harness.pki import HOSTS
 from controlplane.harness.process import Component, free_port, wait_until
-from webhooks.certs import generate
+from webhooks.certs.pki import generate
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -31,9 +31,9 @@ from tests.charts.render import CHART, values_file
 from webhooks.cli.export import render
 from webhooks.core.config import load_config
 from webhooks.export import export
+from webhooks.install.webhookconfig import WebhookSettings
 from webhooks.k8s.releases import MUTATING_ADMISSION_POLICY, OLDEST, RELEASES, Release
 from webhooks.plugins import REGISTRY
-from webhooks.webhookconfig import WebhookSettings
 
 FULLNAME = "__FULLNAME__"
 NAMESPACE = "__NAMESPACE__"

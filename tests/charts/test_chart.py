@@ -34,10 +34,9 @@ from tests.charts.render import (
     values_file,
 )
 from tests.command import invoke_cli
-from webhooks import certs
+from webhooks.certs import pki
 from webhooks.core.config import load_config
-from webhooks.plugins import REGISTRY
-from webhooks.webhookconfig import (
+from webhooks.install.webhookconfig import (
     WebhookSettings,
     inactive_halves,
     namespace_selector,
@@ -45,6 +44,7 @@ from webhooks.webhookconfig import (
     webhooks_for,
     without_halves,
 )
+from webhooks.plugins import REGISTRY
 
 #: The oldest Kubernetes the chart supports (matchConditions GA), one in between and the
 #: newest it is tested on; fixed, so a newer kubernetes-validate cannot change what passes.
@@ -72,7 +72,7 @@ def ca_dir() -> Path:
     import tempfile
 
     directory = Path(tempfile.mkdtemp(prefix="chart-ca-"))
-    certs.generate(directory, hosts=certs.service_hosts(RELEASE, NAMESPACE))
+    pki.generate(directory, hosts=pki.service_hosts(RELEASE, NAMESPACE))
     return directory
 
 
@@ -795,7 +795,7 @@ def test_generated_tls_chains_to_the_ca_bundle_rendered_with_it() -> None:
     [leaf] = _load(data["tls.crt"])
     leaf.verify_directly_issued_by(ca)
     san = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    assert san.get_values_for_type(x509.DNSName) == certs.service_hosts(RELEASE, NAMESPACE)
+    assert san.get_values_for_type(x509.DNSName) == pki.service_hosts(RELEASE, NAMESPACE)
     key = serialization.load_pem_private_key(data["tls.key"], password=None)
     spki = serialization.PublicFormat.SubjectPublicKeyInfo
     der = serialization.Encoding.DER
@@ -823,7 +823,7 @@ def test_cert_manager_issues_the_secret_and_injects_the_ca(scenario: str) -> Non
 
     assert of_kind(objects, "Secret") == []
     assert volume["secret"]["secretName"] == serving["spec"]["secretName"]
-    assert serving["spec"]["dnsNames"] == certs.service_hosts(RELEASE, NAMESPACE)
+    assert serving["spec"]["dnsNames"] == pki.service_hosts(RELEASE, NAMESPACE)
     assert "server auth" in serving["spec"]["usages"]
     for config in of_kind(objects, MUTATING) + of_kind(objects, VALIDATING):
         assert config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == (
@@ -1049,7 +1049,7 @@ GENERATE = {"tls": {"mode": "generate"}}
 
 
 def _previous_chain(tmp_path: Path) -> dict[str, bytes]:
-    paths = certs.generate(tmp_path / "previous", hosts=certs.service_hosts(RELEASE, NAMESPACE))
+    paths = pki.generate(tmp_path / "previous", hosts=pki.service_hosts(RELEASE, NAMESPACE))
     return {
         "ca.crt": paths.ca.read_bytes(),
         "tls.crt": paths.cert.read_bytes(),

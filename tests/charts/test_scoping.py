@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from tests.charts.render import CHART, NAMESPACE, RELEASE, render
-from webhooks.webhookconfig import WebhookSettings, match_conditions
+from webhooks.install.webhookconfig import WebhookSettings, match_conditions
 
 MUTATING = "MutatingWebhookConfiguration"
 VALIDATING = "ValidatingWebhookConfiguration"

@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from tests.certfiles import write_expired_pair
 from tests.command import invoke_cli, run_cli
-from webhooks import certs
+from webhooks.certs import pki
 
 SANS = ["pw", "pw.placement", "pw.placement.svc", "pw.placement.svc.cluster.local"]
 OPENSSL = shutil.which("openssl")
@@ -58,8 +58,8 @@ def test_generate_options(
     assert result.exit_code == 0, result.output
     key = serialization.load_pem_private_key((tmp_path / "tls.key").read_bytes(), password=None)
     assert isinstance(key, key_class)
-    [leaf] = certs.inspect(tmp_path / "tls.crt")
-    [ca] = certs.inspect(tmp_path / "ca.crt")
+    [leaf] = pki.inspect(tmp_path / "tls.crt")
+    [ca] = pki.inspect(tmp_path / "ca.crt")
     assert round((leaf.not_after - leaf.not_before).total_seconds() / 86400) == days
     assert round((ca.not_after - ca.not_before).total_seconds() / 86400) == ca_days
     assert leaf.sans == tuple(SANS)
@@ -72,7 +72,7 @@ def test_extra_hosts_are_added_after_the_service_names(tmp_path: Path) -> None:
         ],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert certs.inspect(tmp_path / "tls.crt")[0].sans == (*SANS, "hooks.example", "10.0.0.7")
+    assert pki.inspect(tmp_path / "tls.crt")[0].sans == (*SANS, "hooks.example", "10.0.0.7")
 
 
 @pytest.mark.parametrize(
@@ -95,7 +95,7 @@ def test_generate_refuses_incomplete_arguments(tmp_path: Path, args: list[str]) 
 
 @pytest.fixture
 def chain(tmp_path: Path) -> Path:
-    certs.generate(tmp_path / "secret", hosts=SANS)
+    pki.generate(tmp_path / "secret", hosts=SANS)
     return tmp_path / "secret"
 
 
@@ -136,7 +136,7 @@ def test_inspect_a_single_file(chain: Path) -> None:
 def test_inspect_reports_problems_and_exits_1(
     tmp_path: Path, chain: Path, breakage: str, problem: str
 ) -> None:
-    other = certs.generate(tmp_path / "other", hosts=["x"])
+    other = pki.generate(tmp_path / "other", hosts=["x"])
     target = chain
     if breakage == "foreign key":
         shutil.copy(other.key, chain / "tls.key")

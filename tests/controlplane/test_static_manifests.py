@@ -43,7 +43,7 @@ from tests.controlplane.conftest import FIGURES, started_plane
 from tests.controlplane.native import cases
 from tests.controlplane.native.observe import reason_of, stored_fields
 from tests.controlplane.native.pair import CONTROLLERS
-from webhooks.certs import generate
+from webhooks.certs.pki import generate
 from webhooks.export.static import PLUGINS
 from webhooks.k8s.releases import STATIC_ADMISSION
 

@@ -36,7 +36,7 @@ from controlplane.harness.components import ApiServer, Response
 from controlplane.harness.modes import apiserver_options
 from tests.controlplane.conftest import started_plane
 from tests.waiting import eventually
-from webhooks.webhookconfig import WebhookSettings, match_conditions
+from webhooks.install.webhookconfig import WebhookSettings, match_conditions
 
 OPTED_OUT = "opted-out"
 CONFIG = Path(__file__).parent / "configs" / "webhooks-admission.yaml"

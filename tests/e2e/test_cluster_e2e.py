@@ -15,7 +15,7 @@ import pytest
 from tests.e2e.serving import Server, serving
 from tests.fakeapi import FakeApiServer, runtime_class
 from tests.reviews import pod, review
-from webhooks.certs import generate
+from webhooks.certs.pki import generate
 from webhooks.core.review import decode_patch
 
 pytestmark = pytest.mark.e2e

@@ -28,7 +28,7 @@ import pytest
 
 from tests.e2e.serving import Server, serving
 from tests.reviews import pod, review
-from webhooks.certs import generate
+from webhooks.certs.pki import generate
 
 pytestmark = pytest.mark.e2e
 

@@ -26,7 +26,7 @@ from tests.certfiles import SecretVolume
 from tests.command import run_cli
 from tests.e2e.serving import Server, serving
 from tests.reviews import pod, review
-from webhooks import certs
+from webhooks.certs import pki
 
 pytestmark = pytest.mark.e2e
 
@@ -43,8 +43,8 @@ def _fingerprint(der: bytes | None) -> str:
     return hashlib.sha256(der).hexdigest()
 
 
-def _leaf_fingerprint(chain: certs.CertPaths) -> str:
-    return certs.inspect(chain.cert)[0].fingerprint_sha256
+def _leaf_fingerprint(chain: pki.CertPaths) -> str:
+    return pki.inspect(chain.cert)[0].fingerprint_sha256
 
 
 @dataclass
@@ -141,16 +141,14 @@ def _wait(predicate: object, seconds: float) -> bool:
 
 
 @pytest.fixture
-def chains(tmp_path: Path) -> tuple[certs.CertPaths, certs.CertPaths]:
-    old = certs.generate(tmp_path / "old", hosts=certs.DEV_HOSTS, days=365)
-    new = certs.generate(tmp_path / "new", hosts=certs.DEV_HOSTS, days=30)
+def chains(tmp_path: Path) -> tuple[pki.CertPaths, pki.CertPaths]:
+    old = pki.generate(tmp_path / "old", hosts=pki.DEV_HOSTS, days=365)
+    new = pki.generate(tmp_path / "new", hosts=pki.DEV_HOSTS, days=30)
     return old, new
 
 
 @pytest.fixture
-def secret(
-    tmp_path: Path, chains: tuple[certs.CertPaths, certs.CertPaths]
-) -> Iterator[SecretVolume]:
+def secret(tmp_path: Path, chains: tuple[pki.CertPaths, pki.CertPaths]) -> Iterator[SecretVolume]:
     volume = SecretVolume(tmp_path / "secret")
     volume.publish(chains[0].ca.parent)
     yield volume
@@ -166,7 +164,7 @@ def _metric(server: Server, name: str) -> float:
 
 
 def test_a_rotated_secret_is_served_to_new_connections_without_a_failed_request(
-    tmp_path: Path, chains: tuple[certs.CertPaths, certs.CertPaths], secret: SecretVolume
+    tmp_path: Path, chains: tuple[pki.CertPaths, pki.CertPaths], secret: SecretVolume
 ) -> None:
     old, new = chains
     old_leaf, new_leaf = _leaf_fingerprint(old), _leaf_fingerprint(new)
@@ -214,7 +212,7 @@ def test_a_rotated_secret_is_served_to_new_connections_without_a_failed_request(
 
 
 def test_a_half_written_secret_keeps_the_old_certificate_and_fails_readiness(
-    tmp_path: Path, chains: tuple[certs.CertPaths, certs.CertPaths], secret: SecretVolume
+    tmp_path: Path, chains: tuple[pki.CertPaths, pki.CertPaths], secret: SecretVolume
 ) -> None:
     old, new = chains
     mixed = tmp_path / "mixed"
@@ -244,7 +242,7 @@ def test_a_half_written_secret_keeps_the_old_certificate_and_fails_readiness(
 
 
 def test_a_pair_that_cannot_serve_stops_start_up_with_the_files_named(
-    tmp_path: Path, chains: tuple[certs.CertPaths, certs.CertPaths]
+    tmp_path: Path, chains: tuple[pki.CertPaths, pki.CertPaths]
 ) -> None:
     old, new = chains
     broken = tmp_path / "broken"

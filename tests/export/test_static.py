@@ -29,9 +29,9 @@ from webhooks.export.static import (
     static_manifests,
     static_name,
 )
+from webhooks.install.webhookconfig import WebhookSettings, configurations, plugin_table
 from webhooks.k8s.releases import NEWEST, RELEASES, STATIC_ADMISSION, release
 from webhooks.plugins import REGISTRY
-from webhooks.webhookconfig import WebhookSettings, configurations, plugin_table
 
 DIRECTORY = "/etc/kubernetes/placement-webhooks"
 

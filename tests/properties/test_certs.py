@@ -16,12 +16,12 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhooks import certs
-from webhooks.certrotation import MAX_BUNDLE_CERTS, Material, Policy, plan
-from webhooks.managedcerts import read_secret, to_secret
+from webhooks.certs import pki
+from webhooks.certs.managed import read_secret, to_secret
+from webhooks.certs.rotation import MAX_BUNDLE_CERTS, Material, Policy, plan
 
 NOW = dt.datetime(2027, 1, 1, tzinfo=dt.UTC)
-POLICY = Policy(hosts=tuple(certs.service_hosts("pw", "placement")))
+POLICY = Policy(hosts=tuple(pki.service_hosts("pw", "placement")))
 KEYS = ("ca.crt", "ca.key", "next-ca.key", "next-ca.since", "tls.crt", "tls.key")
 
 
@@ -30,7 +30,7 @@ def _pieces() -> tuple[bytes, ...]:
     """PEM a Secret may hold, right or wrong: certificates and keys of two CAs and a leaf."""
     material, _ = plan(Material(), POLICY, NOW, published=False)
     assert material.leaf is not None and material.signing_key is not None
-    other = certs.new_ca("other CA", days=30, now=NOW)
+    other = pki.new_ca("other CA", days=30, now=NOW)
     return (
         material.bundle[0],
         material.signing_key,
@@ -99,7 +99,7 @@ def test_any_secret_is_repaired_in_one_step_without_an_exception(data: Any) -> N
 @given(st.lists(st.sampled_from((*_pieces()[6:9], b"x", b"\n", b"-----")), max_size=60))
 def test_pem_spans_are_ordered_blocks_with_their_markers(parts: list[bytes]) -> None:
     data = b"".join(parts)
-    spans = list(certs.pem_spans(data))
+    spans = list(pki.pem_spans(data))
     ends = [0] + [end for _, end in spans]
     for (start, end), previous in zip(spans, ends, strict=False):
         assert previous <= start < end

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from webhooks.certs import generate
+from webhooks.certs.pki import generate
 from webhooks.server.app import ServerState
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.certfiles import SecretVolume, write_expired_pair
-from webhooks import certs
+from webhooks.certs import pki
 from webhooks.server.app import create_app
 from webhooks.server.assemble import build_state
 from webhooks.server.certwatch import CertificateWatch
@@ -25,7 +25,7 @@ def _watch(directory: Path) -> CertificateWatch:
 
 
 def test_a_fresh_pair_is_ready_and_both_expiries_are_known(tmp_path: Path) -> None:
-    certs.generate(tmp_path, hosts=["localhost"], days=30, ca_days=90)
+    pki.generate(tmp_path, hosts=["localhost"], days=30, ca_days=90)
     watch = _watch(tmp_path)
     assert watch.problem() is None
     leaf, ca = watch.leaf_seconds(), watch.ca_seconds()
@@ -53,8 +53,8 @@ def test_an_unusable_pair_is_not_ready(tmp_path: Path, breakage: str, reason: st
     if breakage == "expired":
         write_expired_pair(served)
     else:
-        certs.generate(served, hosts=["localhost"])
-        other = certs.generate(tmp_path / "other", hosts=["localhost"])
+        pki.generate(served, hosts=["localhost"])
+        other = pki.generate(tmp_path / "other", hosts=["localhost"])
         if breakage == "foreign key":
             shutil.copy(other.key, served / "tls.key")
         elif breakage == "missing certificate":
@@ -66,8 +66,8 @@ def test_an_unusable_pair_is_not_ready(tmp_path: Path, breakage: str, reason: st
 
 
 def test_a_secret_style_symlink_swap_is_noticed(tmp_path: Path) -> None:
-    first = certs.generate(tmp_path / "first", hosts=["localhost"], days=300)
-    second = certs.generate(tmp_path / "second", hosts=["localhost"], days=20)
+    first = pki.generate(tmp_path / "first", hosts=["localhost"], days=300)
+    second = pki.generate(tmp_path / "second", hosts=["localhost"], days=20)
     volume = SecretVolume(tmp_path / "secret")
     volume.publish(first.ca.parent)
     watch = _watch(volume.root)
@@ -105,23 +105,23 @@ def test_readyz_and_metrics_of_a_worker_report_the_certificate(tmp_path: Path) -
 # --------------------------------------------------------------------------- bad files at run time
 
 
-def _garbage(directory: Path, other: certs.CertPaths) -> None:
+def _garbage(directory: Path, other: pki.CertPaths) -> None:
     (directory / "tls.crt").write_bytes(b"-----BEGIN CERTIFICATE-----\nnot base64!\n-----END")
 
 
-def _foreign_key(directory: Path, other: certs.CertPaths) -> None:
+def _foreign_key(directory: Path, other: pki.CertPaths) -> None:
     shutil.copy(other.key, directory / "tls.key")
 
 
-def _empty(directory: Path, other: certs.CertPaths) -> None:
+def _empty(directory: Path, other: pki.CertPaths) -> None:
     (directory / "tls.crt").write_bytes(b"")
 
 
-def _over_a_mebibyte(directory: Path, other: certs.CertPaths) -> None:
-    (directory / "tls.crt").write_bytes(other.cert.read_bytes() + b"#" * certs.MAX_PEM_BYTES)
+def _over_a_mebibyte(directory: Path, other: pki.CertPaths) -> None:
+    (directory / "tls.crt").write_bytes(other.cert.read_bytes() + b"#" * pki.MAX_PEM_BYTES)
 
 
-def _fifo(directory: Path, other: certs.CertPaths) -> None:
+def _fifo(directory: Path, other: pki.CertPaths) -> None:
     (directory / "tls.crt").unlink()
     os.mkfifo(directory / "tls.crt")
 
@@ -141,11 +141,11 @@ def _fifo(directory: Path, other: certs.CertPaths) -> None:
 def test_a_bad_pair_at_run_time_is_logged_once_and_the_served_expiry_kept(
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
-    breakage: Callable[[Path, certs.CertPaths], None],
+    breakage: Callable[[Path, pki.CertPaths], None],
     reason: str,
 ) -> None:
-    served = certs.generate(tmp_path / "served", hosts=["localhost"], days=30)
-    other = certs.generate(tmp_path / "other", hosts=["localhost"], days=300)
+    served = pki.generate(tmp_path / "served", hosts=["localhost"], days=30)
+    other = pki.generate(tmp_path / "other", hosts=["localhost"], days=300)
     watch = _watch(served.ca.parent)
     before = watch.leaf_seconds()
     assert before is not None and watch.problem() is None
@@ -163,7 +163,7 @@ def test_a_bad_pair_at_run_time_is_logged_once_and_the_served_expiry_kept(
 def test_the_same_bad_content_swapped_in_again_is_not_logged_again(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    good = certs.generate(tmp_path / "good", hosts=["localhost"], days=30)
+    good = pki.generate(tmp_path / "good", hosts=["localhost"], days=30)
     bad = tmp_path / "bad"
     shutil.copytree(good.ca.parent, bad)
     (bad / "tls.crt").write_bytes(b"garbage one")
@@ -185,7 +185,7 @@ def test_the_same_bad_content_swapped_in_again_is_not_logged_again(
 def test_a_garbage_ca_file_keeps_the_ca_gauge_and_is_logged_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    served = certs.generate(tmp_path, hosts=["localhost"], ca_days=90)
+    served = pki.generate(tmp_path, hosts=["localhost"], ca_days=90)
     watch = _watch(tmp_path)
     before = watch.ca_seconds()
     assert before is not None
@@ -200,7 +200,7 @@ def test_a_garbage_ca_file_keeps_the_ca_gauge_and_is_logged_once(
 
 def test_the_metrics_keep_the_served_certificates_expiry(tmp_path: Path) -> None:
     served = tmp_path / "served"
-    certs.generate(served, hosts=["localhost"], days=30)
+    pki.generate(served, hosts=["localhost"], days=30)
     state = build_state(ServeOptions(cert_dir=served, runtime_dir=tmp_path))
     try:
         client = create_app(state).test_client()

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests import specialfiles
-from webhooks import certs
+from webhooks.certs import pki
 from webhooks.server.runner import prime_context
 from webhooks.server.tls import ContextCache, TLSFiles
 
@@ -42,8 +42,8 @@ def _within_deadline(call: Callable[[], Any]) -> Any:
 
 
 def _pair(directory: Path) -> TLSFiles:
-    certs.generate(directory, hosts=["localhost"])
-    return TLSFiles(str(directory / certs.CERT_FILE), str(directory / certs.KEY_FILE))
+    pki.generate(directory, hosts=["localhost"])
+    return TLSFiles(str(directory / pki.CERT_FILE), str(directory / pki.KEY_FILE))
 
 
 def _garbage(path: Path) -> Path:
@@ -59,7 +59,7 @@ BAD = [
         id="a link to /dev/zero",
     ),
     pytest.param(
-        specialfiles.sparse(certs.MAX_PEM_BYTES + 1),
+        specialfiles.sparse(pki.MAX_PEM_BYTES + 1),
         "over the limit of 1,048,576 bytes",
         id="a file over MAX_PEM_BYTES",
     ),
@@ -96,7 +96,7 @@ def test_a_rotated_pair_is_served_on_the_next_check(tmp_path: Path) -> None:
     cache = ContextCache(files, interval=0.0)
     served = cache.get()
     _pair(tmp_path / "new")
-    for name in (certs.CERT_FILE, certs.KEY_FILE):
+    for name in (pki.CERT_FILE, pki.KEY_FILE):
         shutil.copyfile(tmp_path / "new" / name, tmp_path / "old" / name)
     assert cache.get() is not served
     assert cache.builds == 2
@@ -104,7 +104,7 @@ def test_a_rotated_pair_is_served_on_the_next_check(tmp_path: Path) -> None:
 
 def test_a_client_ca_is_read_bounded_too(tmp_path: Path) -> None:
     files = _pair(tmp_path)
-    ca = specialfiles.fifo(tmp_path / certs.CA_FILE)
+    ca = specialfiles.fifo(tmp_path / pki.CA_FILE)
     with_ca = TLSFiles(files.certfile, files.keyfile, str(ca))
     outcome = _within_deadline(lambda: prime_context(with_ca))
     assert isinstance(outcome, RuntimeError)
@@ -113,7 +113,7 @@ def test_a_client_ca_is_read_bounded_too(tmp_path: Path) -> None:
 
 def test_a_context_verifies_client_certificates_against_the_client_ca(tmp_path: Path) -> None:
     files = _pair(tmp_path)
-    with_ca = TLSFiles(files.certfile, files.keyfile, str(tmp_path / certs.CA_FILE))
+    with_ca = TLSFiles(files.certfile, files.keyfile, str(tmp_path / pki.CA_FILE))
     context = ContextCache(with_ca).get()
     assert context.verify_mode == ssl.CERT_OPTIONAL
     assert context.cert_store_stats()["x509_ca"] == 1

@@ -18,7 +18,7 @@ from webhooks.audit.scan import ScopeError, scan
 from webhooks.cli.check import output_option, parse_outputs, write_output
 from webhooks.cli.common import config_option, fail, read_config_or_exit
 from webhooks.cluster.listing import ApiError, ClusterError, Paging, connect
-from webhooks.webhookconfig import DEFAULT_EXCLUDED_NAMESPACES
+from webhooks.install.webhookconfig import DEFAULT_EXCLUDED_NAMESPACES
 
 HELP = """Audit the objects a cluster holds against the policy, as admission would judge them today.
 

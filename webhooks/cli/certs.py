@@ -60,8 +60,8 @@ def generate(
     SERVICE.NAMESPACE.svc.cluster.local (plus any --host). tls.key is written mode 0600; the
     CA key is not kept, so renewing means generating a new chain and a new caBundle.
     """
-    from webhooks.certs import generate as make_chain
-    from webhooks.certs import inspect, service_hosts
+    from webhooks.certs.pki import generate as make_chain
+    from webhooks.certs.pki import inspect, service_hosts
 
     directory = Path(out) if out else Path("certs") / f"{service}.{namespace}"
     hosts = [*service_hosts(service, namespace), *extra_hosts]
@@ -100,7 +100,7 @@ def inspect_command(paths: tuple[str, ...]) -> None:
     ca.crt. With no PATH, certs/ is inspected. Exit 1 when a certificate has expired or a
     check fails, 2 when a file cannot be read.
     """
-    from webhooks.certs import CertError, format_inspect, inspect, seconds_to_expiry
+    from webhooks.certs.pki import CertError, format_inspect, inspect, seconds_to_expiry
 
     targets = [Path(p) for p in paths] or [Path("certs")]
     now = dt.datetime.now(dt.UTC)
@@ -146,7 +146,7 @@ def _cert_files(target: Path) -> list[Path]:
 def _check_directory(directory: Path) -> list[str]:
     from cryptography import x509
 
-    from webhooks.certs import CA_FILE, CERT_FILE, KEY_FILE, CertError, load_pair, read_pem
+    from webhooks.certs.pki import CA_FILE, CERT_FILE, KEY_FILE, CertError, load_pair, read_pem
 
     cert, key, ca = directory / CERT_FILE, directory / KEY_FILE, directory / CA_FILE
     problems: list[str] = []
@@ -262,10 +262,10 @@ def manage(
     import threading
     from types import FrameType
 
-    from webhooks.certrotation import Policy
-    from webhooks.certs import service_hosts
-    from webhooks.managedcerts import ManageError, Manager, SecretStore, describe
-    from webhooks.webhookconfig import InjectError, api_client
+    from webhooks.certs.managed import ManageError, Manager, SecretStore, describe
+    from webhooks.certs.pki import service_hosts
+    from webhooks.certs.rotation import Policy
+    from webhooks.install.webhookconfig import InjectError, api_client
 
     try:
         policy = Policy(

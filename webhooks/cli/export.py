@@ -19,7 +19,7 @@ import yaml
 from webhooks.cli.common import config_option, fail, read_config_or_exit
 from webhooks.cli.kubeversion import chosen_release, kubernetes_version_option
 from webhooks.cli.staticdir import static_for, write_static
-from webhooks.webhookconfig import DEFAULT_EXCLUDED_NAMESPACES, WebhookSettings
+from webhooks.install.webhookconfig import DEFAULT_EXCLUDED_NAMESPACES, WebhookSettings
 
 #: Exit status when something enabled is not exported exactly (the report says what).
 EXIT_INEXACT = 1

@@ -76,7 +76,7 @@ def server_version(kubeconfig: str, kube_context: str | None = None) -> str:
     """``gitVersion`` of the API server ``kubeconfig`` (and ``kube_context``) points at."""
     from kubernetes import client
 
-    from webhooks.webhookconfig import InjectError, api_client
+    from webhooks.install.webhookconfig import InjectError, api_client
 
     try:
         api = api_client(kubeconfig, kube_context)

@@ -2,7 +2,7 @@
 
 Why a command: the chart's install hook must not switch the webhooks to their fail-closed
 policy before a review has actually round-tripped, ``helm test`` must prove the same, and an
-operator must be able to run the very same check by hand. See :mod:`webhooks.probe`.
+operator must be able to run the very same check by hand. See :mod:`webhooks.install.probe`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 import click
 
 from webhooks.cli.common import fail
-from webhooks.probe import Outcome
-from webhooks.webhookconfig import FailurePolicy
+from webhooks.install.probe import Outcome
+from webhooks.install.webhookconfig import FailurePolicy
 
 EXIT_FAILED = 1
 
@@ -86,8 +86,8 @@ def probe(
     --failure-policy was set), 1 when one did not within --wait or the API server refused,
     2 on unusable input.
     """
-    from webhooks.certs import CertError, read_pem
-    from webhooks.probe import Target, probe_all
+    from webhooks.certs.pki import CertError, read_pem
+    from webhooks.install.probe import Target, probe_all
 
     wanted = _policies(policies)
     if url is not None:
@@ -120,8 +120,8 @@ def _probe_cluster(
     kubeconfig: str | None,
     kube_context: str | None,
 ) -> None:
-    from webhooks.probe import Target, probe_all, targets
-    from webhooks.webhookconfig import (
+    from webhooks.install.probe import Target, probe_all, targets
+    from webhooks.install.webhookconfig import (
         KINDS,
         InjectError,
         api_client,

@@ -113,7 +113,7 @@ def serve(
     With no --cert-dir a development CA and certificate are generated into certs/ when
     missing; a --cert-dir must already hold tls.crt and tls.key (a mounted Secret).
     """
-    from webhooks.certs import CERT_FILE, KEY_FILE, ensure_dev_certs
+    from webhooks.certs.pki import CERT_FILE, KEY_FILE, ensure_dev_certs
     from webhooks.server.assemble import build_app
     from webhooks.server.runner import ServeOptions, WebhookServer
 

@@ -2,7 +2,7 @@
 
 Why: not every cluster is managed with Helm, and a CA generated or rotated outside the chart
 (``certs generate``, a Secret from another tool) has to reach ``caBundle``. Rendering uses
-:mod:`webhooks.webhookconfig`, the same rules and defaults as the chart.
+:mod:`webhooks.install.webhookconfig`, the same rules and defaults as the chart.
 """
 
 from __future__ import annotations
@@ -20,9 +20,7 @@ import yaml
 from webhooks.cli.common import config_option, fail, read_config_or_exit
 from webhooks.cli.kubeversion import chosen_release, kubernetes_version_option
 from webhooks.configfile import read_document
-from webhooks.k8s.releases import Release
-from webhooks.manifests.errors import Refused
-from webhooks.webhookconfig import (
+from webhooks.install.webhookconfig import (
     DEFAULT_EXCLUDED_NAMESPACES,
     Injected,
     InjectError,
@@ -35,6 +33,8 @@ from webhooks.webhookconfig import (
     plugin_table,
     without_halves,
 )
+from webhooks.k8s.releases import Release
+from webhooks.manifests.errors import Refused
 
 EXIT_CLUSTER = 1
 
@@ -378,7 +378,7 @@ def _watch(api: object, ca_file: Path, targets: list[tuple[str, str]], seconds: 
     the chart rotated), and a GET per configuration every few seconds costs the API server
     nothing; writes happen only when something differs. Errors are reported and retried.
     """
-    from webhooks.certs import CertError, inspect
+    from webhooks.certs.pki import CertError, inspect
 
     stopping = threading.Event()
 
@@ -398,7 +398,7 @@ def _watch(api: object, ca_file: Path, targets: list[tuple[str, str]], seconds: 
 
 
 def _read_ca(path: Path) -> str:
-    from webhooks.certs import CertError, inspect, seconds_to_expiry
+    from webhooks.certs.pki import CertError, inspect, seconds_to_expiry
 
     try:
         infos = inspect(path)

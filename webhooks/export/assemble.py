@@ -19,7 +19,7 @@ reinvocation would run them again after *any* change, which the webhook's chain 
 
 Validations are order-free (they all judge the final object), so each plugin gets its own
 ValidatingAdmissionPolicy, whose binding carries the plugin's action
-(``validationActions``). The scoping is the webhooks' own (:mod:`webhooks.webhookconfig`:
+(``validationActions``). The scoping is the webhooks' own (:mod:`webhooks.install.webhookconfig`:
 the excluded namespaces, the match conditions), so a native policy judges exactly the
 requests the webhook would have been sent.
 """
@@ -53,15 +53,15 @@ from webhooks.export.model import (
 )
 from webhooks.export.static import PARAMS_WHY, uses_params
 from webhooks.export.translators import TRANSLATORS
-from webhooks.k8s.podspec import POD, TEMPLATE_RESOURCES
-from webhooks.k8s.releases import NEWEST, RELEASES, Release
-from webhooks.webhookconfig import (
+from webhooks.install.webhookconfig import (
     API_VERSION,
     GROUP_VERSIONS,
     WebhookSettings,
     match_conditions,
     namespace_selector,
 )
+from webhooks.k8s.podspec import POD, TEMPLATE_RESOURCES
+from webhooks.k8s.releases import NEWEST, RELEASES, Release
 
 #: What each action does, as a binding's ``validationActions``: ``warn`` tells the user
 #: and the audit log, ``audit`` only the audit log (:mod:`webhooks.core.policy`).

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from webhooks.certs import CA_FILE
+from webhooks.certs.pki import CA_FILE
 from webhooks.cluster.api import open_cluster
 from webhooks.configfile import read_config
 from webhooks.core.admission import Admission

@@ -1,7 +1,7 @@
 """The serving certificate and CA of a cert directory: readiness and expiry, re-read on change.
 
 A pair that cannot be loaded (garbage, a key of another certificate, a file over
-:data:`~webhooks.certs.MAX_PEM_BYTES`) is never served: the TLS context keeps the last pair
+:data:`~webhooks.certs.pki.MAX_PEM_BYTES`) is never served: the TLS context keeps the last pair
 that loaded (:mod:`webhooks.server.tls`). So the watch keeps that pair's expiry as the
 gauge's value, reports the problem through readiness, and logs it once per distinct bad
 content (a warning on ``webhooks.server.certwatch``), not on every probe or scrape.
@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from webhooks.certs import CertError, inspect, pair_from_pem, read_pem
+from webhooks.certs.pki import CertError, inspect, pair_from_pem, read_pem
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from webhooks.certs import CertError, read_pem
+from webhooks.certs.pki import CertError, read_pem
 
 #: Modern AEAD suites for TLS 1.2; TLS 1.3 suites are fixed by OpenSSL and all modern.
 TLS12_CIPHERS = "ECDHE+AESGCM:ECDHE+CHACHA20"
@@ -48,7 +48,7 @@ def build_context(files: TLSFiles) -> ssl.SSLContext:
     Why the files are read here and handed to OpenSSL from memory: OpenSSL opens a path it
     is given and reads it to the end, so a FIFO in ``tls.crt``'s place would block the
     worker's loop (which rebuilds the context between connections) and a link to
-    ``/dev/zero`` would read without end. Read by :func:`~webhooks.certs.read_pem`, only a
+    ``/dev/zero`` would read without end. Read by :func:`~webhooks.certs.pki.read_pem`, only a
     regular file of at most ``MAX_PEM_BYTES`` reaches OpenSSL. Raises one of
     :data:`LOAD_ERRORS`.
     """

@@ -27,7 +27,7 @@ just them, as one chain.
 {{/*
 "true" when half .phase of plugin table row .row checks anything under the values: a
 validating half with validateActive is on only when its key is set and true in the plugin's
-values, or, absent, when its default is (webhooks/webhookconfig.py inactive_halves()).
+values, or, absent, when its default is (webhooks/install/webhookconfig.py inactive_halves()).
 */}}
 {{- define "placement-webhooks.halfActive" -}}
 {{- $active := .row.validateActive }}
@@ -43,7 +43,7 @@ values, or, absent, when its default is (webhooks/webhookconfig.py inactive_halv
 {{/*
 The CEL condition under which a pod can get an answer from the validating halves the webhook
 serves (only plugin .only when set), or "" when any pod can: each half's validatePods, ORed;
-other resources are always sent (webhooks/webhookconfig.py judged_pods_condition()).
+other resources are always sent (webhooks/install/webhookconfig.py judged_pods_condition()).
 */}}
 {{- define "placement-webhooks.judgedPods" -}}
 {{- $root := .root }}
@@ -69,7 +69,7 @@ the same list from the server's registry.
 {{- $root := .root }}
 {{- $phase := .phase }}
 {{- $only := .only | default "" }}
-{{- /* "exclude": every resource but Nodes; "only": Nodes alone (webhooks/webhookconfig.py NODE_RESOURCES). */}}
+{{- /* "exclude": every resource but Nodes; "only": Nodes alone (webhooks/install/webhookconfig.py NODE_RESOURCES). */}}
 {{- $nodes := .nodes | default "" }}
 {{- $operations := list "CREATE" "UPDATE" "DELETE" "CONNECT" }}
 {{- $versions := dict "" "v1" "apps" "v1" "batch" "v1" }}
@@ -115,7 +115,7 @@ the same list from the server's registry.
 {{/*
 CEL conditions the API server evaluates before calling a webhook (.nodes: the Node webhook's):
 the value-independent ones come from files/match-conditions.yaml, the rest are built here, in
-the order webhooks/webhookconfig.py match_conditions() gives them.
+the order webhooks/install/webhookconfig.py match_conditions() gives them.
 */}}
 {{- define "placement-webhooks.matchConditions" -}}
 {{- $root := .root }}

@@ -6,14 +6,14 @@ Why: a chart that generates its CA at render time needs Helm's ``lookup`` to kee
 empty Secret and nothing else certificate-related; each pod runs :class:`Manager` (the
 ``certs manage`` sidecar), which
 
-1. reads the Secret, and after :func:`webhooks.certrotation.plan` writes it back with the
+1. reads the Secret, and after :func:`webhooks.certs.rotation.plan` writes it back with the
    ``resourceVersion`` it read (optimistic concurrency: of two replicas starting at once,
    one write wins, the other gets a 409 Conflict, reads again and adopts the winner's CA);
 2. writes ``ca.crt`` (the bundle), ``tls.crt`` and ``tls.key`` into the cert directory the
    server watches (it reloads a changed pair within a second, without dropping requests);
    the CA key never leaves the Secret;
 3. writes the bundle into every webhook of the two configurations with server-side apply
-   (:func:`webhooks.webhookconfig.inject_ca_bundle`, the code ``webhook-config --inject``
+   (:func:`webhooks.install.webhookconfig.inject_ca_bundle`, the code ``webhook-config --inject``
    runs), only where it differs, which also repairs a caBundle someone reset.
 
 The Secret's keys: ``ca.crt`` (the trusted bundle, signing CA first), ``ca.key``,
@@ -22,10 +22,10 @@ The Secret's keys: ``ca.crt`` (the trusted bundle, signing CA first), ``ca.key``
 What is read is bounded and checked, and what is wrong with it decides the outcome:
 
 - a part of the Secret that cannot be used (a value that is not base64, larger than
-  :data:`~webhooks.certs.MAX_PEM_BYTES`, PEM that does not parse, a certificate that is not
+  :data:`~webhooks.certs.pki.MAX_PEM_BYTES`, PEM that does not parse, a certificate that is not
   a CA, a key of the wrong kind or for another certificate, an expired CA, more than
-  :data:`~webhooks.certrotation.MAX_BUNDLE_CERTS` certificates) is dropped and what it
-  provided is made anew (:func:`read_secret`, then :func:`webhooks.certrotation.plan`): the
+  :data:`~webhooks.certs.rotation.MAX_BUNDLE_CERTS` certificates) is dropped and what it
+  provided is made anew (:func:`read_secret`, then :func:`webhooks.certs.rotation.plan`): the
   Secret is repaired, and the step's one line for it says what was wrong and what was done;
 - an answer that is not a Secret at all (not JSON, not an object, over
   :data:`MAX_SECRET_ANSWER`) and files that cannot be written are reported
@@ -48,8 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from webhooks.certrotation import MAX_BUNDLE_CERTS, Material, Policy, bundle_pem, plan
-from webhooks.certs import (
+from webhooks.certs.pki import (
     CA_FILE,
     CERT_FILE,
     KEY_FILE,
@@ -58,7 +57,8 @@ from webhooks.certs import (
     pem_spans,
     write_files,
 )
-from webhooks.webhookconfig import KINDS, InjectError, ca_bundle_of, inject_ca_bundle
+from webhooks.certs.rotation import MAX_BUNDLE_CERTS, Material, Policy, bundle_pem, plan
+from webhooks.install.webhookconfig import KINDS, InjectError, ca_bundle_of, inject_ca_bundle
 
 CA_KEY: Final = "ca.key"
 NEXT_KEY: Final = "next-ca.key"
@@ -91,7 +91,7 @@ class Bundle:
 def split_bundle(pem: bytes, keep: int = MAX_BUNDLE_CERTS) -> Bundle:
     """The first ``keep`` certificate blocks of a PEM bundle, one block each.
 
-    Why bounded: the work (one forward pass, :func:`webhooks.certs.pem_spans`) stops after
+    Why bounded: the work (one forward pass, :func:`webhooks.certs.pki.pem_spans`) stops after
     the blocks kept plus one, however many the bundle holds.
     """
     blocks: list[bytes] = []

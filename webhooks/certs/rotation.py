@@ -2,7 +2,7 @@
 
 Why pure: every decision (create, renew the leaf, stage a new CA, promote it) is a function
 of what the Secret holds and the time, so it is tested with a fixed clock, and the code that
-talks to the API server (:mod:`webhooks.managedcerts`) only loads, saves and publishes.
+talks to the API server (:mod:`webhooks.certs.managed`) only loads, saves and publishes.
 
 The rules, in the order :func:`plan` applies them:
 
@@ -41,7 +41,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes, PublicKeyTypes
 
-from webhooks.certs import CLOCK_SKEW, Issued, decoded, is_ca, issue_leaf, new_ca
+from webhooks.certs.pki import CLOCK_SKEW, Issued, decoded, is_ca, issue_leaf, new_ca
 
 #: The most certificates the trusted bundle keeps: the first ones, the signing CA first.
 #: Why 16: rotation never holds more than three (the signing CA, a staged successor, and the
