@@ -174,7 +174,12 @@ def server_at(tmp_path: Path) -> Iterator[Any]:
         )
     )
 
-    def at(git_version: str) -> str:
+    def at(git_version: str, raw: dict[str, str] | None = None) -> str:
+        """The kubeconfig, for a server at ``git_version`` (or answering ``raw`` as it is)."""
+        if raw is not None:
+            answer.clear()
+            answer.update(raw)
+            return str(kubeconfig)
         major, minor = git_version.lstrip("v").split(".")[:2]
         answer.update(
             major=major,
@@ -219,6 +224,29 @@ def test_a_cluster_below_the_oldest_release_is_refused_naming_the_supported_ones
     result = _invoke("--kubeconfig", server_at("v1.33.9"))
     assert result.exit_code == 2
     assert "--kubeconfig: Kubernetes 1.33 is not supported (supported: 1.34" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        pytest.param(
+            {"major": "1"}, "the answer has no gitVersion", id="an answer without gitVersion"
+        ),
+        pytest.param(
+            {"gitVersion": "v1.36.3", "pad": " " * 70_000},
+            "the answer is over 65536 bytes",
+            id="an answer past the size bound",
+        ),
+    ],
+)
+def test_a_version_that_cannot_be_read_is_refused_not_assumed(
+    server_at: Any, answer: dict[str, str], reason: str
+) -> None:
+    result = _invoke("--kubeconfig", server_at("", raw=answer))
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        f"placement-webhooks: --kubeconfig: cannot read the API server's version: {reason}"
+    ]
 
 
 # --------------------------------------------------------------------------- v1beta1

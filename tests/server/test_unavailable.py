@@ -105,6 +105,11 @@ def test_no_cluster_means_nothing_to_say(tmp_path: Path) -> None:
             "GET /version: no answer within 1s",
             id="a server that never answers, within the lookup bound",
         ),
+        pytest.param(
+            lambda fake: setattr(fake, "version", "v1.34.4" + " " * 70_000),
+            "the answer is over 65536 bytes",
+            id="an answer past the size bound is not read further",
+        ),
     ],
 )
 def test_a_server_that_cannot_tell_its_version_is_assumed_the_newest_and_said(

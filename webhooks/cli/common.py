@@ -74,11 +74,12 @@ def read_config_or_exit(path: str | None) -> Config:
         fail(f"config: {exc}")
 
 
-#: The feature gates ``--feature-gates`` knows, with the default of the release built on.
+#: The feature gates ``--feature-gates`` knows. Only names: a gate's default is the
+#: release's (:mod:`webhooks.k8s.releases`), and what is not given keeps it.
 COMPARISON_OPERATORS = "TaintTolerationComparisonOperators"
-FEATURE_GATES: Mapping[str, bool] = {COMPARISON_OPERATORS: False}
+FEATURE_GATES: tuple[str, ...] = (COMPARISON_OPERATORS,)
 #: ``explain`` also knows KEP-5004's gate: whether DeviceClasses serve extended resources.
-EXPLAIN_GATES: Mapping[str, bool] = {**FEATURE_GATES, DRA_EXTENDED_RESOURCE: True}
+EXPLAIN_GATES: tuple[str, ...] = (*FEATURE_GATES, DRA_EXTENDED_RESOURCE)
 
 feature_gates_option = click.option(
     "--feature-gates",
@@ -92,7 +93,7 @@ feature_gates_option = click.option(
 
 
 def parse_feature_gates(
-    values: Iterable[str], known: Mapping[str, bool] = FEATURE_GATES
+    values: Iterable[str], known: Sequence[str] = FEATURE_GATES
 ) -> dict[str, bool]:
     """``--feature-gates`` values (``A=true,B=false``, repeatable) as a dict; exits 2 naming
     an unknown gate or a value that is not a boolean.

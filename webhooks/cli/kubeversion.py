@@ -73,9 +73,12 @@ def chosen_release(
 
 
 def server_version(kubeconfig: str, kube_context: str | None = None) -> str:
-    """``gitVersion`` of the API server ``kubeconfig`` (and ``kube_context``) points at."""
-    from kubernetes import client
+    """``gitVersion`` of the API server ``kubeconfig`` (and ``kube_context``) points at.
 
+    Why it refuses where ``serve`` assumes: what is exported for a release must be for the
+    cluster's own, so an unreadable ``/version`` is an error here, not a guess.
+    """
+    from webhooks.cluster.version import read_release
     from webhooks.install.webhookconfig import InjectError, api_client
 
     try:
@@ -83,12 +86,9 @@ def server_version(kubeconfig: str, kube_context: str | None = None) -> str:
     except InjectError as exc:
         fail(f"--kubeconfig: {exc}")
     try:
-        info: Any = client.VersionApi(api).get_code(_request_timeout=10)
-    except Exception as exc:  # any failure to reach /version is the same answer
-        fail(f"--kubeconfig: cannot read the API server's /version: {str(exc).splitlines()[0]}")
+        answer = read_release(api, timeout=10)
     finally:
         api.close()
-    version = str(getattr(info, "git_version", "") or "")
-    if not version:
-        fail("--kubeconfig: the API server's /version names no gitVersion")
-    return version
+    if not answer.reported:
+        fail(f"--kubeconfig: cannot read the API server's version: {answer.failure}")
+    return answer.reported

@@ -9,7 +9,7 @@ asked is judged as the newest release, and the answer says so.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -17,6 +17,10 @@ from webhooks.cluster.failures import describe
 from webhooks.cluster.kubeconfig import client_configuration, resolve_source
 from webhooks.core.config import ClusterSettings
 from webhooks.k8s.releases import ServerRelease, judge
+
+#: The most of ``/version``'s answer read: a real one is under 1 KiB, and a server (or
+#: something posing as one) that sends more must not make a start-up read without end.
+VERSION_ANSWER_LIMIT: Final = 64 * 1024
 
 
 def read_release(api_client: Any, timeout: float) -> ServerRelease:
@@ -31,9 +35,12 @@ def read_release(api_client: Any, timeout: float) -> ServerRelease:
     try:
         response = api.get_code(_preload_content=False, _request_timeout=timeout)
         try:
-            body = orjson.loads(response.data)
+            data = response.read(VERSION_ANSWER_LIMIT + 1)
         finally:
             response.release_conn()
+        if len(data) > VERSION_ANSWER_LIMIT:
+            return judge(None, f"the answer is over {VERSION_ANSWER_LIMIT} bytes")
+        body = orjson.loads(data)
     except orjson.JSONDecodeError:
         return judge(None, "the answer is not JSON")
     except Exception as exc:  # any failure to ask: judged as the newest, and said

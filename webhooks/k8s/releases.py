@@ -263,12 +263,15 @@ class ServerRelease:
     read). ``note`` is ``""`` when that names a supported release, else one line saying
     which release is assumed and why. Why an assumption and not a refusal: a server that
     cannot tell its version must still serve the policy; what depends on the release is
-    then said once, with the assumption, instead of guessed silently.
+    then said once, with the assumption, instead of guessed silently. ``failure`` is why
+    the server could not be asked (``""`` when it answered), for callers that refuse to
+    assume.
     """
 
     release: Release
     reported: str = ""
     note: str = ""
+    failure: str = ""
 
 
 def judge(reported: str | None, failure: str = "") -> ServerRelease:
@@ -281,11 +284,13 @@ def judge(reported: str | None, failure: str = "") -> ServerRelease:
     newest: the newest, as :func:`release` does.
     """
     if reported is None:
+        failure = failure or "no answer"
         return ServerRelease(
             NEWEST,
             "",
-            f"cannot read the API server's version ({failure or 'no answer'}): assuming "
+            f"cannot read the API server's version ({failure}): assuming "
             f"Kubernetes {NEWEST.name}, the newest supported",
+            failure,
         )
     try:
         minor = parse_minor(reported)
