@@ -53,9 +53,11 @@ COMPARED: Final = (
     "reinvocationPolicy",
 )
 
+#: A hand edit owns the fields it changed (server-side apply), so Helm 4 must force them back.
 FIX_RENDER: Final = (
-    "helm upgrade the release (or apply `placement-webhooks webhook-config --config CONFIG` "
-    "with the install's options) so the configurations match the running config"
+    "helm upgrade the release with --force-conflicts (a hand edit owns what it changed), or "
+    "`kubectl apply --server-side --force-conflicts` what `placement-webhooks webhook-config "
+    "--config CONFIG` renders with the install's options"
 )
 
 _PATH = re.compile(r"/(mutate|validate)(/[^/]+)?/?$")
