@@ -9,9 +9,9 @@ cluster DNS for the Service's names, as from a pod.
 
 Proved: the healthy installation is every line ``ok`` and exit 0; then, one break at a
 time (each undone before the next), the line naming the check and its fix: a caBundle of
-another CA, a serving certificate near expiry, a Service selector that selects nothing,
-another configuration failing closed over Node creates and the release's own namespace,
-and a configuration edited so it no longer matches the render (undone by the fix it
+another CA, a serving certificate near expiry and then expired, a Service selector that
+selects nothing, another configuration failing closed over Node creates and the release's
+own namespace, and a configuration edited so it no longer matches the render (undone by the fix it
 names, ``helm upgrade --force-conflicts``: the edit owns the rules it changed).
 """
 
@@ -228,6 +228,26 @@ def _near_expiry(
     assert "fix: renew the serving certificate" in warned
     assert code == 3, "\n".join(lines)
     FIGURES.append(("doctor on a certificate 5 days from expiry", warned.split(": ", 2)[2]))
+
+    # Expired: the server reloads the files it serves from, and keeps the expired pair.
+    expired = pki.issue_leaf(
+        ca,
+        hosts=pki.service_hosts(FULLNAME, NAMESPACE),
+        days=30,
+        now=dt.datetime.now(dt.UTC) - dt.timedelta(days=31),
+    )
+    (cert_dir / pki.KEY_FILE).write_bytes(expired.key)
+    (cert_dir / pki.CERT_FILE).write_bytes(expired.cert)
+    found: list[str] = []
+
+    def said_expired() -> bool:
+        code, lines = _doctor(plane, admin, tmp_path / "expired")
+        found[:] = [line for line in lines if line.startswith("fail ca-bundle: mutate.")]
+        return code == 1 and bool(found) and "expired" in found[0]
+
+    eventually(said_expired, "doctor naming the expired certificate", limit=60)
+    assert "fix: renew the serving certificate" in found[0]
+    FIGURES.append(("doctor on an expired certificate", found[0].split(": ", 2)[2]))
     short.component.stop()
     serve_release(plane, admin, RELEASE, NAMESPACE, tmp_path / "again", processes=processes)
     inject_ca_bundle(admin, original, targets)

@@ -167,7 +167,8 @@ def compare(
             Finding(
                 CHECK,
                 Status.OK,
-                f"{' and '.join(sorted(live))} {name} match the render for the running config "
+                f"{' and '.join(sorted(live))} {name} "
+                f"{'match' if len(live) > 1 else 'matches'} the render for the running config "
                 f"({count} webhook{'s' if count != 1 else ''})",
             )
         )
