@@ -23,6 +23,7 @@ from email.parser import Parser
 from pathlib import Path
 
 import pytest
+from packaging.metadata import Metadata
 
 import webhooks
 from tests.distbuild import ROOT, Dist, build
@@ -80,8 +81,23 @@ def test_the_wheel_starts_the_command_outside_the_package(dist: Dist) -> None:
     ]
 
 
+def test_the_metadata_of_both_passes_the_pypa_validator(dist: Dist) -> None:
+    """Every field parses and is valid for its metadata version, as ``packaging`` (the
+    validator twine and the package index build on) reads it: a bad field raises."""
+    with zipfile.ZipFile(dist.wheel) as archive:
+        info = f"placement_webhooks-{webhooks.__version__}.dist-info"
+        wheel_metadata = archive.read(f"{info}/METADATA")
+    with tarfile.open(dist.sdist) as archive:
+        member = archive.extractfile(f"placement_webhooks-{webhooks.__version__}/PKG-INFO")
+        assert member is not None
+        sdist_metadata = member.read()
+    for raw in (wheel_metadata, sdist_metadata):
+        found = Metadata.from_email(raw, validate=True)
+        assert (str(found.name), str(found.version)) == ("placement-webhooks", webhooks.__version__)
+
+
 def test_the_wheels_metadata_has_what_an_index_checks(dist: Dist) -> None:
-    """The fields a package index and ``twine check`` look at (no checker is in the lock)."""
+    """The fields a package index and ``twine check`` look at, beyond their validity."""
     _, fields, _ = _metadata(dist.wheel)
     one = {key: values[0] for key, values in fields.items() if len(values) == 1}
     assert one["Name"] == "placement-webhooks"
