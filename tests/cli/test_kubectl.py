@@ -239,3 +239,37 @@ def test_the_console_script_is_kubectl_placement_with_the_shadow_check_first(
     assert proc.returncode == 2
     [line] = proc.stderr.splitlines()
     assert "is not placement-webhooks's and hides it" in line
+
+
+KUBECTL_SPELLINGS = {"--kubeconfig", "--context", "-n", "--namespace"}
+
+
+@pytest.mark.parametrize("name", sorted(kubectl.COMMANDS & set(root.commands)))
+def test_each_command_spells_kubectls_flags_only_on_the_parameters_the_table_maps(
+    name: str,
+) -> None:
+    """A command (doctor, when it arrives) whose own option is spelled like one of kubectl's
+    flags must give it the parameter name the plugin maps, or the two would collide."""
+    mapped = {kubectl.KUBECONFIG_PARAM, kubectl.CONTEXT_PARAM, *kubectl.NAMESPACE_PARAMS}
+    for param in root.commands[name].params:
+        if isinstance(param, click.Option) and KUBECTL_SPELLINGS & {*param.opts}:
+            assert param.name in mapped, (name, param.opts, param.name)
+
+
+def test_a_doctor_command_of_the_main_group_joins_the_plugin_by_name() -> None:
+    @click.command()
+    @click.option("--kubeconfig")
+    @click.option("--context", "kube_context")
+    @click.option("--namespace", default="placement-webhooks")
+    def doctor(kubeconfig: str | None, kube_context: str | None, namespace: str) -> None:
+        raise Recorded({"kubeconfig": kubeconfig, "context": kube_context, "ns": namespace})
+
+    group = kubectl.plugin_group({**root.commands, "doctor": doctor})
+    assert "doctor" in group.commands
+    env = {"KUBECONFIG": "/nonexistent", "KUBERNETES_SERVICE_HOST": None}
+    result = CliRunner().invoke(group, ["-n", "pw", "doctor", "--kubeconfig", K], env=env)
+    assert isinstance(result.exception, Recorded), result.output
+    assert result.exception.params == {"kubeconfig": K, "context": None, "ns": "pw"}
+    result = CliRunner().invoke(group, ["doctor"], env=env)
+    assert isinstance(result.exception, Recorded), result.output
+    assert result.exception.params["ns"] == "placement-webhooks"
