@@ -162,7 +162,7 @@ def _flag_options(name: str, command: click.Command) -> list[click.Parameter]:
 
 def _help(param: click.Parameter | None) -> str:
     """The command's own help for a parameter kubectl's flag stands for ("" if none)."""
-    return param.help or "" if isinstance(param, click.Option) else ""
+    return (param.help or "") if isinstance(param, click.Option) else ""
 
 
 def plugin_command(name: str, command: click.Command) -> click.Command:
@@ -174,14 +174,10 @@ def plugin_command(name: str, command: click.Command) -> click.Command:
 
     @click.pass_context
     def run(ctx: click.Context, /, **params: Any) -> Any:
-        namespaces = params.pop(_NAMESPACE)
-        after = Flags(
-            params.pop(_KUBECONFIG),
-            params.pop(_CONTEXT),
-            tuple(namespaces)
-            if isinstance(namespaces, tuple)
-            else (namespaces,) * bool(namespaces),
-        )
+        namespaces = params.pop(_NAMESPACE) or ()  # a tuple where the command's repeats
+        if isinstance(namespaces, str):
+            namespaces = (namespaces,)
+        after = Flags(params.pop(_KUBECONFIG), params.pop(_CONTEXT), tuple(namespaces))
         before = ctx.find_object(Flags) or Flags()
         params.update(resolve(name, command, after.over(before), params))
         return ctx.invoke(target, **params)
