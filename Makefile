@@ -17,7 +17,7 @@ EDITABLE := PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(PIP) ins
 SERVE_STAMP := $(VENV)/.serve-installed
 TEST_STAMP  := $(VENV)/.test-installed
 
-.PHONY: dist dist-check matrix scale scale-tools sweep yaml-reference chart-native image-size serve test lint typecheck unit system-deps properties bench bench-deps bench-check bench-churn bench-hostile bench-audit bench-growth lock lock-upgrade clean controlplane controlplane-mod cluster e2e
+.PHONY: dist dist-check krew-manifest matrix scale scale-tools sweep yaml-reference chart-native image-size serve test lint typecheck unit system-deps properties bench bench-deps bench-check bench-churn bench-hostile bench-audit bench-growth lock lock-upgrade clean controlplane controlplane-mod cluster e2e
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -51,6 +51,15 @@ dist: $(BUILD_STAMP)
 
 dist-check: $(TEST_STAMP)
 	$(BIN)/pytest -p no:cacheprovider tests/test_dist.py -m slow
+
+# The kubectl plugin's krew archive and manifest for a release (docs/kubectl.md): after `make
+# dist`, dist/kubectl-placement-v<version>.tar.gz (the launcher krew/kubectl-placement, the
+# wheel, the serving lock, the LICENSE; reproducible bytes) and dist/placement.yaml, which is
+# krew/placement.yaml with the archive's sha256 and KREW_URL/<archive> as its uri. KREW_URL
+# is where the release serves the archive, e.g. KREW_URL=https://example.com/releases/v0.1.0.
+krew-manifest: dist
+	@test -n "$(KREW_URL)" || { echo "make krew-manifest needs KREW_URL=<where the release serves the archive>" >&2; exit 2; }
+	$(BIN)/python -m tests.krewbuild dist "$(KREW_URL)"
 
 serve: $(SERVE_STAMP)
 	$(BIN)/placement-webhooks serve

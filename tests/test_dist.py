@@ -71,10 +71,15 @@ def test_the_wheel_holds_every_file_of_the_package_and_nothing_of_the_tree_besid
     assert "webhooks/py.typed" in shipped
 
 
-def test_the_wheel_starts_the_command_outside_the_package(dist: Dist) -> None:
+def test_the_wheel_starts_both_commands_outside_the_package(dist: Dist) -> None:
+    """The CLI and the kubectl plugin (an executable ``kubectl-placement`` on PATH is what
+    kubectl runs as ``kubectl placement``), both behind the shadowing check."""
     _, _, entry_points = _metadata(dist.wheel)
     assert entry_points.split() == [
         "[console_scripts]",
+        "kubectl-placement",
+        "=",
+        "placement_webhooks:kubectl",
         "placement-webhooks",
         "=",
         "placement_webhooks:main",
@@ -312,6 +317,11 @@ def test_the_wheel_installed_outside_the_tree_serves_checks_explains_and_exports
     exported = _run([command, "export", "--plugin", "runtime-class"], work)
     assert exported.returncode in {0, 1}, exported.stderr
     assert "kind: MutatingAdmissionPolicy" in exported.stdout
+    plugin = str(venv / "bin" / "kubectl-placement")
+    helped = _run([plugin, "--help"], work)
+    assert helped.stdout.startswith("Usage: kubectl placement [OPTIONS] COMMAND [ARGS]...\n")
+    checked = _run([plugin, "check", "-n", "default", "runtimeclass.yaml"], work)
+    assert (checked.returncode, checked.stderr) == (0, ""), checked.stdout
 
     port, plain = free_port(), free_port()
     bind = ["--bind", f"127.0.0.1:{port}", "--metrics-bind", f"127.0.0.1:{plain}"]
