@@ -106,10 +106,21 @@ def shown_path(path: str) -> str:
     return shown + "..." if len(path) > SHOWN_PATH else shown
 
 
+#: Line breaks JSON leaves unescaped, which some readers still split lines at.
+_BREAKS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
 def encode(fields: dict[str, Any]) -> str:
-    """One line: ``fields`` as a JSON object and a newline; orjson escapes every control
-    character, so no string inside can end the line early."""
-    return orjson.dumps(fields, option=orjson.OPT_APPEND_NEWLINE).decode()
+    """One line: ``fields`` as a JSON object and a newline.
+
+    orjson escapes every control character below U+0020; the three other characters a
+    reader may take for a line break (NEL, LINE and PARAGRAPH SEPARATOR) are escaped here,
+    so no string inside can end or split the line.
+    """
+    data = orjson.dumps(fields, option=orjson.OPT_APPEND_NEWLINE).decode()
+    if "\x85" in data or "\u2028" in data or "\u2029" in data:
+        data = data.translate(_BREAKS)
+    return data
 
 
 def _name(reply: Reply) -> str:

@@ -17,6 +17,7 @@ so a slow or dead collector costs dropped spans, never a slower review.
 from __future__ import annotations
 
 import importlib.util
+import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -147,6 +148,14 @@ class Tracing:
         self.provider.shutdown()
 
 
+def _processor_module(batch: type) -> str:
+    """The module whose logger the batch processor's queue warns through (it moved
+    between SDK releases: the processor's own, or the shared batching module)."""
+    inner = getattr(batch, "__init__", None)
+    shared = getattr(inner, "__globals__", {}).get("BatchProcessor")
+    return str(getattr(shared, "__module__", batch.__module__))
+
+
 def start_tracing(endpoint: str) -> Tracing:
     """A tracer exporting to ``endpoint`` through a batch processor; call it in the worker.
 
@@ -159,6 +168,10 @@ def start_tracing(endpoint: str) -> Tracing:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+    # The processor warns once per span it drops from a full queue, in the thread that
+    # ended the span: a review's. Left on, a dead collector would turn every review into a
+    # log write; the exporter's own error, once per failed batch, still says spans are lost.
+    logging.getLogger(_processor_module(BatchSpanProcessor)).setLevel(logging.ERROR)
     resource = Resource.create(
         {"service.name": "placement-webhooks", "service.version": __version__}
     )
