@@ -271,3 +271,30 @@ def test_text_review_lines_are_unchanged_by_the_json_format() -> None:
     (parsed,) = _lines(stream)
     assert parsed["msg"] == "review" and "message" not in parsed and "plugins" not in parsed
     assert parsed["latencyMs"] >= 0 and parsed["kind"] == "Pod"
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        pytest.param(
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+            id="the API server's traceparent is shown as received",
+        ),
+        pytest.param(
+            "t" * 5000,
+            "t" * FIELD_CAP + "...[5000 characters]",
+            id="a long one is cut like any client string",
+        ),
+    ],
+)
+def test_a_json_review_line_carries_the_traceparent_it_was_sent(header: str, expected: str) -> None:
+    client, stream = _client("json")
+    client.post(
+        "/mutate",
+        data=orjson.dumps(review(pod())),
+        content_type="application/json",
+        headers={"traceparent": header},
+    )
+    (parsed,) = _lines(stream)
+    assert parsed["traceparent"] == expected

@@ -144,12 +144,19 @@ class ReviewLog:
             return left_out
 
     def write(
-        self, endpoint: str, reply: Reply, seconds: float, decision: str, path: str | None = None
+        self,
+        endpoint: str,
+        reply: Reply,
+        seconds: float,
+        decision: str,
+        path: str | None = None,
+        traceparent: str | None = None,
     ) -> None:
         """Write the line for one answered request (for a refusal, when sampled).
 
         ``endpoint`` is the metrics label (a closed set); ``path``, when the request's path
-        is outside that set, is shown escaped and cut (:mod:`webhooks.server.logformat`).
+        is outside that set, is shown escaped and cut (:mod:`webhooks.server.logformat`);
+        ``traceparent`` is the request's header, which JSON lines show.
         """
         suppressed = None
         if reply.status in REFUSED:
@@ -157,7 +164,7 @@ class ReviewLog:
             if suppressed is None:
                 return
         fields = self._render(
-            self.timestamp(), endpoint, reply, seconds, decision, path, suppressed
+            self.timestamp(), endpoint, reply, seconds, decision, path, suppressed, traceparent
         )
         # Decoded at once, so orjson's buffer is freed and reused by the next line: queued
         # as bytes until the batch is written, each line took fresh memory and cost more.
@@ -307,7 +314,8 @@ def _account(
             + [(e, p, "expired") for e, p in outcome.expired],
         )
     if state.review_log is not None:
-        state.review_log.write(endpoint, reply, elapsed, decision, path)
+        traceparent = request.environ.get("HTTP_TRACEPARENT")
+        state.review_log.write(endpoint, reply, elapsed, decision, path, traceparent)
     if state.tracer is not None:
         state.tracer.review(request.environ, reply, decision, started_ns, time.time_ns())
 

@@ -137,6 +137,7 @@ def text_review(
     decision: str,
     path: str | None,
     suppressed: int | None,
+    traceparent: str | None = None,
 ) -> dict[str, Any]:
     """The review line of ``--log-format text``, as it has always been (docs/operations.md)."""
     line: dict[str, Any] = {
@@ -201,6 +202,7 @@ def json_review(
     decision: str,
     path: str | None,
     suppressed: int | None,
+    traceparent: str | None = None,
 ) -> dict[str, Any]:
     """The review line of ``--log-format json`` (fields in docs/operations.md, "Logs and
     traces"); every client string bounded."""
@@ -243,6 +245,10 @@ def json_review(
             line["level"] = "warning"
     else:
         line["error"] = bounded(reply.body.decode(errors="replace").strip(), MESSAGE_CAP)
+    if traceparent:
+        # As received: the API server's trace and span of this call, so a line is found
+        # from a trace (and a trace from a line) even when this server exports no spans.
+        line["traceparent"] = bounded(traceparent)
     if path is not None:
         line["path"] = bounded(path)
     if suppressed:
