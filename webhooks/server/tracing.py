@@ -37,7 +37,7 @@ INSTALL = "pip install 'placement-webhooks[otlp]'"
 NEEDED = ("opentelemetry.sdk.trace", "opentelemetry.exporter.otlp.proto.http.trace_exporter")
 #: Seconds one export may take, retries included; then the batch is dropped.
 EXPORT_TIMEOUT = 5.0
-#: Spans waiting for export per worker; past it new spans are dropped, not waited for.
+#: Spans waiting for export per worker; past it the oldest are dropped, never waited for.
 QUEUE_SIZE = 2048
 #: Milliseconds between exports (a batch also leaves when it is full).
 SCHEDULE_DELAY_MS = 1000
