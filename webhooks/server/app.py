@@ -96,6 +96,7 @@ class ReviewLog:
         self._lock = threading.Lock()
         self._stamp = Stamp()
         self._render = REVIEW_LINES[log_format]
+        self.json = log_format == "json"
         self._pending: collections.deque[str] = collections.deque()
         self._stop = threading.Event()
 
@@ -314,7 +315,8 @@ def _account(
             + [(e, p, "expired") for e, p in outcome.expired],
         )
     if state.review_log is not None:
-        traceparent = request.environ.get("HTTP_TRACEPARENT")
+        # Only JSON lines show the header; text lines skip the request-context lookup.
+        traceparent = request.environ.get("HTTP_TRACEPARENT") if state.review_log.json else None
         state.review_log.write(endpoint, reply, elapsed, decision, path, traceparent)
     if state.tracer is not None:
         state.tracer.review(request.environ, reply, decision, started_ns, time.time_ns())
