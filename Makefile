@@ -7,7 +7,7 @@ LOCKS  := requirements
 
 # Installs come only from the committed lock (requirements/*.txt, exact versions with
 # hashes): build.txt holds pip and the build backend, serve.txt what the server needs at run
-# time, test.txt that plus the test and schema extras. The project itself is installed
+# time, test.txt that plus the test, schema and otlp extras. The project itself is installed
 # with --no-deps and without build isolation, so nothing unpinned is fetched. Each stamp
 # depends on the files it installs from: a changed lock reinstalls.
 # setuptools announces every editable install with a banner whose only advice is not to
@@ -78,7 +78,7 @@ $(UV): $(LOCKS)/uv.txt
 	@touch $@
 
 lock: $(UV)
-	$(UV) pip compile $(UV_FLAGS) $(UPGRADE) pyproject.toml --extra test --extra schema -o $(LOCKS)/test.txt
+	$(UV) pip compile $(UV_FLAGS) $(UPGRADE) pyproject.toml --extra test --extra schema --extra otlp -o $(LOCKS)/test.txt
 	$(UV) pip compile $(UV_FLAGS) $(UPGRADE) pyproject.toml -c $(LOCKS)/test.txt -o $(LOCKS)/serve.txt
 	$(UV) pip compile $(UV_FLAGS) $(UPGRADE) $(LOCKS)/build.in -o $(LOCKS)/build.txt
 	$(UV) pip compile $(UV_FLAGS) $(UPGRADE) $(LOCKS)/sbom.in -o $(LOCKS)/sbom.txt

@@ -113,7 +113,7 @@ def test_the_wheels_metadata_has_what_an_index_checks(dist: Dist) -> None:
     assert fields["Metadata-Version"] == ["2.4"]
     runtime = {r.split(";")[0].split("<")[0].split(">")[0] for r in fields["Requires-Dist"]}
     assert {"flask", "gunicorn", "kubernetes", "prometheus-client", "cryptography"} <= runtime
-    assert fields["Provides-Extra"] == ["schema", "explain", "test"]
+    assert fields["Provides-Extra"] == ["schema", "explain", "otlp", "test"]
     with zipfile.ZipFile(dist.wheel) as archive:
         info = f"placement_webhooks-{webhooks.__version__}.dist-info"
         body = archive.read(f"{info}/METADATA").decode("utf-8").split("\n\n", 1)[1]
