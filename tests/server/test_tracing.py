@@ -277,10 +277,10 @@ def test_a_url_spans_cannot_be_posted_to_stops_start_up() -> None:
 
 
 def test_each_worker_sets_up_its_tracer_when_it_builds_its_state(tmp_path: Path) -> None:
-    from webhooks import certs
+    from webhooks.certs import pki
 
     served = tmp_path / "served"
-    certs.generate(served, hosts=["localhost"])
+    pki.generate(served, hosts=["localhost"])
     options = ServeOptions(
         cert_dir=served, runtime_dir=tmp_path, otlp_endpoint="http://127.0.0.1:9"
     )
