@@ -1,11 +1,12 @@
-"""``placement-webhooks doctor`` on the real control plane, against the chart installed by Helm.
+"""``kubectl placement doctor`` on the real control plane, against the chart installed by Helm.
 
 The release is installed with the real ``helm``; ``serve`` answers on its Service's ClusterIP
 with the chart's certificate and config (:mod:`.served`); the controller-manager also runs
 the EndpointSlice controller, and one Pod carrying the webhook selector's labels, bound to
 a heartbeating Node and marked Ready (no kubelet runs here), stands for a webhook pod, so
 the Service's EndpointSlice is the controller's own. ``doctor`` runs as a subprocess with
-cluster DNS for the Service's names, as from a pod.
+cluster DNS for the Service's names, as from a pod, through ``kubectl placement`` (the
+real kubectl finding the plugin on PATH).
 
 Proved: the healthy installation is every line ``ok`` and exit 0; then, one break at a
 time (each undone before the next), the line naming the check and its fix: a caBundle of
@@ -18,6 +19,8 @@ names, ``helm upgrade --force-conflicts``: the edit owns the rules it changed).
 from __future__ import annotations
 
 import datetime as dt
+import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -50,6 +53,9 @@ FULLNAME = fullname_of(RELEASE)
 #: The configurations as `helm upgrade` leaves them: each webhook at its configured policy.
 VALUES = {"install": {"failOpenUntilReady": False}}
 NODE = "doctor-node"
+#: The console scripts of the virtualenv running the tests: where ``kubectl-placement`` is.
+VENV_BIN = Path(sys.executable).parent
+PLUGIN = VENV_BIN / "kubectl-placement"
 
 
 @pytest.fixture(scope="module")
@@ -65,25 +71,24 @@ def plane() -> Iterator[ControlPlane]:
 
 
 def _doctor(plane: ControlPlane, admin: Any, directory: Path) -> tuple[int, list[str]]:
-    """``doctor`` as from a pod: exit code and lines."""
-    command = [
-        sys.executable,
-        "-m",
-        "webhooks",
-        "doctor",
-        "--name",
-        FULLNAME,
-        "-n",
-        NAMESPACE,
-        "--kubeconfig",
-        str(plane.api.kubeconfig),
-    ]
+    """``kubectl placement doctor`` as from a pod: exit code and lines.
+
+    kubectl finds the plugin (this virtualenv's ``kubectl-placement``) on PATH; without a
+    kubectl on this machine the plugin's console script is run directly.
+    """
+    flags = ["--kubeconfig", str(plane.api.kubeconfig)]
+    command = [str(PLUGIN), *flags, "doctor", "--name", FULLNAME, "-n", NAMESPACE]
+    kubectl = shutil.which("kubectl")
+    if kubectl is not None:
+        command = [kubectl, "placement", *command[1:]]
     names = service_names(admin, NAMESPACE, FULLNAME)
+    env = {**os.environ, "PATH": os.pathsep.join([str(VENV_BIN), os.environ.get("PATH", "")])}
     proc = subprocess.run(
         with_cluster_dns(command, names, directory),
         capture_output=True,
         text=True,
         cwd=REPO,
+        env=env,
         timeout=120,
         check=False,
     )

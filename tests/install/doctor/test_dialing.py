@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.fakeapi import refused_port
 from tests.e2e.serving import Server, serving
+from tests.fakeapi import refused_port
 from tests.install.doctor.building import RELEASE
 from webhooks.certs import pki
 from webhooks.install.doctor import ca_bundle, round_trip
