@@ -12,8 +12,8 @@ Proved: the healthy installation is every line ``ok`` and exit 0; then, one brea
 time (each undone before the next), the line naming the check and its fix: a caBundle of
 another CA, a serving certificate near expiry and then expired, a Service selector that
 selects nothing, another configuration failing closed over Node creates and the release's
-own namespace, and a configuration edited so it no longer matches the render (undone by the fix it
-names, ``helm upgrade --force-conflicts``: the edit owns the rules it changed).
+own namespace, and a configuration edited so it no longer matches the render (undone by
+the fix it names, ``helm upgrade --force-conflicts``: the edit owns the rules it changed).
 """
 
 from __future__ import annotations

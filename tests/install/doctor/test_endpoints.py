@@ -80,3 +80,16 @@ def test_a_service_that_could_not_be_read_warns() -> None:
     [finding] = endpoints.check(installation)
     assert finding.status is Status.WARN
     assert "HTTP 403" in finding.reason
+
+
+def test_webhooks_called_by_url_have_no_service_to_check() -> None:
+    from webhooks.install.webhookconfig import WebhookSettings, configurations
+
+    settings = WebhookSettings(url="https://webhooks.example:8443")
+    table = [{"name": "a", "validate": {"pods": ["CREATE"]}}]
+    installation = replace(
+        charted(None), configurations=tuple(configurations(settings, table, ["a"]))
+    )
+    [finding] = endpoints.check(installation)
+    assert finding.status is Status.OK
+    assert "called by URL" in finding.reason

@@ -29,6 +29,10 @@ def check(installation: Installation) -> list[Finding]:
     for key, service in installation.services.items():
         slices = installation.endpoint_slices.get(key)
         findings.append(judge(key, service, slices, ports.get(key, set())))
+    if not ports and installation.configurations:
+        findings.append(
+            Finding(CHECK, Status.OK, "the webhooks are called by URL: no Service to check")
+        )
     for what, why in installation.unread.items():
         if what.startswith(("service ", "endpointslices ")):
             findings.append(
