@@ -6,9 +6,10 @@ version with a leading ``v``, and per platform a uri, a lower-case hex sha256, a
 at least one file operation and a selector on ``os`` and ``arch`` only. :func:`krew_problems`
 states those rules; the committed manifest (placeholders included) and the one ``make
 krew-manifest`` fills in must both pass, and each rule is shown to refuse what it should.
-The fast tests also read the archive (every ``from`` matches a member, ``bin`` is an
-executable launcher); the slow one runs the launcher as krew lays it out, through the real
-``kubectl``, which installs the wheel into a fresh virtualenv from the lock's pins.
+These tests also read the archive (every ``from`` matches a member, ``bin`` is an
+executable launcher). Running the launcher as krew lays it out, through the real ``kubectl``,
+installs from the package index, so it is in the real-cluster suite
+(``tests/controlplane/test_krew_install.py``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -176,35 +176,3 @@ def test_the_launcher_without_python_3_11_says_so_in_one_line(tmp_path: Path) ->
         "kubectl placement: needs Python 3.11 or later as python3 (or PLACEMENT_PYTHON)\n"
     )
     assert not (tmp_path / "venv").exists()
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
-def test_kubectl_runs_the_plugin_as_krew_lays_it_out(
-    release: tuple[Path, Path], tmp_path: Path
-) -> None:
-    """krew unpacks the archive into its store and links ``bin`` into a directory on PATH;
-    the first run installs into a virtualenv beside the launcher, the next one reuses it."""
-    archive, _ = release
-    store, bin_dir = tmp_path / "store" / "placement" / "v1", tmp_path / "bin"
-    store.mkdir(parents=True)
-    bin_dir.mkdir()
-    with tarfile.open(archive) as opened:
-        opened.extractall(store, filter="data")
-    (bin_dir / "kubectl-placement").symlink_to(store / "kubectl-placement")
-    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
-    env["PATH"] = os.pathsep.join([str(bin_dir), "/usr/local/bin", "/usr/bin", "/bin"])
-    env["PLACEMENT_PYTHON"] = sys.executable  # a Python 3.11+, wherever python3 points
-    for first in (True, False):
-        proc = subprocess.run(
-            ["kubectl", "placement", "--version"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        assert proc.returncode == 0, proc.stderr
-        assert proc.stdout == f"placement-webhooks, version {webhooks.__version__}\n"
-        assert ("first run" in proc.stderr) is first
-    assert (store / "venv" / "bin" / "kubectl-placement").is_file()

@@ -53,7 +53,7 @@ KUBECONFIG_HELP = "Kubeconfig file [default: $KUBECONFIG's files, else ~/.kube/c
 CONTEXT_HELP = "Kubeconfig context [default: the current one]."
 
 HELP = """Where pods may run, from kubectl: check manifests, explain where pods fit, audit a
-cluster, export the policy as native admission policies.
+cluster, diagnose the installation (doctor), export the policy as native admission policies.
 
 The flags kubectl users type, before or after the command and with the same meaning:
 --kubeconfig (default: $KUBECONFIG's files merged as kubectl merges them, else
