@@ -118,6 +118,7 @@ bench: $(TEST_STAMP) bench-deps
 	$(BIN)/python -m bench.check_bench
 	$(BIN)/python -m bench.audit_bench
 	$(BIN)/python -m bench.churn_bench
+	$(BIN)/python -m bench.tracing_bench
 	$(BIN)/python -m bench.growth_bench
 
 # Reviews on new connections while 500 idle TCP, 100 silent TLS and 20 byte-a-second

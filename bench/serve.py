@@ -1,7 +1,11 @@
 """Serve one of the benchmark apps under the exact gunicorn settings of the real server.
 
 Usage: python -m bench.serve {real,flask,wsgi} --bind HOST:PORT --cert-dir DIR [--config FILE]
-       [--metrics-bind HOST:PORT]
+       [--metrics-bind HOST:PORT] [--no-log-reviews] [--log-format text|json]
+       [--otlp-endpoint URL]
+
+The last three are ``serve``'s options of the same name, so a benchmark can compare the
+server's log and trace modes under otherwise identical settings.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ import argparse
 from pathlib import Path
 
 from webhooks.configfile import read_config
+from webhooks.server.logformat import LOG_FORMATS
 from webhooks.server.runner import Built, Factory, ServeOptions, WebhookServer
 
 
@@ -36,6 +41,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--config", help="the real server's config file (default: built-in)")
     parser.add_argument("--metrics-bind", default="", help="the plain metrics port (default: none)")
+    parser.add_argument("--no-log-reviews", dest="log_reviews", action="store_false")
+    parser.add_argument("--log-format", choices=LOG_FORMATS, default="text")
+    parser.add_argument("--otlp-endpoint", default="", help="spans over OTLP/HTTP to this URL")
     args = parser.parse_args()
     options = ServeOptions(
         cert_dir=Path(args.cert_dir),
@@ -46,6 +54,9 @@ def main() -> None:
         workers=args.workers,
         threads=args.threads,
         log_level="warning",
+        log_reviews=args.log_reviews,
+        log_format=args.log_format,
+        otlp_endpoint=args.otlp_endpoint,
     )
     WebhookServer(options, factory(args.kind)).run()
 

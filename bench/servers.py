@@ -18,7 +18,7 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,30 +42,37 @@ def spawn(
     workers: int = 2,
     config: Path | None = None,
     metrics_port: int | None = None,
+    extra: Sequence[str] = (),
+    log: Path | None = None,
 ) -> subprocess.Popen[bytes]:
     """``python -m bench.serve KIND`` on ``port``, in a session of its own for :func:`stop`.
 
     ``metrics_port``: the plain-HTTP listener of /metrics and the probes (none by default).
+    ``extra``: more of ``bench.serve``'s options (the log and trace modes). ``log``: a file
+    for the server's stderr (its log lines), which is discarded by default.
     """
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "bench.serve",
-            kind,
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--cert-dir",
-            str(certs),
-            "--workers",
-            str(workers),
-            *(["--config", str(config)] if config is not None else []),
-            *(["--metrics-bind", f"127.0.0.1:{metrics_port}"] if metrics_port else []),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    with contextlib.ExitStack() as stack:  # the child keeps its own copy of the log file
+        stderr = stack.enter_context(log.open("ab")) if log is not None else subprocess.DEVNULL
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bench.serve",
+                kind,
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--cert-dir",
+                str(certs),
+                "--workers",
+                str(workers),
+                *(["--config", str(config)] if config is not None else []),
+                *(["--metrics-bind", f"127.0.0.1:{metrics_port}"] if metrics_port else []),
+                *extra,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            start_new_session=True,
+        )
 
 
 def first_200(
@@ -100,6 +107,8 @@ def start(
     workers: int = 2,
     config: Path | None = None,
     metrics_port: int | None = None,
+    extra: Sequence[str] = (),
+    log: Path | None = None,
 ) -> tuple[subprocess.Popen[bytes], int]:
     """Start one app under gunicorn and wait until it is ready; the process and its port.
 
@@ -107,7 +116,7 @@ def start(
     have only ``/healthz``.
     """
     port = free_port()
-    proc = spawn(kind, port, certs, workers, config, metrics_port)
+    proc = spawn(kind, port, certs, workers, config, metrics_port, extra, log)
     probe = ("GET", "/readyz" if kind == "real" else "/healthz", None)
     if first_200(port, certs / "ca.crt", time.monotonic() + 30, probe) is None:
         stop(proc)
