@@ -227,6 +227,34 @@ def test_start_tracing_exports_in_batches_with_a_bounded_timeout(
 
 
 @pytest.mark.parametrize(
+    ("answer", "collections"),
+    [
+        pytest.param("SUCCESS", 0, id="an export that succeeds collects nothing"),
+        pytest.param("FAILURE", 1, id="a failed export collects the cycles it left"),
+    ],
+)
+def test_a_failed_export_is_followed_by_one_full_collection(
+    monkeypatch: pytest.MonkeyPatch, answer: str, collections: int
+) -> None:
+    from opentelemetry.exporter.otlp.proto.http import trace_exporter
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    monkeypatch.setattr(
+        trace_exporter.OTLPSpanExporter, "export", lambda self, spans: SpanExportResult[answer]
+    )
+    calls: list[int] = []
+    monkeypatch.setattr(tracing.gc, "collect", lambda *args: calls.append(1) or 0)
+    tracer = start_tracing("http://127.0.0.1:9")
+    try:
+        (processor,) = tracer.provider._active_span_processor._span_processors
+        exporter = processor._batch_processor._exporter
+        assert exporter.export([]) is SpanExportResult[answer]
+        assert len(calls) == collections
+    finally:
+        tracer.shutdown()
+
+
+@pytest.mark.parametrize(
     ("endpoint", "url"),
     [
         pytest.param(
