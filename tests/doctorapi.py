@@ -13,8 +13,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubernetes.client.exceptions import ApiException
-
 from webhooks.core.config import load_config
 from webhooks.install.doctor.installation import Installation
 from webhooks.k8s.releases import judge
@@ -22,12 +20,16 @@ from webhooks.plugins import REGISTRY
 
 #: An answer: (status, body); a body that is a str is sent as text.
 Answer = tuple[int, Any]
-Route = Answer | Callable[[Any], Answer]
+Route = Answer | Callable[[Any], Answer] | Exception
 
 
 @dataclass
 class _Response:
+    status: int
     data: bytes
+
+    def read(self) -> bytes:
+        return self.data
 
 
 def status(code: int, message: str) -> Answer:
@@ -42,17 +44,19 @@ class FakeClient:
     routes: dict[tuple[str, str], Route] = field(default_factory=dict)
     asked: list[tuple[str, str, Any]] = field(default_factory=list)
 
-    def call_api(self, path: str, method: str, **kwargs: Any) -> _Response:
+    def param_serialize(self, method: str, resource_path: str, **kwargs: Any) -> tuple[Any, ...]:
+        """As the client's: what ``call_api`` is then given (the path is the URL here)."""
+        return method, resource_path, kwargs.get("header_params"), kwargs.get("body"), None
+
+    def call_api(self, method: str, url: str, **kwargs: Any) -> _Response:
         body = kwargs.get("body")
-        self.asked.append((method, path, body))
-        route = self.routes.get((method, path), status(404, f"{path} not found"))
+        self.asked.append((method, url, body))
+        route = self.routes.get((method, url), status(404, f"{url} not found"))
+        if isinstance(route, Exception):
+            raise route
         code, answer = route(body) if callable(route) else route
         data = answer.encode() if isinstance(answer, str) else json.dumps(answer).encode()
-        if not 200 <= code < 300:
-            exc = ApiException(status=code, reason="Failure")
-            exc.body = data
-            raise exc
-        return _Response(data)
+        return _Response(code, data)
 
 
 def installation(

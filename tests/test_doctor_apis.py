@@ -182,3 +182,11 @@ def test_an_unknown_release_is_said() -> None:
     client = FakeClient({METRICS: _metrics(), NODE: SERVED_NODE})
     found = apis.check(installation(client, version="v1.20.0"))
     assert any(f.status == Status.WARN and "judged as Kubernetes" in f.reason for f in found)
+
+
+def test_a_server_that_does_not_answer_is_a_warning_not_an_exception() -> None:
+    timeout = TimeoutError("read timed out")
+    client = FakeClient({METRICS: timeout, NODE: timeout, DRA: timeout})
+    found = apis.check(installation(client, DEVICE_CLAIMS, version="v1.34.4"))
+    assert {f.status for f in found} == {Status.WARN}
+    assert any("read timed out" in f.reason for f in found)

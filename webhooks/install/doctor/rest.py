@@ -31,14 +31,8 @@ class Refused(Exception):
 
 
 def _message(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    try:
-        status = json.loads(body) if body else {}
-    except (TypeError, ValueError):
-        status = {}
-    message = status.get("message") if isinstance(status, dict) else None
-    text = message or getattr(exc, "reason", None) or str(exc)
-    return " ".join(str(text).split())
+    text = _status_message(getattr(exc, "body", None))
+    return text or " ".join(str(getattr(exc, "reason", None) or exc).split())
 
 
 def _call(
@@ -49,23 +43,42 @@ def _call(
     body: Mapping[str, Any] | None = None,
     accept: str = "application/json",
 ) -> bytes:
+    api = installation.api
     try:
-        response = installation.api.call_api(
-            path,
+        verb, url, headers, sent, form = api.param_serialize(
             method,
+            path,
             query_params=list(query),
             header_params={"Accept": accept, "Content-Type": "application/json"},
             body=dict(body) if body is not None else None,
             auth_settings=["BearerToken"],
-            _preload_content=False,
-            _return_http_data_only=True,
+        )
+        response = api.call_api(
+            verb,
+            url,
+            header_params=headers,
+            body=sent,
+            post_params=form,
             _request_timeout=installation.timeout,
         )
-    except Exception as exc:  # ApiException, urllib3's and socket errors alike
+        data = response.read()
+    except Exception as exc:  # the client's, urllib3's and socket errors alike
         status = getattr(exc, "status", 0)
         raise Refused(status if isinstance(status, int) else 0, _message(exc)) from None
-    data = response.data if hasattr(response, "data") else response
+    status = int(getattr(response, "status", 0) or 0)
+    if not 200 <= status < 300:
+        raise Refused(status, _status_message(data) or f"{method} {path}: HTTP {status}")
     return bytes(data or b"")
+
+
+def _status_message(data: Any) -> str:
+    """The ``message`` of an error's ``Status`` body (``""`` when it has none)."""
+    try:
+        status = json.loads(data) if data else {}
+    except (TypeError, ValueError):
+        return ""
+    message = status.get("message") if isinstance(status, dict) else None
+    return " ".join(str(message).split()) if message else ""
 
 
 def get(

@@ -249,14 +249,14 @@ PROBES: Final[Mapping[str, Probe]] = {
         mutation_pod,
         seen_pod_node_selector,
         "it merges the selector of its own configuration before any webhook and refuses a pod "
-        "that contradicts it, so ours' whitelist, stages and exceptions cannot undo it",
+        "that contradicts it, so our plugin's whitelist, stages and exceptions cannot undo it",
     ),
     "DefaultTolerationSeconds": Probe(mutation_pod, seen_default_toleration_seconds, ""),
     "PodTolerationRestriction": Probe(
         mutation_pod,
         seen_pod_toleration_restriction,
         "it merges and whitelists tolerations from its own configuration before any webhook, "
-        "so ours' stages and exceptions cannot undo what it added or refused",
+        "so our plugin's stages and exceptions cannot undo what it added or refused",
     ),
     "ExtendedResourceToleration": Probe(
         mutation_pod,
@@ -268,7 +268,7 @@ PROBES: Final[Mapping[str, Probe]] = {
     "LimitPodHardAntiAffinityTopology": Probe(
         anti_affinity_pod,
         seen_anti_affinity,
-        "it refuses before any webhook, so ours' allowedTopologyKeys, stages and exceptions "
+        "it refuses before any webhook, so our plugin's allowedTopologyKeys, stages and exceptions "
         "never take effect",
     ),
 }
