@@ -84,7 +84,8 @@ def gate_findings(
             state = release.gate_state(need.gate)
             if gates is not None:
                 on = gates.get(need.gate, False)
-                told = f"gate {need.gate} {'on' if on else 'off'} in this API server ({state})"
+                stands = "on" if on else ("off" if need.gate in gates else "absent")
+                told = f"gate {need.gate} {stands} in this API server ({state})"
                 if on:
                     findings.append(Finding(CHECK, Status.OK, f"{setting}: {told}"))
                     continue
