@@ -246,3 +246,29 @@ def test_only_dry_runs_are_sent() -> None:
     twins.check(installation(client, ALL_TWINS))
     writes = [asked for asked in client.asked if asked[0] != "GET"]
     assert writes and all(method == "POST" for method, _, _ in writes)
+
+
+@pytest.mark.parametrize(
+    ("object_selector", "posted"),
+    [
+        pytest.param(
+            {"matchLabels": {"team": "a"}},
+            {"/api/v1/namespaces/team-a/pods"},
+            id="an objectSelector the doctor's pod does not match leaves every namespace usable",
+        ),
+        pytest.param(
+            {"matchExpressions": [{"key": "team", "operator": "DoesNotExist"}]},
+            set(),
+            id="an objectSelector the doctor's pod matches leaves no namespace",
+        ),
+    ],
+)
+def test_a_webhook_s_object_selector_counts_as_much_as_its_namespace_selector(
+    object_selector: dict[str, Any], posted: set[str]
+) -> None:
+    client = _client(in_tree(set()), _namespace("team-a"))
+    live = _live_configurations(
+        ["default-toleration-seconds", "runtime-class"], object_selector=object_selector
+    )
+    twins.check(installation(client, configurations=live))
+    assert {path for method, path, _ in client.asked if method == "POST"} == posted

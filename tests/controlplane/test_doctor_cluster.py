@@ -5,7 +5,8 @@ Three API servers on one etcd, no scheduler and no controller-manager (the Deplo
 status is then the test's to write, as no kubelet runs its pods):
 
 * ``managed``: what EKS runs in tree (DefaultTolerationSeconds, ExtendedResourceToleration,
-  RuntimeClass) plus PodNodeSelector, with ``serve`` registered behind them;
+  RuntimeClass) plus the three opt-in twins left (PodNodeSelector, PodTolerationRestriction,
+  LimitPodHardAntiAffinityTopology), with ``serve`` registered behind them;
 * ``webhooks``: every in-tree twin off, ``serve`` registered;
 * ``gated``: no webhook; the gates the settings need turned on by flag where the release
   has them off by default.
@@ -51,8 +52,16 @@ from webhooks.k8s.releases import DRA_EXTENDED_RESOURCE, TOLERATION_COMPARISONS
 from webhooks.plugins import REGISTRY
 
 NAME = NAMESPACE = "placement-webhooks"
-#: What ``serve`` runs on both webhook servers: the defaults plus pod-node-selector.
-SERVED = {"plugins": {"pod-node-selector": {"enabled": True}}}
+#: What ``serve`` runs on both webhook servers: the defaults plus every plugin with an
+#: in-tree twin, so all six twins are looked for.
+SERVED = {
+    "plugins": {
+        name: {"enabled": True}
+        for name in ("pod-node-selector", "pod-toleration-restriction", "anti-affinity-topology")
+    }
+}
+#: What ``managed`` runs in tree beyond what EKS does.
+EXTRA_IN_TREE = ("PodNodeSelector", "PodTolerationRestriction", "LimitPodHardAntiAffinityTopology")
 HAS_COMPARISONS = TOLERATION_COMPARISONS in RELEASE.gates
 
 
@@ -80,8 +89,8 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     managed = apiserver_options("managed", config)
     admission = dataclasses.replace(
         managed.admission,
-        enable=(*managed.admission.enable, "PodNodeSelector"),
-        disable=tuple(p for p in managed.admission.disable if p != "PodNodeSelector"),
+        enable=(*managed.admission.enable, *EXTRA_IN_TREE),
+        disable=tuple(p for p in managed.admission.disable if p not in EXTRA_IN_TREE),
     )
     options = ControlPlaneOptions(
         apiservers=(
@@ -127,8 +136,13 @@ def _record(server: str, found: list[Finding]) -> None:
     [
         pytest.param(
             "managed",
-            {"pod-node-selector", "extended-resource-toleration"},
-            id="in tree PodNodeSelector and ExtendedResourceToleration beside ours fail",
+            {
+                "pod-node-selector",
+                "pod-toleration-restriction",
+                "extended-resource-toleration",
+                "anti-affinity-topology",
+            },
+            id="the four opt-in twins on in tree beside ours fail; the two default ones are ok",
         ),
         pytest.param("webhooks", set(), id="with every in-tree twin off all is ok"),
     ],
@@ -141,8 +155,7 @@ def test_in_tree_twins_are_seen_from_a_dry_run_pod(
         pods = client.CoreV1Api(api).list_namespaced_pod(NAMESPACE).items
     _record(server, found)
     by_plugin = _by_plugin(found)
-    enabled = {"pod-node-selector", "default-toleration-seconds", "extended-resource-toleration"}
-    assert set(by_plugin) == enabled | {"runtime-class"}
+    assert set(by_plugin) == {p.name for p in REGISTRY if p.upstream}
     assert {name for name, f in by_plugin.items() if f.status == Status.FAIL} == failing
     assert {f.status for f in found} <= {Status.OK, Status.FAIL}
     for name in failing:
