@@ -272,3 +272,28 @@ def test_a_webhook_s_object_selector_counts_as_much_as_its_namespace_selector(
     )
     twins.check(installation(client, configurations=live))
     assert {path for method, path, _ in client.asked if method == "POST"} == posted
+
+
+@pytest.mark.parametrize(
+    ("refusal", "expected"),
+    [
+        pytest.param(
+            "pod tolerations (possibly merged with namespace default tolerations) conflict "
+            "with its namespace whitelist",
+            {"pod-toleration-restriction": Status.FAIL, "pod-node-selector": Status.WARN},
+            id="a toleration whitelist refusing the pod shows PodTolerationRestriction on",
+        ),
+        pytest.param(
+            "pod node label selector labels conflict with its namespace whitelist",
+            {"pod-toleration-restriction": Status.WARN, "pod-node-selector": Status.FAIL},
+            id="a node selector whitelist refusing the pod shows PodNodeSelector on",
+        ),
+    ],
+)
+def test_a_refusal_in_tree_words_it_names_its_twin_and_only_it(
+    refusal: str, expected: dict[str, Status]
+) -> None:
+    client = _client(lambda pod: status(403, f'pods "x" is forbidden: {refusal}'))
+    found = twins.check(installation(client, ALL_TWINS))
+    by_plugin = {f.reason.split(":", 1)[0]: f.status for f in found}
+    assert {name: by_plugin[name] for name in expected} == expected

@@ -63,7 +63,12 @@ from webhooks.plugins import REGISTRY
 from webhooks.plugins.anti_affinity_topology import HOSTNAME
 from webhooks.plugins.anti_affinity_topology import reason as anti_affinity_reason
 from webhooks.plugins.default_toleration_seconds import NOT_READY, UNREACHABLE
+from webhooks.plugins.pod_node_selector import CONFLICT as SELECTOR_CONFLICT
+from webhooks.plugins.pod_node_selector import NOT_WHITELISTED as SELECTOR_NOT_WHITELISTED
 from webhooks.plugins.pod_toleration_restriction import MEMORY_PRESSURE
+from webhooks.plugins.pod_toleration_restriction import (
+    NOT_WHITELISTED as TOLERATIONS_NOT_WHITELISTED,
+)
 from webhooks.plugins.runtime_class import NOT_FOUND
 
 CHECK: Final = "in-tree-twins"
@@ -184,7 +189,7 @@ def seen_pod_toleration_restriction(outcome: Outcome, namespace: Mapping[str, An
     """On when the pod came back with the memory-pressure toleration, or a whitelist
     refused it."""
     if outcome.pod is None:
-        if "conflict with its" in outcome.refused and "whitelist" in outcome.refused:
+        if TOLERATIONS_NOT_WHITELISTED.split("{scope}", 1)[0] in outcome.refused:
             return Seen(True)
         return _refused_otherwise(outcome)
     return Seen(_has(outcome, MEMORY_PRESSURE["key"], MEMORY_PRESSURE["effect"]) is not None)
@@ -194,7 +199,7 @@ def seen_pod_node_selector(outcome: Outcome, namespace: Mapping[str, Any]) -> Se
     """On when the pod came back with a node selector (it was sent with none); off only
     when the namespace has a non-empty selector annotation that did not arrive."""
     if outcome.pod is None:
-        if "node label selector" in outcome.refused:
+        if SELECTOR_CONFLICT in outcome.refused or SELECTOR_NOT_WHITELISTED in outcome.refused:
             return Seen(True)
         return _refused_otherwise(outcome)
     spec = outcome.pod.get("spec")
