@@ -7,7 +7,7 @@ LOCKS  := requirements
 
 # Installs come only from the committed lock (requirements/*.txt, exact versions with
 # hashes): build.txt holds pip and the build backend, serve.txt what the server needs at run
-# time, test.txt that plus the test and schema extras. The project itself is installed
+# time, test.txt that plus the test, schema and otlp extras. The project itself is installed
 # with --no-deps and without build isolation, so nothing unpinned is fetched. Each stamp
 # depends on the files it installs from: a changed lock reinstalls.
 # setuptools announces every editable install with a banner whose only advice is not to
@@ -17,7 +17,7 @@ EDITABLE := PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(PIP) ins
 SERVE_STAMP := $(VENV)/.serve-installed
 TEST_STAMP  := $(VENV)/.test-installed
 
-.PHONY: dist dist-check matrix scale scale-tools sweep yaml-reference chart-native image-size serve test lint typecheck unit system-deps properties bench bench-deps bench-check bench-churn bench-hostile bench-audit bench-growth lock lock-upgrade clean controlplane controlplane-mod cluster e2e
+.PHONY: dist dist-check krew-manifest matrix scale scale-tools sweep yaml-reference chart-native image-size serve test lint typecheck unit system-deps properties bench bench-deps bench-check bench-churn bench-hostile bench-audit bench-growth lock lock-upgrade clean controlplane controlplane-mod cluster e2e
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -52,6 +52,15 @@ dist: $(BUILD_STAMP)
 dist-check: $(TEST_STAMP)
 	$(BIN)/pytest -p no:cacheprovider tests/test_dist.py -m slow
 
+# The kubectl plugin's krew archive and manifest for a release (docs/kubectl.md): after `make
+# dist`, dist/kubectl-placement-v<version>.tar.gz (the launcher krew/kubectl-placement, the
+# wheel, the serving lock, the LICENSE; reproducible bytes) and dist/placement.yaml, which is
+# krew/placement.yaml with the archive's sha256 and KREW_URL/<archive> as its uri. KREW_URL
+# is where the release serves the archive, e.g. KREW_URL=https://example.com/releases/v0.1.0.
+krew-manifest: dist
+	@test -n "$(KREW_URL)" || { echo "make krew-manifest needs KREW_URL=<where the release serves the archive>" >&2; exit 2; }
+	$(BIN)/python -m tests.krewbuild dist "$(KREW_URL)"
+
 serve: $(SERVE_STAMP)
 	$(BIN)/placement-webhooks serve
 
@@ -69,7 +78,7 @@ $(UV): $(LOCKS)/uv.txt
 	@touch $@
 
 lock: $(UV)
-	$(UV) pip compile $(UV_FLAGS) $(UPGRADE) pyproject.toml --extra test --extra schema -o $(LOCKS)/test.txt
+	$(UV) pip compile $(UV_FLAGS) $(UPGRADE) pyproject.toml --extra test --extra schema --extra otlp -o $(LOCKS)/test.txt
 	$(UV) pip compile $(UV_FLAGS) $(UPGRADE) pyproject.toml -c $(LOCKS)/test.txt -o $(LOCKS)/serve.txt
 	$(UV) pip compile $(UV_FLAGS) $(UPGRADE) $(LOCKS)/build.in -o $(LOCKS)/build.txt
 	$(UV) pip compile $(UV_FLAGS) $(UPGRADE) $(LOCKS)/sbom.in -o $(LOCKS)/sbom.txt

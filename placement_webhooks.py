@@ -5,8 +5,10 @@ Why a module outside the ``webhooks`` package: PyPI also has a distribution call
 over ours it replaces ``webhooks/__init__.py``; earlier on ``sys.path`` it hides ours
 altogether. Either way the first ``import webhooks.cli`` fails deep inside somebody else's
 code (``No module named 'wrapt'``, ``'webhooks' is not a package``), or worse, succeeds with
-the other package's ``__version__``. This module finds where ``webhooks`` would come from
-without importing it and, if that is not ours, says so in one line and exits 2.
+the other package's ``__version__``. Both console scripts (``placement-webhooks`` and the
+kubectl plugin ``kubectl-placement``) start here. This module finds where ``webhooks``
+would come from without importing it and, if that is not ours, says so in one line and
+exits 2.
 """
 
 from __future__ import annotations
@@ -72,15 +74,31 @@ def shadowed() -> str:
     return ""
 
 
-def main() -> None:
-    """``placement-webhooks``: the CLI, once ``webhooks`` is known to be ours."""
+def _ours_or_exit() -> None:
     problem = shadowed()
     if problem:
         print(problem, file=sys.stderr)
         sys.exit(2)
+
+
+def main() -> None:
+    """``placement-webhooks``: the CLI, once ``webhooks`` is known to be ours."""
+    _ours_or_exit()
     from webhooks.cli import main as cli
 
     cli()
+
+
+def kubectl() -> None:
+    """``kubectl-placement``: the kubectl plugin (``kubectl placement``), after the same check.
+
+    Why the program name is given: kubectl runs the executable ``kubectl-placement``, but
+    its user typed ``kubectl placement``, and usage lines and errors should say that.
+    """
+    _ours_or_exit()
+    from webhooks.cli.kubectl import main as plugin
+
+    plugin(prog_name="kubectl placement")
 
 
 if __name__ == "__main__":  # pragma: no cover - python -m placement_webhooks

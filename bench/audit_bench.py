@@ -1,6 +1,6 @@
 """``audit`` over a fake API server holding 20,000 pods in 40 Deployments: time and memory.
 
-The fake (``bench/fakeapi.py``, the one the tests use too) runs in this process and serves the
+The fake (``bench/fakeapi/``, the one the tests use too) runs in this process and serves the
 cluster in pages of ``--page-size`` (500, the default); ``placement-webhooks audit
 --write-reports`` runs as a child process, so its wall time and its peak RSS are its own and
 not the fake's. The peak is the child's ``VmHWM`` read at its exit: ``ru_maxrss`` from
@@ -39,7 +39,7 @@ import yaml
 
 from bench import scenario
 from bench import stored as cluster
-from bench.fakeapi import FakeApiServer
+from bench.fakeapi.server import FakeApiServer
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_SECONDS = 60.0

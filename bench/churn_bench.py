@@ -1,7 +1,7 @@
 """Memory under churn: 100,000 reviews across 1,000 Namespaces whose annotations keep changing.
 
 The real server (one worker x 4 threads, the full config ``bench/configs/full.yaml``)
-reads its Namespaces from a fake API server in this process (``bench/fakeapi.py``), by
+reads its Namespaces from a fake API server in this process (``bench/fakeapi/``), by
 list and watch into its cache, as from a cluster. The fake holds ``--namespaces`` (1,000)
 Namespaces carrying every annotation the namespace plugins read (a node selector, default
 tolerations, a whitelist, failover seconds, a dedicated group). Reviews (the benchmarks'

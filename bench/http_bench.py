@@ -5,7 +5,7 @@ All four run under identical gunicorn settings (those of the real server and the
 over TLS, driven by ``wrk`` side by side in one run, interleaved, median of ``--repeat``.
 Absolute numbers on a shared machine are noise; the ratios are the result. The two real
 servers read their Namespaces and RuntimeClasses from a fake API server in this process
-(``bench/fakeapi.py``: list and watch into the server's cache, as from a cluster), holding
+(``bench/fakeapi/``: list and watch into the server's cache, as from a cluster), holding
 ``bench/configs/cluster.yaml``; ``full`` runs ``bench/configs/full.yaml``. Every server
 gets a warm-up run of wrk before the measured ones.
 

@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 
 from bench import scenario
-from bench.fakeapi import FakeApiServer
+from bench.fakeapi.server import FakeApiServer
 
 
 def free_port() -> int:

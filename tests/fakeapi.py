@@ -1,4 +1,4 @@
-"""The tests' fake API server: ``bench/fakeapi.py``'s, checking applied reports against the
+"""The tests' fake API server: ``bench/fakeapi/``'s, checking applied reports against the
 OpenReports CRDs as the API server does under ``fieldValidation=Strict``.
 
 Why the schema check is added here: it needs ``jsonschema`` and the CRD files (the test
@@ -10,16 +10,11 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from bench import fakeapi
-from bench.fakeapi import (
-    TOKEN,
-    Request,
-    namespace,
-    refused_port,
-    runtime_class,
-    status,
-    write_kubeconfig,
-)
+from bench.fakeapi import server as bench_server
+from bench.fakeapi.kubeconfig import TOKEN, write_kubeconfig
+from bench.fakeapi.objects import namespace, runtime_class, status
+from bench.fakeapi.ports import refused_port
+from bench.fakeapi.transport import Request
 from tests import crds
 
 __all__ = [
@@ -43,7 +38,7 @@ def _undeclared(kind: str, body: Any) -> list[str]:
     return crds.undeclared(kind, body) if kind in crds.FILES else []
 
 
-class FakeApiServer(fakeapi.FakeApiServer):
+class FakeApiServer(bench_server.FakeApiServer):
     """The fake, with applied OpenReports checked against their CRD schema."""
 
     def __init__(self) -> None:
@@ -52,6 +47,8 @@ class FakeApiServer(fakeapi.FakeApiServer):
         self.undeclared = _undeclared
 
 
-def running(*objects: dict[str, Any]) -> contextlib.AbstractContextManager[fakeapi.FakeApiServer]:
+def running(
+    *objects: dict[str, Any],
+) -> contextlib.AbstractContextManager[bench_server.FakeApiServer]:
     """A started fake holding ``objects``, stopped when the block ends however it ends."""
-    return fakeapi.running(*objects, server=FakeApiServer)
+    return bench_server.running(*objects, server=FakeApiServer)

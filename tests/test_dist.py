@@ -23,6 +23,7 @@ from email.parser import Parser
 from pathlib import Path
 
 import pytest
+from packaging.metadata import Metadata
 
 import webhooks
 from tests.distbuild import ROOT, Dist, build
@@ -70,18 +71,38 @@ def test_the_wheel_holds_every_file_of_the_package_and_nothing_of_the_tree_besid
     assert "webhooks/py.typed" in shipped
 
 
-def test_the_wheel_starts_the_command_outside_the_package(dist: Dist) -> None:
+def test_the_wheel_starts_both_commands_outside_the_package(dist: Dist) -> None:
+    """The CLI and the kubectl plugin (an executable ``kubectl-placement`` on PATH is what
+    kubectl runs as ``kubectl placement``), both behind the shadowing check."""
     _, _, entry_points = _metadata(dist.wheel)
     assert entry_points.split() == [
         "[console_scripts]",
+        "kubectl-placement",
+        "=",
+        "placement_webhooks:kubectl",
         "placement-webhooks",
         "=",
         "placement_webhooks:main",
     ]
 
 
+def test_the_metadata_of_both_passes_the_pypa_validator(dist: Dist) -> None:
+    """Every field parses and is valid for its metadata version, as ``packaging`` (the
+    validator twine and the package index build on) reads it: a bad field raises."""
+    with zipfile.ZipFile(dist.wheel) as archive:
+        info = f"placement_webhooks-{webhooks.__version__}.dist-info"
+        wheel_metadata = archive.read(f"{info}/METADATA")
+    with tarfile.open(dist.sdist) as archive:
+        member = archive.extractfile(f"placement_webhooks-{webhooks.__version__}/PKG-INFO")
+        assert member is not None
+        sdist_metadata = member.read()
+    for raw in (wheel_metadata, sdist_metadata):
+        found = Metadata.from_email(raw, validate=True)
+        assert (str(found.name), str(found.version)) == ("placement-webhooks", webhooks.__version__)
+
+
 def test_the_wheels_metadata_has_what_an_index_checks(dist: Dist) -> None:
-    """The fields a package index and ``twine check`` look at (no checker is in the lock)."""
+    """The fields a package index and ``twine check`` look at, beyond their validity."""
     _, fields, _ = _metadata(dist.wheel)
     one = {key: values[0] for key, values in fields.items() if len(values) == 1}
     assert one["Name"] == "placement-webhooks"
@@ -92,7 +113,7 @@ def test_the_wheels_metadata_has_what_an_index_checks(dist: Dist) -> None:
     assert fields["Metadata-Version"] == ["2.4"]
     runtime = {r.split(";")[0].split("<")[0].split(">")[0] for r in fields["Requires-Dist"]}
     assert {"flask", "gunicorn", "kubernetes", "prometheus-client", "cryptography"} <= runtime
-    assert fields["Provides-Extra"] == ["schema", "explain", "test"]
+    assert fields["Provides-Extra"] == ["schema", "explain", "otlp", "test"]
     with zipfile.ZipFile(dist.wheel) as archive:
         info = f"placement_webhooks-{webhooks.__version__}.dist-info"
         body = archive.read(f"{info}/METADATA").decode("utf-8").split("\n\n", 1)[1]
@@ -296,6 +317,11 @@ def test_the_wheel_installed_outside_the_tree_serves_checks_explains_and_exports
     exported = _run([command, "export", "--plugin", "runtime-class"], work)
     assert exported.returncode in {0, 1}, exported.stderr
     assert "kind: MutatingAdmissionPolicy" in exported.stdout
+    plugin = str(venv / "bin" / "kubectl-placement")
+    helped = _run([plugin, "--help"], work)
+    assert helped.stdout.startswith("Usage: kubectl placement [OPTIONS] COMMAND [ARGS]...\n")
+    checked = _run([plugin, "check", "-n", "default", "runtimeclass.yaml"], work)
+    assert (checked.returncode, checked.stderr) == (0, ""), checked.stdout
 
     port, plain = free_port(), free_port()
     bind = ["--bind", f"127.0.0.1:{port}", "--metrics-bind", f"127.0.0.1:{plain}"]

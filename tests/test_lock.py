@@ -97,9 +97,9 @@ SETS = [
     pytest.param("serve.txt", RUNTIME, FROM_PYPROJECT, id="the serving set is the runtime deps"),
     pytest.param(
         "test.txt",
-        RUNTIME + _extras("test", "schema"),
+        RUNTIME + _extras("test", "schema", "otlp"),
         FROM_PYPROJECT,
-        id="the test set is the runtime deps with the test and schema extras",
+        id="the test set is the runtime deps with the test, schema and otlp extras",
     ),
     pytest.param(
         "build.txt",

@@ -25,12 +25,13 @@ from typing import Any
 
 import yaml
 
+from controlplane.harness.cli import REPO, run
 from controlplane.harness.components import ApiServer, fetch
 from controlplane.harness.endpoints import Backend, ServiceAddress
 from controlplane.harness.objects import create_namespace
 from controlplane.harness.pki import HOSTS
 from controlplane.harness.process import Component, free_port, wait_until
-from controlplane.harness.webhookserver import REPO, register, serve_args
+from controlplane.harness.webhookserver import register, serve_args
 from webhooks.certs.pki import (
     CA_FILE,
     CERT_FILE,
@@ -213,15 +214,13 @@ class WebhookService:
 
     def configurations(self, extra: tuple[str, ...] = ()) -> list[dict[str, Any]]:
         """What ``webhook-config --ca-file <CA>`` prints: the default Service reference."""
-        from tests.command import run_cli
-
         args = ["webhook-config", f"--ca-file={self.ca_file}"]
         if self.config is not None:
             args.append(f"--config={self.config}")
-        proc = run_cli(*args, *extra)
-        if proc.returncode != 0:
-            raise RuntimeError(f"webhook-config failed ({proc.returncode}): {proc.stderr}")
-        return [doc for doc in yaml.safe_load_all(proc.stdout) if doc]
+        done = run(*args, *extra)
+        if done.code != 0:
+            raise RuntimeError(f"webhook-config failed ({done.code}): {done.stderr}")
+        return [doc for doc in yaml.safe_load_all(done.stdout) if doc]
 
     def register(self, extra: tuple[str, ...] = ()) -> list[dict[str, Any]]:
         """Create the configurations in the API server; returns them."""

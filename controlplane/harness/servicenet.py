@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from controlplane.harness import pki
+from controlplane.harness.cli import REPO
 from controlplane.harness.components import ApiServer, fetch
 from controlplane.harness.process import Component, wait_until
-from controlplane.harness.webhookserver import REPO, serve_args
+from controlplane.harness.webhookserver import serve_args
 
 
 def loopback_service_range() -> str:

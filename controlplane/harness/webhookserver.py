@@ -19,13 +19,12 @@ from typing import Any
 import yaml
 
 from controlplane.harness.admission import webhook_serving_config
+from controlplane.harness.cli import REPO, run
 from controlplane.harness.components import ApiServer, fetch
 from controlplane.harness.metrics import apiserver_metrics, metric_sum
 from controlplane.harness.pki import HOSTS
 from controlplane.harness.process import Component, free_port, wait_until
 from webhooks.certs.pki import generate
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass(slots=True)
@@ -143,16 +142,14 @@ def configurations(
     webhook: WebhookServer, config: Path | None, extra: tuple[str, ...] = ()
 ) -> list[dict[str, Any]]:
     """What ``webhook-config`` prints for ``webhook`` (with ``extra`` options): what to register."""
-    from tests.command import run_cli
-
     args = ["webhook-config", f"--url={webhook.url}", f"--ca-file={webhook.ca}"]
     if config is not None:
         args.append(f"--config={config}")
     args += extra
-    proc = run_cli(*args)
-    if proc.returncode != 0:
-        raise RuntimeError(f"webhook-config failed ({proc.returncode}): {proc.stderr.strip()}")
-    return [doc for doc in yaml.safe_load_all(proc.stdout) if doc]
+    done = run(*args)
+    if done.code != 0:
+        raise RuntimeError(f"webhook-config failed ({done.code}): {done.stderr.strip()}")
+    return [doc for doc in yaml.safe_load_all(done.stdout) if doc]
 
 
 def register(server: ApiServer, objects: list[dict[str, Any]]) -> None:

@@ -1127,3 +1127,13 @@ def test_rbac_grants_dra_reads_only_when_a_setting_needs_them(
     config = yaml.safe_load(one(objects, "ConfigMap")["data"]["config.yaml"])
     section = config["plugins"]["extended-resource-toleration"]
     assert section.get("deviceClaims", False) is settings.get("deviceClaims", False)
+
+
+def test_the_chart_deploys_the_version_the_package_says() -> None:
+    """The image tag defaults to appVersion, so it must be the one version string; the
+    chart's own version moves with it until the chart is released on its own."""
+    import webhooks
+
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text(encoding="utf-8"))
+    assert chart["appVersion"] == webhooks.__version__
+    assert chart["version"] == webhooks.__version__

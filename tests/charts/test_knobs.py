@@ -190,3 +190,48 @@ def test_every_container_the_chart_runs_takes_the_digest_and_the_registry() -> N
     kinds = {kind for kind, _ in images}
     assert {"Deployment", "CronJob", "Job", "Pod"} <= kinds, kinds
     assert set(images.values()) == {f"mirror.example/placement-webhooks@{DIGEST}"}, images
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        pytest.param({}, [], id="by default neither flag is passed: text logs, no tracing"),
+        pytest.param(
+            {"logFormat": "json"}, ["--log-format", "json"], id="logFormat json is passed to serve"
+        ),
+        pytest.param(
+            {"otlp": {"endpoint": "http://otel-collector.observability:4318"}},
+            ["--otlp-endpoint", "http://otel-collector.observability:4318"],
+            id="an OTLP endpoint is passed to serve",
+        ),
+    ],
+)
+def test_log_format_and_otlp_endpoint_reach_serve(
+    values: dict[str, Any], expected: list[str]
+) -> None:
+    args = container(render(values))["args"]
+    for flag in ("--log-format", "--otlp-endpoint"):
+        if flag not in expected:
+            assert flag not in args
+    for flag, value in zip(expected[::2], expected[1::2], strict=True):
+        assert args[args.index(flag) + 1] == value
+    context = serve.make_context("serve", list(args[1:]))
+    assert context.params["log_format"] == values.get("logFormat", "text")
+    assert context.params["otlp_endpoint"] == values.get("otlp", {}).get("endpoint", "")
+
+
+@pytest.mark.parametrize(
+    ("values", "named"),
+    [
+        pytest.param({"logFormat": "yaml"}, "logFormat", id="a log format serve lacks is refused"),
+        pytest.param(
+            {"otlp": {"endpoint": "collector:4318"}},
+            "endpoint",
+            id="an OTLP endpoint that is no http(s) URL is refused",
+        ),
+    ],
+)
+def test_bad_log_and_trace_values_are_refused(values: dict[str, Any], named: str) -> None:
+    with pytest.raises(helm.HelmError) as caught:
+        render(values)
+    assert named in str(caught.value)

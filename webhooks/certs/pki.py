@@ -590,6 +590,15 @@ def _spki(public_key: PublicKeyTypes) -> bytes:
     )
 
 
+def describe_pem(data: bytes, name: str) -> list[CertInfo]:
+    """What the PEM certificates in ``data`` say, in order; :class:`CertError` naming
+    ``name`` when there is none or one does not parse.
+
+    Why from bytes: a caBundle or a served certificate comes from the cluster, not a file.
+    """
+    return [_describe(cert) for cert in _parse_certs(data, name)]
+
+
 def _describe(cert: x509.Certificate) -> CertInfo:
     return CertInfo(
         subject=cert.subject.rfc4514_string(),

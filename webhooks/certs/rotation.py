@@ -49,6 +49,9 @@ from webhooks.certs.pki import CLOCK_SKEW, Issued, decoded, is_ca, issue_leaf, n
 #: hand; and the bundle is copied into every webhook of both configurations, objects the
 #: API server refuses beyond 3 MiB, so the bundle must stay small whatever the Secret holds.
 MAX_BUNDLE_CERTS: Final = 16
+#: Days before its expiry a serving certificate is renewed (the chart's
+#: ``tls.managed.renewDays``); ``doctor`` warns about one closer than that to expiry.
+LEAF_RENEW_DAYS: Final = 30
 #: The largest RSA key used. Why 4096 bits: loading a private key checks its consistency at
 #: a cost that grows steeply with its size (0.7 s at 4096 bits, 9 s at 8192 on one core of
 #: the machine measured); the serving key made here is ECDSA P-256 anyway.
@@ -80,7 +83,7 @@ class Policy:
     ca_days: int = 1825
     ca_renew_days: int = 365
     leaf_days: int = 90
-    leaf_renew_days: int = 30
+    leaf_renew_days: int = LEAF_RENEW_DAYS
     overlap: dt.timedelta = field(default=dt.timedelta(hours=1))
     common_name: str = "placement-webhooks"
 

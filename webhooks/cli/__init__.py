@@ -13,6 +13,7 @@ from webhooks import __version__, collector
 from webhooks.cli import audit as _audit
 from webhooks.cli import certs as _certs
 from webhooks.cli import check as _check
+from webhooks.cli import doctor as _doctor
 from webhooks.cli import explain as _explain
 from webhooks.cli import export as _export
 from webhooks.cli import mutate as _mutate
@@ -42,5 +43,6 @@ for _command in (
     _webhook_config.webhook_config,
     _export.export,
     _probe.probe,
+    _doctor.doctor,
 ):
     main.add_command(_command)

@@ -8,8 +8,9 @@ far less useful message.
 from __future__ import annotations
 
 import functools
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 
@@ -17,6 +18,7 @@ from webhooks.cli.common import config_option, fail, read_config_or_exit
 from webhooks.cli.kubeversion import chosen_release, kubernetes_version_option
 from webhooks.k8s.releases import Release
 from webhooks.server.budget import HEAD_TIMEOUT, MAX_PLAIN_CONNECTIONS
+from webhooks.server.logformat import line
 
 
 @click.command()
@@ -42,6 +44,22 @@ from webhooks.server.budget import HEAD_TIMEOUT, MAX_PLAIN_CONNECTIONS
     default=True,
     show_default=True,
     help="One JSON line per review on stderr.",
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: gunicorn's lines and a JSON line per review; json: every line a JSON object "
+    "(time, level, message; a review's fields too).",
+)
+@click.option(
+    "--otlp-endpoint",
+    default="",
+    metavar="URL",
+    help="Send a span per review and per plugin half over OTLP/HTTP to this URL "
+    "(http://collector:4318 posts to /v1/traces), continuing the API server's traceparent. "
+    "Needs the extra: pip install 'placement-webhooks[otlp]'.",
 )
 @click.option(
     "--io-timeout",
@@ -100,6 +118,8 @@ def serve(
     threads: int,
     shutdown_delay: float,
     log_reviews: bool,
+    log_format: Literal["text", "json"],
+    otlp_endpoint: str,
     io_timeout: float,
     metrics_bind: str,
     max_connections: int,
@@ -117,6 +137,8 @@ def serve(
     from webhooks.server.assemble import build_app
     from webhooks.server.runner import ServeOptions, WebhookServer
 
+    if otlp_endpoint:
+        _check_tracing(otlp_endpoint)
     config = read_config_or_exit(config_path)  # fail fast, naming the key, before any worker starts
     kept_by = functools.partial(_webhook_halves, release=chosen_release(kubernetes_version))
     _check_cluster_source(config)
@@ -140,6 +162,8 @@ def serve(
         threads=threads,
         shutdown_delay=shutdown_delay,
         log_reviews=log_reviews,
+        log_format=log_format,
+        otlp_endpoint=otlp_endpoint,
         io_timeout=io_timeout,
         metrics_bind=metrics_bind,
         max_connections=max_connections,
@@ -150,15 +174,39 @@ def serve(
     )
     if native:
         kept = sorted(f"{name}/{phase}" for name, phase in kept_by(config))
-        click.echo(
-            f"placement-webhooks: --native: serving {', '.join(kept) or 'nothing'}; "
-            "native admission policies run the rest",
-            err=True,
+        note = (
+            f"--native: serving {', '.join(kept) or 'nothing'}; "
+            "native admission policies run the rest"
         )
+        if log_format == "json":
+            click.echo(line("info", note), err=True)
+        else:
+            click.echo(f"placement-webhooks: {note}", err=True)
     try:
         WebhookServer(options, build_app).run()
     except RuntimeError as exc:
+        if log_format == "json":
+            click.echo(line("error", str(exc)), err=True)
+            sys.exit(1)
         fail(str(exc), code=1)
+
+
+def _check_tracing(endpoint: str) -> None:
+    """Stop start-up when ``--otlp-endpoint`` cannot work: the extra is missing (naming
+    the install command) or the URL is not one spans can be posted to.
+
+    Why before any worker: each would fail the same way, and gunicorn's message for a
+    worker that cannot boot says nothing of the option.
+    """
+    from webhooks.server.tracing import missing, traces_url
+
+    reason = missing()
+    if reason is not None:
+        fail(reason)
+    try:
+        traces_url(endpoint)
+    except ValueError as exc:
+        fail(str(exc))
 
 
 def _webhook_halves(config: Any, release: Release) -> frozenset[tuple[str, str]]:

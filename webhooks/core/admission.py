@@ -14,7 +14,7 @@ import datetime as dt
 from collections.abc import Callable, Collection, Sequence
 from typing import NamedTuple
 
-from webhooks.core.chain import Steps, is_ours, resolve, run_chain, utcnow
+from webhooks.core.chain import Clock, Steps, is_ours, resolve, run_chain, utcnow
 from webhooks.core.config import Config
 from webhooks.core.derived import Derived
 from webhooks.core.plugin import ClusterView, Phase, Plugin, Registry
@@ -61,10 +61,23 @@ class Admission:
     order, with the chain's own pass rule. A named plugin (``/mutate/<plugin>``) still runs
     whole: naming it is an instruction to run it. What changes afterwards is caches, never
     answers: the chain of a single plugin is resolved on its first use and kept, and
-    :attr:`derived` fills as plugins derive values from cluster objects.
+    :attr:`derived` fills as plugins derive values from cluster objects. ``record`` makes
+    every outcome list the halves it called (:attr:`Outcome.halves`), timed by ``clock``:
+    the server asks for it when its logs or spans show them.
     """
 
-    __slots__ = ("_chains", "_ours", "cluster", "config", "derived", "kept", "now", "registry")
+    __slots__ = (
+        "_chains",
+        "_ours",
+        "clock",
+        "cluster",
+        "config",
+        "derived",
+        "kept",
+        "now",
+        "record",
+        "registry",
+    )
 
     def __init__(
         self,
@@ -73,6 +86,9 @@ class Admission:
         cluster: ClusterView | None = None,
         now: Callable[[], dt.datetime] | None = None,
         kept: Collection[tuple[str, str]] | None = None,
+        *,
+        record: bool = False,
+        clock: Clock | None = None,
     ):
         self.registry = registry
         self.config = config
@@ -84,6 +100,8 @@ class Admission:
         #: The clock exceptions expire by; tests and ``check --now`` may fix it.
         self.now = now or utcnow
         self.kept = frozenset(kept) if kept is not None else None
+        self.record = record
+        self.clock = clock
         self._chains: dict[str | None, Steps] = {None: self._resolve(None)}
         #: The chain's mutating halves of our own plugins (what :meth:`again` tries first).
         self._ours = tuple(step for step in self._chains[None].mutators if is_ours(step[0]))
@@ -117,6 +135,8 @@ class Admission:
             chain.mutators if "mutate" in phases else (),
             chain.validators if "validate" in phases else (),
             self.now,
+            self.record,
+            self.clock,
         )
 
     def again(self, request: AdmissionRequest, previous: Outcome) -> Outcome:

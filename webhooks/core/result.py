@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 JsonPatch = list[dict[str, Any]]
 
@@ -51,6 +51,29 @@ class Result:
 
 UNCHANGED = Result()
 
+#: What one call of a plugin half came to: it let the object through as it was, changed
+#: it, refused it, computed a change it did not make (monitor mode), was skipped by a
+#: policy exception, or failed (a lookup or a bug: an InternalError refusal).
+HalfOutcome = Literal["allowed", "patched", "denied", "monitored", "skipped", "error"]
+
+
+class HalfRun(NamedTuple):
+    """One plugin half the chain came to for one request, when the caller asked for them.
+
+    Why a record and not a callback: the core stays free of any log or trace library; the
+    server turns these into log fields and spans after the review is answered. ``started``
+    and ``ended`` are the caller's clock (nanoseconds) around the call, ``0`` when the
+    caller gave no clock.
+    """
+
+    plugin: str
+    phase: Literal["mutate", "validate"]
+    outcome: HalfOutcome
+    #: JSON Patch operations the call produced (kept or, in monitor mode, not).
+    ops: int = 0
+    started: int = 0
+    ended: int = 0
+
 
 @dataclass(slots=True)
 class Outcome:
@@ -84,6 +107,9 @@ class Outcome:
     #: The mutating chain made its second pass and it changed nothing: every in-tree
     #: mutator, run on ``obj`` itself, leaves it as it is (:mod:`webhooks.core.chain`).
     settled: bool = False
+    #: Each half called, in call order (a second mutating pass adds its calls), when the
+    #: caller asked for them (:class:`~webhooks.core.admission.Admission` ``record``).
+    halves: tuple[HalfRun, ...] = ()
 
     @property
     def denied_by(self) -> tuple[str, ...]:

@@ -220,16 +220,7 @@ def _exchange(
     Raises ``TimeoutError`` past ``deadline``, :class:`AnswerTooLarge` past
     :data:`ANSWER_LIMIT`, ``OSError`` (TLS included) or ``http.client.HTTPException``.
     """
-    host = parts.hostname or ""
-    raw = _connect(host, parts.port or 443, deadline)
-    try:
-        tls = context.wrap_socket(raw, server_hostname=host, do_handshake_on_connect=False)
-    except BaseException:
-        raw.close()
-        raise
-    with tls:
-        tls.settimeout(deadline.left())
-        tls.do_handshake()  # one call: CPython bounds the whole handshake by the timeout
+    with _handshaken(parts, context, deadline) as tls:
         stream = _Stream(tls, deadline)
         authority = parts.netloc.rpartition("@")[2]
         head = (
@@ -248,6 +239,73 @@ def _exchange(
         if response.length:  # read to the end of the connection before Content-Length
             raise http.client.IncompleteRead(answer, response.length)
         return response.status, answer
+
+
+def _handshaken(parts: SplitResult, context: ssl.SSLContext, deadline: Deadline) -> ssl.SSLSocket:
+    """A TLS connection to the URL ``parts``, its handshake done within ``deadline``."""
+    host = parts.hostname or ""
+    raw = _connect(host, parts.port or 443, deadline)
+    try:
+        tls = context.wrap_socket(raw, server_hostname=host, do_handshake_on_connect=False)
+    except BaseException:
+        raw.close()
+        raise
+    try:
+        tls.settimeout(deadline.left())
+        tls.do_handshake()  # one call: CPython bounds the whole handshake by the timeout
+    except BaseException:
+        tls.close()
+        raise
+    return tls
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """The certificate a webhook serves, as the API server would meet it.
+
+    ``der`` is the leaf (``b""`` when no handshake completed); ``untrusted`` says why the
+    API server would refuse it against the caBundle (``""``: it verifies, host name
+    included); ``problem`` says why nothing was reached (``""``: a handshake completed).
+    """
+
+    der: bytes
+    untrusted: str = ""
+    problem: str = ""
+
+
+def served_certificate(url: str, ca_pem: bytes, timeout: float = 5.0) -> Served:
+    """The leaf certificate served at ``url`` and whether ``ca_pem`` verifies it for the host.
+
+    Why a second handshake without verification when the first is refused: "not trusted"
+    alone does not say whether the caBundle or the certificate is the stale one; the leaf's
+    issuer, names and expiry do. Each handshake gets ``timeout`` as its whole deadline.
+    """
+    parts = urlsplit(url)
+    if parts.scheme != "https" or not parts.hostname:
+        return Served(b"", problem=f"not an https URL: {url}")
+    untrusted = ""
+    try:
+        trusted = ssl.create_default_context(cadata=ca_pem.decode("ascii")) if ca_pem else None
+    except (ssl.SSLError, ValueError) as exc:
+        trusted, untrusted = None, f"the caBundle holds no usable certificate: {_line(exc)}"
+    if trusted is None and not untrusted:
+        untrusted = "no caBundle in the configuration"
+    try:
+        if trusted is not None:
+            try:
+                with _handshaken(parts, trusted, Deadline(timeout)) as tls:
+                    return Served(tls.getpeercert(binary_form=True) or b"")
+            except ssl.SSLCertVerificationError as exc:
+                untrusted = _line(exc.verify_message or exc)
+        anything = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        anything.check_hostname = False
+        anything.verify_mode = ssl.CERT_NONE
+        with _handshaken(parts, anything, Deadline(timeout)) as tls:
+            return Served(tls.getpeercert(binary_form=True) or b"", untrusted)
+    except TimeoutError:
+        return Served(b"", problem=f"no TLS handshake within the {timeout:g} s timeout")
+    except OSError as exc:
+        return Served(b"", problem=f"no TLS handshake: {_line(exc)}")
 
 
 def _too_large(how: str) -> str:

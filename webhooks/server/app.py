@@ -16,21 +16,38 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-import orjson
 from flask import Flask, Response, request
 from werkzeug.exceptions import ClientDisconnected, HTTPException
 
 from webhooks.core.admission import Admission
 from webhooks.core.plugin import Phase
 from webhooks.server.framing import MAX_BODY
+from webhooks.server.logformat import (
+    REVIEW_LINES,
+    SHOWN_PATH,
+    LogFormat,
+    Stamp,
+    encode,
+    shown_path,
+)
 from webhooks.server.metrics import CONTENT_TYPE, Metrics
 from webhooks.server.replies import Reply, bad_request, review_reply
 
-__all__ = ("MAX_BODY", "ReadyCheck", "ReviewLog", "ServerState", "create_app")
+if TYPE_CHECKING:
+    from webhooks.server.tracing import Tracing
+
+__all__ = (
+    "MAX_BODY",
+    "SHOWN_PATH",
+    "ReadyCheck",
+    "ReviewLog",
+    "ServerState",
+    "create_app",
+    "shown_path",
+)
 
 ReadyCheck = Callable[[], str | None]
 
@@ -51,10 +68,6 @@ REFUSED = frozenset({401, 404, 408, 413, 415})
 REFUSAL_LOG_INTERVAL = 1.0
 #: The WSGI environ key through which the worker says which listener a request came on.
 PORT_KEY = "webhooks.port"
-#: How much of a path outside the closed set the review log shows.
-SHOWN_PATH = 200
-#: The milliseconds of a log timestamp, ``.000Z`` to ``.999Z`` (see ReviewLog.timestamp).
-_MILLIS = tuple(f".{ms:03d}Z" for ms in range(1000))
 
 
 class ReviewLog:
@@ -65,6 +78,7 @@ class ReviewLog:
     case) lines are queued and written in batches by a thread of their own, at most that
     many seconds late: a write per review was a system call in the request thread, and
     each one handed the interpreter lock to another thread and waited to get it back.
+    What a line holds is the ``log_format``'s (:mod:`webhooks.server.logformat`).
     """
 
     def __init__(
@@ -72,6 +86,7 @@ class ReviewLog:
         stream: IO[str] | None = None,
         interval: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        log_format: LogFormat = "text",
     ) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.interval = interval
@@ -79,7 +94,9 @@ class ReviewLog:
         #: Per refusal status: when its last line was written, and how many were left out.
         self._refusals: dict[int, tuple[float, int]] = {}
         self._lock = threading.Lock()
-        self._second: tuple[int, str] = (0, "")
+        self._stamp = Stamp()
+        self._render = REVIEW_LINES[log_format]
+        self.json = log_format == "json"
         self._pending: collections.deque[str] = collections.deque()
         self._stop = threading.Event()
 
@@ -112,22 +129,8 @@ class ReviewLog:
         self.flush()
 
     def timestamp(self) -> str:
-        """RFC 3339 UTC time with milliseconds; the part up to the second is rendered once a second.
-
-        Why: formatting a datetime per review was the review log's largest cost, and then the
-        millisecond's format spec; the milliseconds are looked up in a table of their 1,000
-        spellings. The cache is one tuple, swapped atomically, so threads never see a
-        half-updated pair.
-        """
-        now = time.time()
-        whole = int(now)
-        second = self._second
-        if whole != second[0]:
-            second = self._second = (
-                whole,
-                datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S"),
-            )
-        return second[1] + _MILLIS[int((now - whole) * 1000)]
+        """The current time as every line of the log spells it (:class:`logformat.Stamp`)."""
+        return self._stamp()
 
     def _sampled(self, status: int) -> int | None:
         """Whether a refusal with ``status`` gets a line now: ``None`` if not, else how many
@@ -142,68 +145,31 @@ class ReviewLog:
             return left_out
 
     def write(
-        self, endpoint: str, reply: Reply, seconds: float, decision: str, path: str | None = None
+        self,
+        endpoint: str,
+        reply: Reply,
+        seconds: float,
+        decision: str,
+        path: str | None = None,
+        traceparent: str | None = None,
     ) -> None:
         """Write the line for one answered request (for a refusal, when sampled).
 
         ``endpoint`` is the metrics label (a closed set); ``path``, when the request's path
-        is outside that set, is shown escaped and cut (:func:`shown_path`).
+        is outside that set, is shown escaped and cut (:mod:`webhooks.server.logformat`);
+        ``traceparent`` is the request's header, which JSON lines show.
         """
         suppressed = None
         if reply.status in REFUSED:
             suppressed = self._sampled(reply.status)
             if suppressed is None:
                 return
-        line: dict[str, Any] = {
-            "time": self.timestamp(),
-            "level": "info",
-            "msg": "review",
-            "endpoint": endpoint,
-            "decision": decision,
-            "status": reply.status,
-            # Whole microseconds in milliseconds, as round(ms, 3) gives, for less.
-            "latencyMs": int(seconds * 1_000_000 + 0.5) / 1000,
-        }
-        if path is not None:
-            line["path"] = shown_path(path)
-        if suppressed:
-            line["suppressed"] = suppressed
-        req, outcome = reply.request, reply.outcome
-        if req is not None:  # item by item: update(**keywords) builds a dict first
-            line["uid"] = req.uid
-            line["operation"] = req.operation
-            line["kind"] = req.kind
-            line["namespace"] = req.namespace
-            line["name"] = req.name or str(
-                (req.object or {}).get("metadata", {}).get("generateName", "")
-            )
-            line["dryRun"] = req.dry_run
-        if outcome is not None:
-            line["changedBy"] = list(outcome.changed_by)
-            line["deniedBy"] = list(outcome.denied_by) if outcome.violations else []
-            if outcome.advisories:
-                line["advisories"] = [
-                    {"plugin": v.plugin, "action": action, "message": v.message}
-                    for v, action in outcome.advisories
-                ]
-            if outcome.monitored:
-                line["monitored"] = [
-                    {"plugin": plugin, "change": summary} for plugin, summary in outcome.monitored
-                ]
-            if outcome.excepted:
-                line["exceptions"] = [{"exception": e, "plugin": p} for e, p in outcome.excepted]
-            if outcome.expired:
-                line["expiredExceptions"] = [
-                    {"exception": e, "plugin": p} for e, p in outcome.expired
-                ]
-                line["level"] = "warning"
-            if not outcome.allowed:
-                line.update(code=outcome.code, reason=outcome.reason)
-        else:
-            line["error"] = reply.body.decode(errors="replace").strip()
+        fields = self._render(
+            self.timestamp(), endpoint, reply, seconds, decision, path, suppressed, traceparent
+        )
         # Decoded at once, so orjson's buffer is freed and reused by the next line: queued
         # as bytes until the batch is written, each line took fresh memory and cost more.
-        data = orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE).decode()
+        data = encode(fields)
         if self.interval is not None:
             self._pending.append(data)
             return
@@ -231,6 +197,8 @@ class ServerState:
     drain_marker: Path | None = None
     require_client_cert: bool = False
     review_log: ReviewLog | None = None
+    #: Spans per review and per plugin half (``serve --otlp-endpoint``), else ``None``.
+    tracer: Tracing | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
     ready_detail: str = ""
 
@@ -249,17 +217,6 @@ class ServerState:
             if reason:
                 return reason
         return None
-
-
-def shown_path(path: str) -> str:
-    """A client's path as a log line may show it: printable ASCII, at most ``SHOWN_PATH`` long.
-
-    Why: the path is whatever the client sent, up to the 64 KiB head; escaped, a NUL, a
-    line separator or a terminal escape sequence cannot forge or hide log lines.
-    """
-    cut = path[:SHOWN_PATH]
-    shown = cut.encode("unicode_escape").decode("ascii")
-    return shown + "..." if len(path) > SHOWN_PATH else shown
 
 
 def endpoint_label(phase: Phase, plugin: str | None, known: frozenset[str]) -> str:
@@ -333,9 +290,15 @@ def _answer(state: ServerState, phase: Phase, plugin: str | None) -> tuple[Reply
 
 
 def _account(
-    state: ServerState, endpoint: str, reply: Reply, elapsed: float, path: str | None
+    state: ServerState,
+    endpoint: str,
+    reply: Reply,
+    elapsed: float,
+    path: str | None,
+    started_ns: int,
 ) -> None:
-    """Metrics and the review log line for one request (a refusal: see ``REFUSED``)."""
+    """Metrics, the review log line and the spans for one request (a refusal: see
+    ``REFUSED``)."""
     decision = _outcome_label(reply)
     outcome = reply.outcome
     if reply.status in REFUSED:
@@ -352,7 +315,11 @@ def _account(
             + [(e, p, "expired") for e, p in outcome.expired],
         )
     if state.review_log is not None:
-        state.review_log.write(endpoint, reply, elapsed, decision, path)
+        # Only JSON lines show the header; text lines skip the request-context lookup.
+        traceparent = request.environ.get("HTTP_TRACEPARENT") if state.review_log.json else None
+        state.review_log.write(endpoint, reply, elapsed, decision, path, traceparent)
+    if state.tracer is not None:
+        state.tracer.review(request.environ, reply, decision, started_ns, time.time_ns())
 
 
 def create_app(state: ServerState) -> Flask:
@@ -363,11 +330,12 @@ def create_app(state: ServerState) -> Flask:
     known = frozenset(state.admission.registry.names)
 
     def answer_review(phase: Phase, plugin: str | None) -> Response:
+        started_ns = time.time_ns() if state.tracer is not None else 0
         started = time.perf_counter()
         reply, close = _answer(state, phase, plugin)
         endpoint = endpoint_label(phase, plugin, known)
         path = f"/{phase}/{plugin}" if endpoint == OTHER else None
-        _account(state, endpoint, reply, time.perf_counter() - started, path)
+        _account(state, endpoint, reply, time.perf_counter() - started, path, started_ns)
         response = _reply(reply)
         if close:
             response.headers["Connection"] = "close"

@@ -7,6 +7,7 @@ worker exits) is written once.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from webhooks.certs.pki import CA_FILE
@@ -20,6 +21,7 @@ from webhooks.server.clusterseries import ClusterSeries
 from webhooks.server.metrics import BuildInfo, GaugeCollector, Metrics
 from webhooks.server.readiness import cluster_check
 from webhooks.server.runner import Built, ServeOptions
+from webhooks.server.tracing import start_tracing
 from webhooks.server.unavailable import readyz_detail, register, settings_unavailable
 
 
@@ -27,20 +29,36 @@ def build_state(options: ServeOptions) -> ServerState:
     """Read the config and assemble the worker's state (raises ConfigError when unusable).
 
     Called in each gunicorn worker after fork, so the cluster source's threads and
-    connections belong to the worker that uses them.
+    connections, and the trace exporter's, belong to the worker that uses them.
     """
     config = options.config if options.config is not None else read_config(options.config_path)
     cluster = open_cluster(config.cluster, cached=config.lookups(REGISTRY))
     kept = options.kept(config) if options.kept is not None else None
-    admission = Admission(REGISTRY, config, cluster, kept=kept)
+    tracer = start_tracing(options.otlp_endpoint) if options.otlp_endpoint else None
+    # The halves each review called are what JSON lines and spans show; text lines do not.
+    record = tracer is not None or (options.log_reviews and options.log_format == "json")
+    admission = Admission(
+        REGISTRY,
+        config,
+        cluster,
+        kept=kept,
+        record=record,
+        clock=time.time_ns if tracer is not None else None,
+    )
     metrics = Metrics()
+    review_log = None
+    if options.log_reviews:
+        review_log = ReviewLog(interval=0.05, log_format=options.log_format)
     state = ServerState(
         admission,
         metrics=metrics,
         drain_marker=options.drain_marker,
         require_client_cert=bool(options.client_ca),
-        review_log=ReviewLog(interval=0.05) if options.log_reviews else None,
+        review_log=review_log,
+        tracer=tracer,
     )
+    if tracer is not None:
+        state.closers.append(tracer.shutdown)
     if state.review_log is not None:
         state.review_log.start()
         state.closers.append(state.review_log.stop)

@@ -27,6 +27,7 @@ from gunicorn.arbiter import Arbiter
 
 from webhooks import collector
 from webhooks.server.budget import HEAD_TIMEOUT, MAX_PLAIN_CONNECTIONS
+from webhooks.server.logformat import JSON_LOGGER, LogFormat, configure
 from webhooks.server.metrics import MULTIPROC_ENV, ReloadCounter, mark_worker_dead
 from webhooks.server.reloadcheck import Refused, describe, run_checked
 from webhooks.server.tls import LOAD_ERRORS, ContextCache, TLSFiles
@@ -58,6 +59,11 @@ class ServeOptions:
     shutdown_delay: float = 5.0
     runtime_dir: Path | None = None
     log_reviews: bool = True
+    #: ``text`` (gunicorn's lines and a JSON line per review) or ``json`` (every line a
+    #: JSON object): :mod:`webhooks.server.logformat`.
+    log_format: LogFormat = "text"
+    #: Where spans are sent over OTLP/HTTP (``""``: no tracing): :mod:`webhooks.server.tracing`.
+    otlp_endpoint: str = ""
     io_timeout: float = 10.0
     #: HOST:PORT of the plain-HTTP listener for /metrics, /healthz and /readyz; "" for none.
     metrics_bind: str = ""
@@ -318,6 +324,7 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
         shutil.rmtree(metrics_dir, ignore_errors=True)
         metrics_dir.mkdir(parents=True)
         os.environ[MULTIPROC_ENV] = str(metrics_dir)
+        configure(options.log_format)  # before gunicorn's first line; workers inherit it
         self.options = options
         self.factory = factory
         self.contexts: ContextCache | None = None
@@ -364,6 +371,8 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
             "proc_name": "placement-webhooks",
             "worker_tmp_dir": "/dev/shm" if Path("/dev/shm").is_dir() else None,
         }
+        if o.log_format == "json":
+            settings["logger_class"] = JSON_LOGGER
         if "control_socket_disable" in self.cfg.settings:
             # Newer gunicorn opens a control socket under $HOME, which a read-only root
             # filesystem forbids and nothing here uses.

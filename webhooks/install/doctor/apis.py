@@ -184,7 +184,7 @@ def check(installation: Installation) -> list[Finding]:
                 Status.WARN,
                 f"which settings are enabled is unknown, so what they need could not be "
                 f"judged: {why}",
-                "let doctor read the configuration (--config, or the release's ConfigMap)",
+                "pass -n/--namespace where the Deployment running serve is",
             )
         ]
     release = installation.release.release

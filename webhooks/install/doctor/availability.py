@@ -1,7 +1,8 @@
 """``availability``: the server's Deployment is protected against the usual ways to lose it.
 
-The Deployment is found as the chart names it: the release's full name, which also names
-both webhook configurations (:attr:`Installation.name`), in the installation's namespace.
+The Deployment is the one ``gather`` found (the chart's: named like both webhook
+configurations, :attr:`Installation.name`, in the installation's namespace, else the one
+there that runs ``serve``); an installation built without it is looked up by that name.
 Four findings:
 
 * replicas: two or more. One is a warning, and a failure when any webhook fails closed
@@ -210,32 +211,39 @@ def judge(
     ]
 
 
-def check(installation: Installation) -> list[Finding]:
-    """The Deployment, budget and priority of the installation (see the module's docstring)."""
+def _deployment(installation: Installation) -> dict[str, Any] | Finding:
+    """The Deployment ``gather`` found, else the one named like the configurations."""
+    if installation.deployment is not None:
+        return installation.deployment
     where = f"{installation.namespace}/{installation.name}"
     path = DEPLOYMENT_PATH.format(namespace=installation.namespace, name=installation.name)
     try:
-        deployment = rest.get(installation, path)
+        return rest.get(installation, path)
     except rest.Refused as exc:
         found = "there is no such Deployment" if exc.status == 404 else exc.message
-        return [
-            Finding(
-                CHECK,
-                Status.WARN,
-                f"Deployment {where} could not be read ({found}): replicas, budget and "
-                "priority could not be judged",
-                "point doctor at the installation (--name, --namespace)",
-            )
-        ]
+        return Finding(
+            CHECK,
+            Status.WARN,
+            f"Deployment {where} could not be read ({found}): replicas, budget and "
+            "priority could not be judged",
+            "point doctor at the installation (--name, --namespace)",
+        )
+
+
+def check(installation: Installation) -> list[Finding]:
+    """The Deployment, budget and priority of the installation (see the module's docstring)."""
+    deployment = _deployment(installation)
+    if isinstance(deployment, Finding):
+        return [deployment]
+    namespace = (deployment.get("metadata") or {}).get("namespace") or installation.namespace
     try:
-        listed = rest.get(installation, BUDGETS_PATH.format(namespace=installation.namespace))
+        listed = rest.get(installation, BUDGETS_PATH.format(namespace=namespace))
         budgets = [b for b in listed.get("items") or [] if isinstance(b, dict)]
     except rest.Refused as exc:
         unread = Finding(
             CHECK,
             Status.WARN,
-            f"the PodDisruptionBudgets of {installation.namespace} could not be read: "
-            f"{exc.message}",
+            f"the PodDisruptionBudgets of {namespace} could not be read: {exc.message}",
             "let doctor's credentials list poddisruptionbudgets",
         )
         return [*judge(deployment, None, installation.configurations), unread]

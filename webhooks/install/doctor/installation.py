@@ -9,8 +9,8 @@ lets every check be tested on a plain value without an API server. A check that 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from webhooks.core.config import Config
@@ -28,6 +28,15 @@ class Installation:
     ``config`` is the configuration the server runs, read from the cluster (``None`` when
     it could not be found, and ``config_note`` says why). ``release`` is what ``/version``
     said. ``api`` is a ``kubernetes`` API client; ``timeout`` bounds each request.
+
+    What :func:`~webhooks.install.doctor.gather.gather` also reads, so the checks that judge
+    it stay functions of this value: ``deployment``, the Deployment that runs ``serve``
+    (``None``: not found); ``services`` and ``endpoint_slices``, keyed ``namespace/name``,
+    for each Service the configurations call (a Service that does not exist: ``None``);
+    ``namespace_labels``, the labels of ``namespace`` (``None``: not read); ``others``,
+    every other webhook configuration in the cluster; ``served_halves``, the (plugin,
+    phase) halves a ``serve --native`` keeps on its webhooks (``None``: not native, every
+    enabled half); ``unread``, what could not be read, each with the one-line reason.
     """
 
     api: Any
@@ -38,6 +47,13 @@ class Installation:
     config: Config | None = None
     config_note: str = ""
     timeout: float = 10.0
+    deployment: dict[str, Any] | None = None
+    services: Mapping[str, dict[str, Any] | None] = field(default_factory=dict)
+    endpoint_slices: Mapping[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
+    namespace_labels: Mapping[str, str] | None = None
+    others: tuple[dict[str, Any], ...] = ()
+    served_halves: frozenset[tuple[str, str]] | None = None
+    unread: Mapping[str, str] = field(default_factory=dict)
 
 
 #: A check: what was read, to what it found. Never raises for anything the cluster holds:

@@ -437,7 +437,7 @@ def check(installation: Installation) -> list[Finding]:
                 Status.WARN,
                 f"which plugins are enabled is unknown, so their in-tree twins could not be "
                 f"judged: {why}",
-                "let doctor read the configuration (--config, or the release's ConfigMap)",
+                "pass -n/--namespace where the Deployment running serve is",
             )
         ]
     plugins = [p for p in config.chain(REGISTRY) if p.upstream in PROBES]

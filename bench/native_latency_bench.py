@@ -1,8 +1,7 @@
 """Pod-create latency on the real API server: native admission policies against the webhooks.
 
-A script, not a test, and not under bench/: it needs the control-plane harness, which lives
-in tests/controlplane, and bench/ imports nothing from tests/. One run starts etcd and
-three API servers of the pinned release: ``bare`` (the in-tree twins off, no policy, no
+A benchmark on the control-plane harness (:mod:`controlplane.harness`). One run starts etcd
+and three API servers of the pinned release: ``bare`` (the in-tree twins off, no policy, no
 webhook: the floor), ``native`` (the policies ``placement-webhooks export`` prints for the
 config) and ``webhooks`` (``MODE=webhooks``: ``serve`` registered with ``webhook-config``).
 Pods are created round-robin, one on each server in turn, so machine load drifts over all
@@ -13,7 +12,7 @@ native/webhooks.
 The sentinel policies that tell when the exported ones are in force are deleted before
 timing, so the native server runs the exported policies and nothing else. Needs the
 control-plane build (``make controlplane``). Usage:
-``.venv/bin/python -m tests.controlplane.native_latency [--config FILE] [--pods 300] [--runs 3]``
+``.venv/bin/python -m bench.native_latency_bench [--config FILE] [--pods 300] [--runs 3]``
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.doctorapi import FakeClient, installation, status
+from tests.install.doctor.fakeclient import FakeClient, installation, status
 from webhooks.install.doctor import apis
 from webhooks.install.doctor.findings import Status
 

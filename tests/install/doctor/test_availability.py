@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from tests.doctorapi import FakeClient, installation, status
+from tests.install.doctor.fakeclient import FakeClient, installation, status
 from webhooks.install.doctor import availability
 from webhooks.install.doctor.findings import Status
 
@@ -194,3 +195,14 @@ def test_unreadable_budgets_are_said_and_the_rest_is_still_judged() -> None:
     findings = availability.check(installation(client))
     assert [f.status for f in findings] == [Status.OK, Status.OK, Status.OK, Status.WARN]
     assert "could not be read: forbidden" in findings[-1].reason
+
+
+def test_the_deployment_gather_found_is_judged_without_reading_it_again() -> None:
+    found = deployment(replicas=3)
+    found["metadata"] = {"name": "serving-elsewhere", "namespace": "placement-webhooks"}
+    client = FakeClient({BUDGETS: (200, {"items": [budget(minAvailable=1)]})})
+    gathered = replace(installation(client, configurations=FAIL_CLOSED), deployment=found)
+    findings = availability.check(gathered)
+    assert [f.status for f in findings] == [Status.OK] * 4
+    assert findings[0].reason == "3 replicas"
+    assert DEPLOYMENT not in [(method, path) for method, path, _ in client.asked]

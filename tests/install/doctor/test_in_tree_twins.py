@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.doctorapi import FakeClient, installation, status
+from tests.install.doctor.fakeclient import FakeClient, installation, status
 from webhooks.install.doctor import twins
 from webhooks.install.doctor.findings import Status
 from webhooks.install.webhookconfig import WebhookSettings, configurations, plugin_table
@@ -297,3 +297,10 @@ def test_a_refusal_in_tree_words_it_names_its_twin_and_only_it(
     found = twins.check(installation(client, ALL_TWINS))
     by_plugin = {f.reason.split(":", 1)[0]: f.status for f in found}
     assert {name: by_plugin[name] for name in expected} == expected
+
+
+def test_the_cluster_side_checks_run_last_in_their_order() -> None:
+    from webhooks.install.doctor import run
+
+    ids = [name for name, _ in run.CHECKS]
+    assert ids[-3:] == ["in-tree-twins", "apis", "availability"]
