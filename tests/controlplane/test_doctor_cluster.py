@@ -39,6 +39,7 @@ from controlplane.harness import (
 from controlplane.harness.apply import apply_objects, delete_objects
 from controlplane.harness.modes import apiserver_options
 from controlplane.release import RELEASE
+from tests.command import run_cli
 from tests.controlplane.chart.served import rendered
 from tests.controlplane.conftest import FIGURES, started_plane
 from webhooks.cluster.version import read_release
@@ -284,6 +285,41 @@ def test_availability_of_the_chart_s_deployment(
         assert finding.reason.startswith(prefix)
         assert finding.fix
     assert all(f.status != Status.WARN for f in found)
+
+
+def test_the_doctor_command_reads_the_chart_s_config_and_names_twins_and_budget(
+    plane: ControlPlane,
+) -> None:
+    """``placement-webhooks doctor`` on ``managed``, with the chart's ConfigMap, Deployment and
+    budget applied (``minAvailable`` equal to the replicas): the config it finds through the
+    Deployment enables the four opt-in twins' plugins, whose lines fail with their fix, as
+    does the budget's (and readiness: no kubelet runs the pods); exit 1."""
+    server = plane.apiservers["managed"]
+    values = {"plugins": SERVED["plugins"], "podDisruptionBudget": {"minAvailable": 2}}
+    kinds = {"ConfigMap", "Deployment", "PodDisruptionBudget"}
+    objects = [o for o in rendered(values, NAME, NAMESPACE, upgrade=False) if o["kind"] in kinds]
+    with server.client() as api:
+        apply_objects(api, objects)
+        try:
+            proc = run_cli(
+                "doctor", "--name", NAME, "-n", NAMESPACE, "--kubeconfig", str(server.kubeconfig)
+            )
+        finally:
+            delete_objects(api, objects)
+    lines = proc.stdout.splitlines()
+    FIGURES.extend(f"doctor command on managed ({RELEASE.name}): {line}" for line in lines)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    for name in SERVED["plugins"]:
+        upstream = REGISTRY.get(name).upstream
+        [line] = [x for x in lines if x.startswith(f"fail in-tree-twins: {name}: ")]
+        assert f"remove {upstream} from kube-apiserver's --enable-admission-plugins" in line
+    assert any(x.startswith("fail in-tree-twins: extended-resource-toleration: ") for x in lines)
+    assert any(
+        x.startswith("fail availability: PodDisruptionBudget placement-webhooks (minAvailable 2)")
+        for x in lines
+    )
+    checks = list(dict.fromkeys(line.split()[1].rstrip(":") for line in lines))
+    assert checks[-3:] == ["in-tree-twins", "apis", "availability"]
 
 
 def test_the_config_file_is_what_serve_runs(plane: ControlPlane) -> None:
