@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -304,3 +305,31 @@ def test_the_cluster_side_checks_run_last_in_their_order() -> None:
 
     ids = [name for name, _ in run.CHECKS]
     assert ids[-3:] == ["in-tree-twins", "apis", "availability"]
+
+
+def test_a_namespace_another_mutating_webhook_sees_is_used_last() -> None:
+    """What another webhook adds to the pod could be taken for an in-tree plugin's doing."""
+    client = _client(in_tree(set()), _namespace("placement-webhooks"), _namespace("quiet"))
+    other = {
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "someone-else"},
+        "webhooks": [
+            {
+                "name": "mutate.someone-else",
+                "rules": [{"resources": ["pods"]}],
+                "namespaceSelector": {
+                    "matchExpressions": [
+                        {
+                            "key": "kubernetes.io/metadata.name",
+                            "operator": "In",
+                            "values": ["placement-webhooks"],
+                        }
+                    ]
+                },
+            }
+        ],
+    }
+    gathered = replace(installation(client), others=(other,))
+    twins.check(gathered)
+    posted = {path for method, path, _ in client.asked if method == "POST"}
+    assert posted == {"/api/v1/namespaces/quiet/pods"}

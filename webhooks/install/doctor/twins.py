@@ -322,22 +322,26 @@ def candidates(
     namespaces: Sequence[Mapping[str, Any]],
     configurations: Sequence[Mapping[str, Any]],
     home: str,
+    others: Sequence[Mapping[str, Any]] = (),
 ) -> list[Mapping[str, Any]]:
     """The namespaces no webhook of ours sees a dry-run pod in, best first.
 
-    Why this order: the suite's own namespace (``home``) exists wherever it runs and is
-    never sent to it; then ``kube-system``; then the rest by name. Terminating namespaces
-    refuse every create and are left out.
+    Why this order: first those no other mutating webhook (``others``: the cluster's other
+    configurations) sees either, since what such a webhook adds to the pod could be taken
+    for an in-tree plugin's doing; among them the suite's own namespace (``home``), which
+    exists wherever it runs and is never sent to it, then ``kube-system``, then the rest by
+    name. Terminating namespaces refuse every create and are left out.
     """
     usable = [
         ns
         for ns in namespaces
         if (ns.get("status") or {}).get("phase") != "Terminating" and unseen(ns, configurations)
     ]
+    mutating = [c for c in others if c.get("kind") == "MutatingWebhookConfiguration"]
 
-    def rank(ns: Mapping[str, Any]) -> tuple[int, str]:
+    def rank(ns: Mapping[str, Any]) -> tuple[bool, int, str]:
         name = str((ns.get("metadata") or {}).get("name", ""))
-        return ({home: 0, "kube-system": 1}.get(name, 2), name)
+        return (not unseen(ns, mutating), {home: 0, "kube-system": 1}.get(name, 2), name)
 
     return sorted(usable, key=rank)
 
@@ -453,6 +457,7 @@ def check(installation: Installation) -> list[Finding]:
         [ns for ns in listed if isinstance(ns, dict)],
         installation.configurations,
         installation.namespace,
+        installation.others,
     )
     if not namespaces:
         return [_unjudged(plugins, "every namespace is sent to our webhooks")]
