@@ -1,8 +1,9 @@
 """The checks ``doctor`` runs, in the order it prints them, and running them.
 
 Why one list: the order is what a user reads top to bottom (does it exist, is it trusted,
-does it answer, can it deadlock, is it fast enough), and a check added anywhere else would
-be missed by the CLI and by the docs' table alike. A check that raises for something
+does it answer, can it deadlock, is it fast enough, does the cluster around it agree, will
+it stay up), and a check added anywhere else would be missed by the CLI and by the docs'
+table alike. A check that raises for something
 unexpected becomes a ``fail`` line naming it, so one bug cannot hide the other checks.
 """
 
@@ -11,12 +12,15 @@ from __future__ import annotations
 from typing import Final
 
 from webhooks.install.doctor import (
+    apis,
+    availability,
     ca_bundle,
     configurations,
     endpoints,
     fail_closed_scope,
     round_trip,
     timeouts,
+    twins,
 )
 from webhooks.install.doctor.findings import Finding, Status
 from webhooks.install.doctor.installation import Check, Installation
@@ -28,8 +32,9 @@ CHECKS: Final[tuple[tuple[str, Check], ...]] = (
     (round_trip.CHECK, round_trip.check),
     (fail_closed_scope.CHECK, fail_closed_scope.check),
     (timeouts.CHECK, timeouts.check),
-    # The cluster-side checks slot in here, in this order: ("in-tree-twins", ...),
-    # ("apis", ...), ("availability", ...) (webhooks/install/doctor/<check>.py).
+    (twins.CHECK, twins.check),
+    (apis.CHECK, apis.check),
+    (availability.CHECK, availability.check),
 )
 
 
