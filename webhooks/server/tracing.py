@@ -184,10 +184,10 @@ def start_tracing(endpoint: str) -> Tracing:
         Why: a refused or timed-out export leaves its exception, traceback and connection
         state in reference cycles (thousands of objects a time), and the workers make full
         collections rarely (:mod:`webhooks.collector`): with a dead collector the worker
-        grew with every export (``bench/tracing_bench.py``'s growth line). One full collection after a
-        failure, in the export thread, at most once per export timeout, frees them; it walks
-        only what is newer than the worker's start (``gc.freeze``), and a healthy collector
-        never triggers it.
+        grew with every export (``bench/tracing_bench.py``'s growth line). One full
+        collection after a failure, in the export thread, at most once per export timeout,
+        frees them; it walks only what is newer than the worker's start (``gc.freeze``), and
+        a healthy collector never triggers it.
         """
 
         def export(self, spans: Any) -> Any:
