@@ -27,7 +27,7 @@ from webhooks.core.availability import first_on, unavailable
 from webhooks.core.config import Config
 from webhooks.install.doctor import rest
 from webhooks.install.doctor.findings import Finding, Status
-from webhooks.install.doctor.installation import Installation
+from webhooks.install.doctor.installation import Installation, config_unknown
 from webhooks.k8s.releases import RELEASES, Release
 from webhooks.plugins import REGISTRY
 
@@ -177,14 +177,9 @@ def check(installation: Installation) -> list[Finding]:
     """The gates and APIs of every enabled setting (see the module's docstring)."""
     config = installation.config
     if config is None:
-        why = installation.config_note or "the running configuration was not found"
         return [
-            Finding(
-                CHECK,
-                Status.WARN,
-                f"which settings are enabled is unknown, so what they need could not be "
-                f"judged: {why}",
-                "pass -n/--namespace where the Deployment running serve is",
+            config_unknown(
+                installation, CHECK, "which settings are enabled is unknown, so what they need"
             )
         ]
     release = installation.release.release

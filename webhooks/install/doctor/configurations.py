@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from webhooks.core.config import Config
 from webhooks.install.doctor.findings import Finding, Status
-from webhooks.install.doctor.installation import Installation
+from webhooks.install.doctor.installation import CONFIG_FIX, Installation
 from webhooks.install.webhookconfig import (
     APP_NAME_LABEL,
     DEFAULT_EXCLUDED_NAMESPACES,
@@ -95,7 +95,7 @@ def check(installation: Installation) -> list[Finding]:
                 Status.WARN,
                 f"found {', '.join(sorted(live))} {name}, but cannot compare them with a "
                 f"render: the running config was not found ({installation.config_note})",
-                "pass -n/--namespace where the Deployment running serve is",
+                CONFIG_FIX,
             )
         ]
     from webhooks.plugins import REGISTRY

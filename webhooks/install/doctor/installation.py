@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webhooks.core.config import Config
-from webhooks.install.doctor.findings import Finding
+from webhooks.install.doctor.findings import Finding, Status
 from webhooks.k8s.releases import ServerRelease
 
 
@@ -54,6 +54,21 @@ class Installation:
     others: tuple[dict[str, Any], ...] = ()
     served_halves: frozenset[tuple[str, str]] | None = None
     unread: Mapping[str, str] = field(default_factory=dict)
+
+
+#: The fix every check gives when the running config could not be found.
+CONFIG_FIX = "pass -n/--namespace where the Deployment running serve is"
+
+
+def config_unknown(installation: Installation, check: str, what: str) -> Finding:
+    """The warning of a check that needs the running config when it was not found:
+    ``what`` could not be judged, and why.
+
+    Why a warning and not a failure: the installation may be fine; doctor only could not
+    see which settings it runs.
+    """
+    why = installation.config_note or "the running configuration was not found"
+    return Finding(check, Status.WARN, f"{what} could not be judged: {why}", CONFIG_FIX)
 
 
 #: A check: what was read, to what it found. Never raises for anything the cluster holds:

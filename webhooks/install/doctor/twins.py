@@ -54,7 +54,7 @@ from webhooks.core.config import Config
 from webhooks.core.plugin import Plugin
 from webhooks.install.doctor import rest
 from webhooks.install.doctor.findings import Finding, Status
-from webhooks.install.doctor.installation import Installation
+from webhooks.install.doctor.installation import Installation, config_unknown
 from webhooks.k8s.fielderr import go_quote
 from webhooks.k8s.labels import parse_label_set
 from webhooks.k8s.namespaces import NODE_SELECTOR_ANNOTATION, annotations_of, labels_of
@@ -434,14 +434,11 @@ def check(installation: Installation) -> list[Finding]:
     """One finding per enabled plugin that has an in-tree twin (see the module's docstring)."""
     config = installation.config
     if config is None:
-        why = installation.config_note or "the running configuration was not found"
         return [
-            Finding(
+            config_unknown(
+                installation,
                 CHECK,
-                Status.WARN,
-                f"which plugins are enabled is unknown, so their in-tree twins could not be "
-                f"judged: {why}",
-                "pass -n/--namespace where the Deployment running serve is",
+                "which plugins are enabled is unknown, so their in-tree twins",
             )
         ]
     plugins = [p for p in config.chain(REGISTRY) if p.upstream in PROBES]
