@@ -47,6 +47,9 @@ SHORT_SUITE: tuple[str, ...] = (
     "tests/controlplane/chart/test_native_release.py",
     "tests/controlplane/test_static_manifests.py",
     "tests/controlplane/test_absent_apis.py",
+    "tests/controlplane/chart/test_doctor.py",
+    "tests/controlplane/test_doctor_cluster.py",
+    "tests/controlplane/test_tracing.py",
 )
 
 
