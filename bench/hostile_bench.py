@@ -48,13 +48,13 @@ import orjson
 
 from bench import payloads, scenario
 from bench.servers import (
-    free_port,
     served_cluster,
     start,
     stop,
     worker_peak_mib,
     worker_rss_mib,
 )
+from controlplane.harness.process import free_port
 from webhooks.certs.pki import generate
 
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import payloads, scenario, servers
+from controlplane.harness.process import free_port
 from webhooks.certs.pki import generate
 
 LUA = """
@@ -94,7 +95,7 @@ def parse_wrk(out: str) -> Run:
 
 def boot_to_first_200(certs: Path, body: Path, workers: int, config: Path) -> float:
     """Seconds from process start to the first 200 answer on /mutate."""
-    port = servers.free_port()
+    port = free_port()
     started = time.monotonic()
     proc = servers.spawn("real", port, certs, workers, config)
     try:

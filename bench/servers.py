@@ -13,7 +13,6 @@ import http.client
 import json
 import os
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -26,13 +25,7 @@ import yaml
 
 from bench import scenario
 from bench.fakeapi.server import FakeApiServer
-
-
-def free_port() -> int:
-    """A port nothing listens on now (the server binds it a moment later)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from controlplane.harness.process import free_port
 
 
 def spawn(

@@ -23,7 +23,8 @@ from collections.abc import Callable
 
 from bench.growth.http import certificates
 from bench.growth.measure import Sample, Surface
-from bench.servers import free_port, memory_mib, start, stop, workers
+from bench.servers import memory_mib, start, stop, workers
+from controlplane.harness.process import free_port
 
 
 def _worker_kib(master: int) -> tuple[float, float]:

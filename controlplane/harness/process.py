@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import itertools
 import os
+import random
 import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 TAIL_LINES = 25
@@ -30,17 +32,53 @@ class ComponentError(RuntimeError):
     """A component exited, or did not become ready in time; the message ends with its log."""
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now.
+#: Where the kernel takes the source ports of outgoing connections (Linux's default range,
+#: used when /proc does not say).
+EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+DEFAULT_EPHEMERAL = (32768, 60999)
+#: The lowest port handed out: above the well-known and most registered services' ports.
+LOWEST_PORT = 10000
 
-    The kernel picks it, so parallel runs do not collide; the small window between closing
-    this socket and the component binding the port is accepted (a clash fails loudly with
-    "address already in use" in the component's log).
+
+def ephemeral_range(path: Path = EPHEMERAL_RANGE_FILE) -> tuple[int, int]:
+    """The kernel's range of source ports for outgoing connections."""
+    try:
+        low, high = (int(part) for part in path.read_text().split())
+    except (OSError, ValueError):
+        return DEFAULT_EPHEMERAL
+    return low, high
+
+
+def port_candidates(ephemeral: tuple[int, int], draw: Callable[[int, int], int]) -> Iterator[int]:
+    """Ports to try, drawn by ``draw(low, high)`` from below the ephemeral range, else from
+    above it; none when neither leaves a thousand ports."""
+    low, high = ephemeral
+    for start, end in ((LOWEST_PORT, low - 1), (max(high + 1, LOWEST_PORT), 65535)):
+        if end - start >= 1000:
+            while True:
+                yield draw(start, end)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now, outside the ephemeral range.
+
+    Why outside it: between this check and the component binding the port, any client
+    socket of the run (the tests make thousands) may be given the same port as its source
+    port by the kernel, and the component then fails with "address already in use". Below
+    the ephemeral range only an explicit bind can take the port; drawing at random keeps
+    parallel runs apart, and binding first proves nothing listens there now.
     """
-    with socket.socket() as sock:
+    for port in itertools.islice(port_candidates(ephemeral_range(), random.randint), 200):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as sock:  # no room outside the range, or all taken: the kernel picks
         sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+        found: int = sock.getsockname()[1]
+        return found
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec

@@ -6,7 +6,6 @@ import contextlib
 import http.client
 import os
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -18,14 +17,9 @@ from typing import Any
 
 import orjson
 
+from controlplane.harness.process import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
