@@ -27,6 +27,7 @@ from typing import Any, Final
 from webhooks.install.doctor import rest
 from webhooks.install.doctor.findings import Finding, Status
 from webhooks.install.doctor.installation import Installation
+from webhooks.install.doctor.scope import fails_closed
 from webhooks.k8s.selectors import matches
 
 CHECK: Final = "availability"
@@ -41,7 +42,7 @@ def fail_closed(configurations: Sequence[Mapping[str, Any]]) -> list[str]:
         str(hook.get("name", ""))
         for configuration in configurations
         for hook in configuration.get("webhooks") or []
-        if isinstance(hook, dict) and hook.get("failurePolicy", "Fail") == "Fail"
+        if isinstance(hook, dict) and fails_closed(hook)
     ]
 
 
