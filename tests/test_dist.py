@@ -292,7 +292,8 @@ def test_the_wheel_installed_outside_the_tree_serves_checks_explains_and_exports
     import contextlib
     import time
 
-    from tests.e2e.serving import free_port, launch, stop
+    from controlplane.harness.process import free_port
+    from tests.e2e.serving import launch, stop
 
     venv, work = tmp_path / "venv", tmp_path / "work"
     work.mkdir()

@@ -26,8 +26,9 @@ import pytest
 from packaging.version import Version
 
 import webhooks
+from controlplane.harness.process import free_port
 from tests.certfiles import SecretVolume
-from tests.e2e.serving import Server, free_port, launch, stop
+from tests.e2e.serving import Server, launch, stop
 from tests.imagelayer import DEBIAN_PYTHON_BIN, build_layer
 from webhooks.certs import pki
 

@@ -13,8 +13,9 @@ from typing import Any
 import orjson
 import pytest
 
+from controlplane.harness.process import free_port
 from tests.command import invoke_cli
-from tests.e2e.serving import Server, free_port, serving
+from tests.e2e.serving import Server, serving
 from tests.fakeapi import FakeApiServer, running
 from webhooks.certs import pki
 from webhooks.core.review import ReviewError, read_response

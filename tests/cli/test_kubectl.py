@@ -208,34 +208,29 @@ def test_help_reads_as_a_kubectl_plugin(args: list[str], usage: str) -> None:
         assert flag in result.output
 
 
+def _kubectl_entry(cwd: Path, *path: Path) -> subprocess.CompletedProcess[str]:
+    """``placement_webhooks.kubectl()`` with ``--help``, run with ``path`` on PYTHONPATH."""
+    code = "import placement_webhooks; placement_webhooks.kubectl()"
+    return subprocess.run(
+        [sys.executable, "-c", code, "--help"],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(map(str, path))},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 def test_the_console_script_is_kubectl_placement_with_the_shadow_check_first(
     tmp_path: Path,
 ) -> None:
     """The entry point as kubectl starts it; a shadowing ``webhooks`` is named in one line."""
-    code = "import placement_webhooks; placement_webhooks.kubectl()"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
-        [sys.executable, "-c", code, "--help"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    proc = _kubectl_entry(tmp_path, ROOT)
     assert (proc.returncode, proc.stderr) == (0, "")
     assert proc.stdout.startswith("Usage: kubectl placement [OPTIONS] COMMAND [ARGS]...\n")
     (tmp_path / "webhooks.py").write_text("VERSION = 1\n")
-    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(ROOT)])
-    proc = subprocess.run(
-        [sys.executable, "-c", code, "--help"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    proc = _kubectl_entry(tmp_path, tmp_path, ROOT)
     assert proc.returncode == 2
     [line] = proc.stderr.splitlines()
     assert "is not placement-webhooks's and hides it" in line
